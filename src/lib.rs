@@ -1,0 +1,3 @@
+//! kaas: a Kafka-compatible broker with exactly-once semantics.
+
+pub mod store;

@@ -1,0 +1,293 @@
+//! Zero-copy view of a magic-v2 record batch header (fixed offsets, never re-encoded).
+
+use bytes::{Bytes, BytesMut};
+use thiserror::Error;
+
+pub const HEADER_LEN: usize = 61;
+/// Bytes before the batch-length field's coverage starts (baseOffset + batchLength).
+pub const LOG_OVERHEAD: usize = 12;
+
+const BASE_OFFSET: usize = 0;
+const BATCH_LENGTH: usize = 8;
+const MAGIC: usize = 16;
+const CRC: usize = 17;
+const ATTRIBUTES: usize = 21;
+const LAST_OFFSET_DELTA: usize = 23;
+const BASE_TIMESTAMP: usize = 27;
+const MAX_TIMESTAMP: usize = 35;
+const PRODUCER_ID: usize = 43;
+const PRODUCER_EPOCH: usize = 51;
+const BASE_SEQUENCE: usize = 53;
+const RECORDS_COUNT: usize = 57;
+
+const ATTR_TIMESTAMP_TYPE: i16 = 0x08;
+const ATTR_TRANSACTIONAL: i16 = 0x10;
+const ATTR_CONTROL: i16 = 0x20;
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum BatchError {
+    #[error("record set is empty")]
+    Empty,
+    #[error("truncated batch: need {need} bytes, have {have}")]
+    Truncated { need: usize, have: usize },
+    #[error("unsupported magic {0}")]
+    Magic(i8),
+    #[error("crc mismatch: stored {stored:#x}, computed {computed:#x}")]
+    Crc { stored: u32, computed: u32 },
+    #[error("batch length {0} is invalid")]
+    Length(i32),
+    #[error("expected exactly one batch, found trailing bytes")]
+    Trailing,
+}
+
+fn i16_at(b: &[u8], at: usize) -> i16 {
+    i16::from_be_bytes([b[at], b[at + 1]])
+}
+fn i32_at(b: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+fn i64_at(b: &[u8], at: usize) -> i64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    i64::from_be_bytes(a)
+}
+
+/// Decoded header fields of one batch. Cheap to copy; the bytes stay where they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchHeader {
+    pub base_offset: i64,
+    pub batch_length: i32,
+    pub magic: i8,
+    pub crc: u32,
+    pub attributes: i16,
+    pub last_offset_delta: i32,
+    pub base_timestamp: i64,
+    pub max_timestamp: i64,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+    pub records_count: i32,
+}
+
+impl BatchHeader {
+    /// Parses the header at the start of `b` (which must hold at least HEADER_LEN bytes).
+    pub fn parse(b: &[u8]) -> Result<BatchHeader, BatchError> {
+        if b.len() < HEADER_LEN {
+            return Err(BatchError::Truncated { need: HEADER_LEN, have: b.len() });
+        }
+        let magic = b[MAGIC] as i8;
+        let batch_length = i32_at(b, BATCH_LENGTH);
+        if magic != 2 {
+            return Err(BatchError::Magic(magic));
+        }
+        if (batch_length as i64) < (HEADER_LEN - LOG_OVERHEAD) as i64 {
+            return Err(BatchError::Length(batch_length));
+        }
+        Ok(BatchHeader {
+            base_offset: i64_at(b, BASE_OFFSET),
+            batch_length,
+            magic,
+            crc: u32::from_be_bytes([b[CRC], b[CRC + 1], b[CRC + 2], b[CRC + 3]]),
+            attributes: i16_at(b, ATTRIBUTES),
+            last_offset_delta: i32_at(b, LAST_OFFSET_DELTA),
+            base_timestamp: i64_at(b, BASE_TIMESTAMP),
+            max_timestamp: i64_at(b, MAX_TIMESTAMP),
+            producer_id: i64_at(b, PRODUCER_ID),
+            producer_epoch: i16_at(b, PRODUCER_EPOCH),
+            base_sequence: i32_at(b, BASE_SEQUENCE),
+            records_count: i32_at(b, RECORDS_COUNT),
+        })
+    }
+
+    /// Total size on the wire / on disk.
+    pub fn total_size(&self) -> usize {
+        LOG_OVERHEAD + self.batch_length as usize
+    }
+    pub fn last_offset(&self) -> i64 {
+        self.base_offset + self.last_offset_delta as i64
+    }
+    pub fn is_transactional(&self) -> bool {
+        self.attributes & ATTR_TRANSACTIONAL != 0
+    }
+    pub fn is_control(&self) -> bool {
+        self.attributes & ATTR_CONTROL != 0
+    }
+    pub fn is_log_append_time(&self) -> bool {
+        self.attributes & ATTR_TIMESTAMP_TYPE != 0
+    }
+    pub fn has_producer_id(&self) -> bool {
+        self.producer_id >= 0
+    }
+    /// Last sequence of the batch, wrapping at i32::MAX (eos-rules 16).
+    pub fn last_sequence(&self) -> i32 {
+        increment_sequence(self.base_sequence, self.last_offset_delta)
+    }
+}
+
+/// `DefaultRecordBatch.incrementSequence`: sequences wrap from i32::MAX to 0.
+pub fn increment_sequence(seq: i32, delta: i32) -> i32 {
+    if seq > i32::MAX - delta {
+        delta - (i32::MAX - seq) - 1
+    } else {
+        seq + delta
+    }
+}
+
+/// Verifies the CRC32C (attributes .. end) of one complete batch held in `b`.
+pub fn verify_crc(b: &[u8], header: &BatchHeader) -> Result<(), BatchError> {
+    let end = header.total_size();
+    if b.len() < end {
+        return Err(BatchError::Truncated { need: end, have: b.len() });
+    }
+    let computed = crc32c::crc32c(&b[ATTRIBUTES..end]);
+    if computed != header.crc {
+        return Err(BatchError::Crc { stored: header.crc, computed });
+    }
+    Ok(())
+}
+
+/// Validates that `records` holds exactly one complete magic-v2 batch with a good CRC
+/// (eos-rules 14) and returns its header.
+pub fn validate_single(records: &[u8]) -> Result<BatchHeader, BatchError> {
+    if records.is_empty() {
+        return Err(BatchError::Empty);
+    }
+    let h = BatchHeader::parse(records)?;
+    verify_crc(records, &h)?;
+    if records.len() != h.total_size() {
+        return Err(BatchError::Trailing);
+    }
+    Ok(h)
+}
+
+/// Overwrites the base offset in place (the only field the broker changes).
+pub fn patch_base_offset(b: &mut BytesMut, base_offset: i64) {
+    b[BASE_OFFSET..BASE_OFFSET + 8].copy_from_slice(&base_offset.to_be_bytes());
+}
+
+/// Iterates over the complete batches at the start of `buf`; stops at a partial one.
+pub fn iter_batches(buf: &Bytes) -> impl Iterator<Item = (BatchHeader, Bytes)> + '_ {
+    let mut pos = 0usize;
+    std::iter::from_fn(move || {
+        let rest = buf.get(pos..)?;
+        let h = BatchHeader::parse(rest).ok()?;
+        let size = h.total_size();
+        if rest.len() < size {
+            return None;
+        }
+        let out = buf.slice(pos..pos + size);
+        pos += size;
+        Some((h, out))
+    })
+}
+
+#[cfg(test)]
+pub mod testutil {
+    //! Builds real v2 batches (with CRC) for unit tests.
+    use super::*;
+
+    pub struct Spec {
+        pub producer_id: i64,
+        pub producer_epoch: i16,
+        pub base_sequence: i32,
+        pub records: i32,
+        pub transactional: bool,
+        pub control: bool,
+        pub timestamp: i64,
+    }
+
+    impl Default for Spec {
+        fn default() -> Self {
+            Spec {
+                producer_id: -1,
+                producer_epoch: -1,
+                base_sequence: -1,
+                records: 1,
+                transactional: false,
+                control: false,
+                timestamp: 1_000,
+            }
+        }
+    }
+
+    /// A batch whose records section is opaque filler of `records` bytes (only headers matter here).
+    pub fn batch(spec: Spec) -> BytesMut {
+        let body_len = spec.records.max(1) as usize;
+        let total = HEADER_LEN + body_len;
+        let mut b = BytesMut::zeroed(total);
+        b[BATCH_LENGTH..BATCH_LENGTH + 4].copy_from_slice(&((total - LOG_OVERHEAD) as i32).to_be_bytes());
+        b[MAGIC] = 2;
+        let mut attrs: i16 = 0;
+        if spec.transactional {
+            attrs |= ATTR_TRANSACTIONAL;
+        }
+        if spec.control {
+            attrs |= ATTR_CONTROL;
+        }
+        b[ATTRIBUTES..ATTRIBUTES + 2].copy_from_slice(&attrs.to_be_bytes());
+        b[LAST_OFFSET_DELTA..LAST_OFFSET_DELTA + 4].copy_from_slice(&(spec.records - 1).to_be_bytes());
+        b[BASE_TIMESTAMP..BASE_TIMESTAMP + 8].copy_from_slice(&spec.timestamp.to_be_bytes());
+        b[MAX_TIMESTAMP..MAX_TIMESTAMP + 8].copy_from_slice(&spec.timestamp.to_be_bytes());
+        b[PRODUCER_ID..PRODUCER_ID + 8].copy_from_slice(&spec.producer_id.to_be_bytes());
+        b[PRODUCER_EPOCH..PRODUCER_EPOCH + 2].copy_from_slice(&spec.producer_epoch.to_be_bytes());
+        b[BASE_SEQUENCE..BASE_SEQUENCE + 4].copy_from_slice(&spec.base_sequence.to_be_bytes());
+        b[RECORDS_COUNT..RECORDS_COUNT + 4].copy_from_slice(&spec.records.to_be_bytes());
+        let crc = crc32c::crc32c(&b[ATTRIBUTES..]);
+        b[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
+        b
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::*;
+    use super::*;
+
+    #[test]
+    fn parses_and_validates_a_batch() {
+        let b = batch(Spec { producer_id: 7, producer_epoch: 1, base_sequence: 5, records: 3, ..Spec::default() });
+        let h = validate_single(&b).unwrap();
+        assert_eq!(h.producer_id, 7);
+        assert_eq!(h.last_sequence(), 7);
+        assert_eq!(h.last_offset_delta, 2);
+    }
+
+    #[test]
+    fn rule_14_corrupt_crc_is_rejected() {
+        let mut b = batch(Spec::default());
+        let last = b.len() - 1;
+        b[last] ^= 0xff;
+        assert!(matches!(validate_single(&b), Err(BatchError::Crc { .. })));
+    }
+
+    #[test]
+    fn rule_14_two_batches_in_one_partition_are_rejected() {
+        let mut b = batch(Spec::default());
+        b.extend_from_slice(&batch(Spec::default()));
+        assert_eq!(validate_single(&b), Err(BatchError::Trailing));
+    }
+
+    #[test]
+    fn rule_14_truncated_and_wrong_magic_are_rejected() {
+        let b = batch(Spec::default());
+        assert!(validate_single(&b[..30]).is_err());
+        let mut m = batch(Spec::default());
+        m[MAGIC] = 1;
+        assert_eq!(validate_single(&m), Err(BatchError::Magic(1)));
+    }
+
+    #[test]
+    fn rule_16_sequence_wraps_at_i32_max() {
+        assert_eq!(increment_sequence(i32::MAX, 1), 0);
+        assert_eq!(increment_sequence(i32::MAX - 1, 3), 1);
+        assert_eq!(increment_sequence(10, 4), 14);
+    }
+
+    #[test]
+    fn patching_base_offset_keeps_crc_valid() {
+        let mut b = batch(Spec::default());
+        patch_base_offset(&mut b, 42);
+        let h = validate_single(&b).unwrap();
+        assert_eq!(h.base_offset, 42);
+    }
+}

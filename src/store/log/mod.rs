@@ -1,0 +1,334 @@
+//! Segmented append-only partition log. Batches are stored exactly as received, with only the
+//! base offset patched; reads return them as stored.
+
+mod segment;
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use bytes::{Bytes, BytesMut};
+use thiserror::Error;
+
+use super::batch::{self, BatchHeader};
+use segment::Segment;
+
+#[derive(Debug, Error)]
+pub enum LogError {
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("corrupt log: {0}")]
+    Corrupt(String),
+    #[error("offset {offset} out of range [{start}, {end}]")]
+    OffsetOutOfRange { offset: i64, start: i64, end: i64 },
+}
+
+#[derive(Debug, Clone)]
+pub struct LogConfig {
+    pub segment_bytes: u64,
+    /// -1 keeps data forever.
+    pub retention_ms: i64,
+    /// -1 means no size limit.
+    pub retention_bytes: i64,
+    pub index_interval_bytes: usize,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            segment_bytes: 1 << 30,
+            retention_ms: 7 * 24 * 3600 * 1000,
+            retention_bytes: -1,
+            index_interval_bytes: 4096,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Log {
+    dir: PathBuf,
+    segments: BTreeMap<i64, Segment>,
+    config: LogConfig,
+    /// Rolled segments whose data has not been fsynced yet.
+    unsynced: Vec<File>,
+}
+
+/// What recovery found when the log was opened.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RecoveryInfo {
+    pub truncated_bytes: u64,
+    pub segments: usize,
+}
+
+impl Log {
+    /// Opens (or creates) the log in `dir`. Every segment's index is rebuilt from its headers;
+    /// the active segment's CRCs are verified and a torn tail is truncated.
+    pub fn open(dir: &Path, config: LogConfig) -> Result<(Log, RecoveryInfo), LogError> {
+        std::fs::create_dir_all(dir)?;
+        let mut bases = Vec::new();
+        for entry in std::fs::read_dir(dir)? {
+            let name = entry?.file_name();
+            let name = name.to_string_lossy();
+            if let Some(stem) = name.strip_suffix(".log") {
+                if let Ok(base) = stem.parse::<i64>() {
+                    bases.push(base);
+                }
+            }
+        }
+        bases.sort_unstable();
+        let mut segments = BTreeMap::new();
+        let mut info = RecoveryInfo::default();
+        let last = bases.last().copied();
+        for base in bases {
+            let active = Some(base) == last;
+            let (seg, truncated) = Segment::open(dir, base, active, config.index_interval_bytes)?;
+            info.truncated_bytes += truncated;
+            segments.insert(base, seg);
+        }
+        if segments.is_empty() {
+            segments.insert(0, Segment::create(dir, 0)?);
+        }
+        info.segments = segments.len();
+        Ok((Log { dir: dir.to_path_buf(), segments, config, unsynced: Vec::new() }, info))
+    }
+
+    fn active(&self) -> &Segment {
+        self.segments.values().next_back().expect("a log always has a segment")
+    }
+
+    /// The log end offset: the offset the next batch gets.
+    pub fn next_offset(&self) -> i64 {
+        self.active().next_offset
+    }
+
+    pub fn log_start_offset(&self) -> i64 {
+        self.segments.values().next().map(|s| s.base_offset).unwrap_or(0)
+    }
+
+    pub fn size_bytes(&self) -> u64 {
+        self.segments.values().map(|s| s.size).sum()
+    }
+
+    /// Appends one validated batch at the log end: patches its base offset and writes it.
+    /// Returns the header as stored.
+    pub fn append(&mut self, mut data: BytesMut) -> Result<BatchHeader, LogError> {
+        let base = self.next_offset();
+        batch::patch_base_offset(&mut data, base);
+        let h = BatchHeader::parse(&data).map_err(|e| LogError::Corrupt(e.to_string()))?;
+        let roll = {
+            let a = self.active();
+            a.size > 0 && a.size + data.len() as u64 > self.config.segment_bytes
+        };
+        if roll {
+            let handle = self.active().sync_handle()?;
+            self.unsynced.push(handle);
+            self.segments.insert(base, Segment::create(&self.dir, base)?);
+        }
+        let interval = self.config.index_interval_bytes;
+        let active = self.segments.values_mut().next_back().expect("a log always has a segment");
+        active.append(&data, &h, interval)?;
+        Ok(h)
+    }
+
+    /// File handles that must be fsynced to make everything appended so far durable.
+    pub fn sync_handles(&mut self) -> Result<Vec<File>, LogError> {
+        let mut out = std::mem::take(&mut self.unsynced);
+        out.push(self.active().sync_handle()?);
+        Ok(out)
+    }
+
+    /// Reads batches from `offset` (which must lie in [log start, log end]) up to `upper_bound`.
+    pub fn read(&self, offset: i64, upper_bound: i64, max_bytes: usize) -> Result<Bytes, LogError> {
+        let (start, end) = (self.log_start_offset(), self.next_offset());
+        if offset < start || offset > end {
+            return Err(LogError::OffsetOutOfRange { offset, start, end });
+        }
+        for seg in self.segments.range(..=offset).next_back().into_iter().chain(self.segments.range(offset + 1..)) {
+            let (_, seg) = seg;
+            if seg.next_offset <= offset {
+                continue;
+            }
+            return seg.read(offset, upper_bound, max_bytes);
+        }
+        Ok(Bytes::new())
+    }
+
+    /// eos/ListOffsets: the first batch holding a record with timestamp >= ts.
+    pub fn batch_for_timestamp(&self, ts: i64) -> Result<Option<(i64, Bytes)>, LogError> {
+        for seg in self.segments.values() {
+            if let Some(found) = seg.find_timestamp(ts)? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The batch with the largest max timestamp (ListOffsets MAX_TIMESTAMP).
+    pub fn max_timestamp(&self) -> i64 {
+        self.segments.values().map(|s| s.max_timestamp).max().unwrap_or(-1)
+    }
+
+    /// Headers of every batch from `offset` to the end (producer-state rebuild).
+    pub fn headers_from(&self, offset: i64) -> Result<Vec<BatchHeader>, LogError> {
+        let mut out = Vec::new();
+        let from = offset.max(self.log_start_offset());
+        for (_, seg) in self.segments.iter() {
+            if seg.next_offset <= from {
+                continue;
+            }
+            out.extend(seg.headers_from(from)?);
+        }
+        Ok(out)
+    }
+
+    /// Deletes whole non-active segments past the retention time or size. Returns how many.
+    pub fn enforce_retention(&mut self, now_ms: i64) -> Result<usize, LogError> {
+        let mut removed = 0;
+        while self.segments.len() > 1 {
+            let total = self.size_bytes() as i64;
+            let Some((&base, oldest)) = self.segments.iter().next() else { break };
+            let too_old = self.config.retention_ms >= 0
+                && oldest.max_timestamp >= 0
+                && now_ms - oldest.max_timestamp > self.config.retention_ms;
+            let too_big = self.config.retention_bytes >= 0 && total - oldest.size as i64 >= self.config.retention_bytes;
+            if !(too_old || too_big) {
+                break;
+            }
+            if let Some(seg) = self.segments.remove(&base) {
+                seg.delete(&self.dir)?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::batch::testutil::{batch, Spec};
+
+    fn cfg(segment_bytes: u64) -> LogConfig {
+        LogConfig { segment_bytes, retention_ms: -1, retention_bytes: -1, index_interval_bytes: 100 }
+    }
+
+    fn rec(records: i32, ts: i64) -> BytesMut {
+        batch(Spec { records, timestamp: ts, ..Spec::default() })
+    }
+
+    #[test]
+    fn appends_assign_offsets_and_reads_return_batches_as_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = Log::open(dir.path(), cfg(1 << 20)).unwrap();
+        let h1 = log.append(rec(3, 10)).unwrap();
+        let h2 = log.append(rec(2, 20)).unwrap();
+        assert_eq!((h1.base_offset, h2.base_offset, log.next_offset()), (0, 3, 5));
+        let data = log.read(4, 5, 1 << 20).unwrap();
+        let got: Vec<i64> = batch::iter_batches(&data).map(|(h, _)| h.base_offset).collect();
+        assert_eq!(got, vec![3]);
+        let all = log.read(0, 5, 1 << 20).unwrap();
+        assert_eq!(batch::iter_batches(&all).count(), 2);
+        // upper bound (high watermark) hides later batches
+        assert!(log.read(0, 0, 1 << 20).unwrap().is_empty());
+        assert!(matches!(log.read(9, 9, 10), Err(LogError::OffsetOutOfRange { .. })));
+    }
+
+    #[test]
+    fn max_bytes_still_returns_first_whole_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = Log::open(dir.path(), cfg(1 << 20)).unwrap();
+        log.append(rec(50, 1)).unwrap();
+        log.append(rec(50, 1)).unwrap();
+        let data = log.read(0, 100, 10).unwrap();
+        assert_eq!(batch::iter_batches(&data).count(), 1);
+        assert_eq!(data.len(), rec(50, 1).len());
+    }
+
+    #[test]
+    fn segments_roll_and_reopen_with_same_offsets() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (mut log, _) = Log::open(dir.path(), cfg(300)).unwrap();
+            for i in 0..20 {
+                log.append(rec(4, i)).unwrap();
+            }
+            assert!(log.segments.len() > 3);
+        }
+        let (log, info) = Log::open(dir.path(), cfg(300)).unwrap();
+        assert_eq!(info.truncated_bytes, 0);
+        assert_eq!(log.next_offset(), 80);
+        let data = log.read(41, 80, 1).unwrap();
+        let (h, _) = batch::iter_batches(&data).next().unwrap();
+        assert_eq!(h.base_offset, 40);
+    }
+
+    #[test]
+    fn recovery_truncates_a_torn_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (mut log, _) = Log::open(dir.path(), cfg(1 << 20)).unwrap();
+            log.append(rec(2, 1)).unwrap();
+            log.append(rec(2, 1)).unwrap();
+        }
+        let path = segment::segment_file(dir.path(), 0);
+        let full = std::fs::metadata(&path).unwrap().len();
+        // tear the last batch in half, then add garbage
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_len(full - 10).unwrap();
+        let (log, info) = Log::open(dir.path(), cfg(1 << 20)).unwrap();
+        assert_eq!(log.next_offset(), 2);
+        assert!(info.truncated_bytes > 0);
+    }
+
+    #[test]
+    fn recovery_truncates_a_corrupt_tail_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (mut log, _) = Log::open(dir.path(), cfg(1 << 20)).unwrap();
+            log.append(rec(2, 1)).unwrap();
+            log.append(rec(2, 1)).unwrap();
+        }
+        let path = segment::segment_file(dir.path(), 0);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x55;
+        std::fs::write(&path, bytes).unwrap();
+        let (log, _) = Log::open(dir.path(), cfg(1 << 20)).unwrap();
+        assert_eq!(log.next_offset(), 2);
+    }
+
+    #[test]
+    fn retention_by_size_and_time_moves_log_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = cfg(200);
+        c.retention_bytes = 400;
+        let (mut log, _) = Log::open(dir.path(), c).unwrap();
+        for i in 0..20 {
+            log.append(rec(4, i)).unwrap();
+        }
+        assert!(log.enforce_retention(0).unwrap() > 0);
+        assert!(log.log_start_offset() > 0);
+        assert!(log.size_bytes() <= 400 + 200);
+        let mut c = cfg(200);
+        c.retention_ms = 1000;
+        let dir2 = tempfile::tempdir().unwrap();
+        let (mut log, _) = Log::open(dir2.path(), c).unwrap();
+        for _ in 0..10 {
+            log.append(rec(4, 5)).unwrap();
+        }
+        log.enforce_retention(2000).unwrap();
+        assert_eq!(log.segments.len(), 1, "all but the active segment are past retention");
+    }
+
+    #[test]
+    fn finds_batches_by_timestamp() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = Log::open(dir.path(), cfg(1 << 20)).unwrap();
+        log.append(rec(1, 100)).unwrap();
+        log.append(rec(1, 200)).unwrap();
+        log.append(rec(1, 300)).unwrap();
+        assert_eq!(log.batch_for_timestamp(150).unwrap().map(|x| x.0), Some(1));
+        assert_eq!(log.batch_for_timestamp(301).unwrap(), None);
+        assert_eq!(log.max_timestamp(), 300);
+    }
+}

@@ -1,0 +1,196 @@
+//! One segment file `<base>.log` with its sparse offset index and time index, kept in memory and
+//! rebuilt from the batch headers on open. Positions are u32 (segments stay far below 4 GiB).
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use bytes::{Bytes, BytesMut};
+
+use super::LogError;
+use crate::store::batch::{self, BatchHeader, HEADER_LEN};
+
+pub fn segment_file(dir: &Path, base: i64) -> PathBuf {
+    dir.join(format!("{base:020}.log"))
+}
+
+#[derive(Debug)]
+pub struct Segment {
+    pub base_offset: i64,
+    pub path: PathBuf,
+    file: File,
+    pub size: u64,
+    /// Next offset after the last batch of this segment.
+    pub next_offset: i64,
+    pub max_timestamp: i64,
+    /// (last offset of a batch, position of that batch), every `index_interval` bytes.
+    index: Vec<(i64, u32)>,
+    /// (max timestamp so far, base offset of the batch that raised it).
+    time_index: Vec<(i64, i64)>,
+    bytes_since_index: usize,
+}
+
+impl Segment {
+    pub fn create(dir: &Path, base_offset: i64) -> Result<Segment, LogError> {
+        let path = segment_file(dir, base_offset);
+        let file = OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&path)?;
+        Ok(Segment {
+            base_offset,
+            path,
+            file,
+            size: 0,
+            next_offset: base_offset,
+            max_timestamp: -1,
+            index: Vec::new(),
+            time_index: Vec::new(),
+            bytes_since_index: 0,
+        })
+    }
+
+    /// Opens an existing segment, scanning every batch header. With `verify`, CRCs are checked and
+    /// a torn or corrupt tail is truncated away (recovery of the active segment). Returns the
+    /// segment and the number of bytes truncated.
+    pub fn open(dir: &Path, base_offset: i64, verify: bool, index_interval: usize) -> Result<(Segment, u64), LogError> {
+        let path = segment_file(dir, base_offset);
+        let file = OpenOptions::new().read(true).write(true).open(&path)?;
+        let len = file.metadata()?.len();
+        let mut seg = Segment {
+            base_offset,
+            path,
+            file,
+            size: 0,
+            next_offset: base_offset,
+            max_timestamp: -1,
+            index: Vec::new(),
+            time_index: Vec::new(),
+            bytes_since_index: index_interval,
+        };
+        let mut pos: u64 = 0;
+        let mut header_buf = [0u8; HEADER_LEN];
+        while pos + HEADER_LEN as u64 <= len {
+            if seg.file.read_exact_at(&mut header_buf, pos).is_err() {
+                break;
+            }
+            let Ok(h) = BatchHeader::parse(&header_buf) else { break };
+            let size = h.total_size() as u64;
+            if pos + size > len || h.base_offset < seg.next_offset {
+                break;
+            }
+            if verify {
+                let mut full = vec![0u8; size as usize];
+                seg.file.read_exact_at(&mut full, pos)?;
+                if batch::verify_crc(&full, &h).is_err() {
+                    break;
+                }
+            }
+            seg.note_batch(&h, pos as u32, index_interval);
+            pos += size;
+        }
+        let truncated = len - pos;
+        if truncated > 0 {
+            seg.file.set_len(pos)?;
+            seg.file.sync_all()?;
+        }
+        seg.size = pos;
+        Ok((seg, truncated))
+    }
+
+    fn note_batch(&mut self, h: &BatchHeader, pos: u32, index_interval: usize) {
+        if self.bytes_since_index >= index_interval || self.index.is_empty() {
+            self.index.push((h.last_offset(), pos));
+            self.bytes_since_index = 0;
+        }
+        self.bytes_since_index += h.total_size();
+        if h.max_timestamp > self.max_timestamp {
+            self.max_timestamp = h.max_timestamp;
+            self.time_index.push((h.max_timestamp, h.base_offset));
+        }
+        self.next_offset = h.last_offset() + 1;
+        self.size = pos as u64 + h.total_size() as u64;
+    }
+
+    /// Appends one batch whose base offset is already patched.
+    pub fn append(&mut self, data: &[u8], h: &BatchHeader, index_interval: usize) -> Result<(), LogError> {
+        let pos = self.size;
+        self.file.write_all_at(data, pos)?;
+        self.note_batch(h, pos as u32, index_interval);
+        Ok(())
+    }
+
+    /// A handle on the same open file, for fsync on the syncer thread.
+    pub fn sync_handle(&self) -> Result<File, LogError> {
+        Ok(self.file.try_clone()?)
+    }
+
+    /// Position of the batch holding `offset`, or None when it is past this segment's end.
+    fn locate(&self, offset: i64) -> Result<Option<(u64, BatchHeader)>, LogError> {
+        // Start at the last indexed batch that ends before `offset`.
+        let idx = self.index.partition_point(|(last, _)| *last < offset);
+        let mut pos = if idx == 0 { 0 } else { self.index[idx - 1].1 as u64 };
+        let mut peek = [0u8; HEADER_LEN];
+        while pos < self.size {
+            self.file.read_exact_at(&mut peek[..HEADER_LEN.min((self.size - pos) as usize)], pos)?;
+            let h = BatchHeader::parse(&peek).map_err(|e| LogError::Corrupt(format!("{}: {e}", self.path.display())))?;
+            if h.last_offset() >= offset {
+                return Ok(Some((pos, h)));
+            }
+            pos += h.total_size() as u64;
+        }
+        Ok(None)
+    }
+
+    /// Reads whole batches starting at the one holding `offset`, stopping before `upper_bound`
+    /// (exclusive) and after `max_bytes` (the first batch is returned whole even if larger).
+    pub fn read(&self, offset: i64, upper_bound: i64, max_bytes: usize) -> Result<Bytes, LogError> {
+        let Some((start, first)) = self.locate(offset)? else { return Ok(Bytes::new()) };
+        if first.base_offset >= upper_bound {
+            return Ok(Bytes::new());
+        }
+        let want = max_bytes.max(first.total_size()).min((self.size - start) as usize);
+        let mut buf = BytesMut::zeroed(want);
+        self.file.read_exact_at(&mut buf, start)?;
+        let buf = buf.freeze();
+        let mut end = 0usize;
+        for (h, _) in batch::iter_batches(&buf) {
+            if h.base_offset >= upper_bound || (end > 0 && end + h.total_size() > max_bytes) {
+                break;
+            }
+            end += h.total_size();
+        }
+        Ok(buf.slice(..end))
+    }
+
+    /// Header of every batch, in order (recovery of producer state).
+    pub fn headers_from(&self, offset: i64) -> Result<Vec<BatchHeader>, LogError> {
+        let mut out = Vec::new();
+        let Some((mut pos, _)) = self.locate(offset)? else { return Ok(out) };
+        let mut peek = [0u8; HEADER_LEN];
+        while pos + HEADER_LEN as u64 <= self.size {
+            self.file.read_exact_at(&mut peek, pos)?;
+            let h = BatchHeader::parse(&peek).map_err(|e| LogError::Corrupt(format!("{}: {e}", self.path.display())))?;
+            pos += h.total_size() as u64;
+            out.push(h);
+        }
+        Ok(out)
+    }
+
+    /// First batch whose max timestamp is >= `ts`: (base offset, the batch bytes).
+    pub fn find_timestamp(&self, ts: i64) -> Result<Option<(i64, Bytes)>, LogError> {
+        if self.max_timestamp < ts {
+            return Ok(None);
+        }
+        let idx = self.time_index.partition_point(|(t, _)| *t < ts);
+        let Some(&(_, base)) = self.time_index.get(idx) else { return Ok(None) };
+        let Some((pos, h)) = self.locate(base)? else { return Ok(None) };
+        let mut buf = BytesMut::zeroed(h.total_size());
+        self.file.read_exact_at(&mut buf, pos)?;
+        Ok(Some((h.base_offset, buf.freeze())))
+    }
+
+    pub fn delete(self, dir: &Path) -> Result<(), LogError> {
+        let base = self.base_offset;
+        drop(self.file);
+        std::fs::remove_file(segment_file(dir, base))?;
+        Ok(())
+    }
+}

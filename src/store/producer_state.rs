@@ -1,0 +1,431 @@
+//! Per-partition producer table: epochs, sequences and the last 5 batches of every producer id
+//! (eos-rules 14-23, 26). Pure: no I/O, the partition actor feeds it headers and clocks.
+
+use std::collections::{HashMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use super::batch::{increment_sequence, BatchHeader};
+
+/// eos-rules 19/21: PSE.NUM_BATCHES_TO_RETAIN.
+pub const BATCHES_TO_RETAIN: usize = 5;
+pub const NO_PRODUCER_EPOCH: i16 = -1;
+pub const NO_SEQUENCE: i32 = -1;
+
+/// Why a batch was refused; each maps to exactly one Kafka error code.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum ProducerStateError {
+    #[error("invalid record: {0}")]
+    InvalidRecord(&'static str),
+    #[error("out of order sequence: expected after {last_seq}, got {first_seq} (epoch {epoch})")]
+    OutOfOrderSequence { epoch: i16, first_seq: i32, last_seq: i32 },
+    #[error("producer epoch {got} is older than the current epoch {current}")]
+    InvalidProducerEpoch { got: i16, current: i16 },
+    #[error("invalid transaction state: {0}")]
+    InvalidTxnState(&'static str),
+}
+
+impl ProducerStateError {
+    /// The Kafka error code Apache Kafka returns for this failure.
+    pub fn code(&self) -> i16 {
+        match self {
+            ProducerStateError::InvalidRecord(_) => 87,
+            ProducerStateError::OutOfOrderSequence { .. } => 45,
+            ProducerStateError::InvalidProducerEpoch { .. } => 47,
+            ProducerStateError::InvalidTxnState(_) => 48,
+        }
+    }
+}
+
+/// Metadata of one appended batch, kept to answer retries (eos-rules 19).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchMetadata {
+    pub first_seq: i32,
+    pub last_seq: i32,
+    pub first_offset: i64,
+    pub last_offset: i64,
+    pub timestamp: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProducerEntry {
+    pub producer_id: i64,
+    pub epoch: i16,
+    pub batches: VecDeque<BatchMetadata>,
+    /// First offset of the open transaction of this producer on this partition, if any.
+    pub current_txn_first_offset: Option<i64>,
+    pub coordinator_epoch: i32,
+    /// Broker wall clock of the last write, for idle expiry (eos-rules 23).
+    pub last_update_ms: i64,
+}
+
+impl ProducerEntry {
+    fn new(producer_id: i64) -> Self {
+        ProducerEntry {
+            producer_id,
+            epoch: NO_PRODUCER_EPOCH,
+            batches: VecDeque::new(),
+            current_txn_first_offset: None,
+            coordinator_epoch: -1,
+            last_update_ms: 0,
+        }
+    }
+
+    fn last_seq(&self) -> i32 {
+        self.batches.back().map(|b| b.last_seq).unwrap_or(NO_SEQUENCE)
+    }
+
+    fn find_duplicate(&self, h: &BatchHeader) -> Option<BatchMetadata> {
+        if h.producer_epoch != self.epoch {
+            return None;
+        }
+        let last_seq = h.last_sequence();
+        self.batches
+            .iter()
+            .find(|b| b.first_seq == h.base_sequence && b.last_seq == last_seq)
+            .copied()
+    }
+}
+
+/// What the log should do with a checked batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppendDecision {
+    /// Append it; call `record_append` with the assigned offsets afterwards.
+    Append,
+    /// eos-rules 19: a retry of a cached batch: answer with its original offset, append nothing.
+    Duplicate(BatchMetadata),
+}
+
+fn in_sequence(last_seq: i32, next_seq: i32) -> bool {
+    next_seq as i64 == last_seq as i64 + 1 || (next_seq == 0 && last_seq == i32::MAX)
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProducerStateTable {
+    producers: HashMap<i64, ProducerEntry>,
+}
+
+impl ProducerStateTable {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn get(&self, producer_id: i64) -> Option<&ProducerEntry> {
+        self.producers.get(&producer_id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.producers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.producers.is_empty()
+    }
+
+    /// eos-rules 14: shape checks on a batch that came from a client.
+    pub fn check_client_batch_shape(h: &BatchHeader) -> Result<(), ProducerStateError> {
+        if h.base_offset != 0 {
+            return Err(ProducerStateError::InvalidRecord("client batch must have base offset 0"));
+        }
+        if h.is_control() {
+            return Err(ProducerStateError::InvalidRecord("clients may not send control batches"));
+        }
+        if h.producer_id >= 0 && h.base_sequence < 0 {
+            return Err(ProducerStateError::InvalidRecord("idempotent batch without a sequence"));
+        }
+        if h.is_transactional() && h.producer_id < 0 {
+            return Err(ProducerStateError::InvalidRecord("transactional batch without producer id"));
+        }
+        Ok(())
+    }
+
+    /// Checks a client data batch against the producer's state (eos-rules 15-20, 26).
+    /// Pure: nothing changes until `record_append`.
+    pub fn check_append(&self, h: &BatchHeader) -> Result<AppendDecision, ProducerStateError> {
+        if !h.has_producer_id() {
+            return Ok(AppendDecision::Append);
+        }
+        let Some(entry) = self.producers.get(&h.producer_id) else {
+            // eos-rules 15: an unknown producer id may start at any sequence.
+            return Ok(AppendDecision::Append);
+        };
+        // eos-rules 18: a lower epoch is INVALID_PRODUCER_EPOCH, never PRODUCER_FENCED.
+        if h.producer_epoch < entry.epoch {
+            return Err(ProducerStateError::InvalidProducerEpoch { got: h.producer_epoch, current: entry.epoch });
+        }
+        // eos-rules 19: duplicates are found before sequence validation.
+        if let Some(dup) = entry.find_duplicate(h) {
+            return Ok(AppendDecision::Duplicate(dup));
+        }
+        // eos-rules 26: a plain batch while this producer has a transaction open here.
+        if !h.is_transactional() && entry.current_txn_first_offset.is_some() {
+            return Err(ProducerStateError::InvalidTxnState(
+                "non-transactional batch from a producer with an open transaction",
+            ));
+        }
+        Self::check_sequence(entry, h)?;
+        Ok(AppendDecision::Append)
+    }
+
+    fn check_sequence(entry: &ProducerEntry, h: &BatchHeader) -> Result<(), ProducerStateError> {
+        let oos = || ProducerStateError::OutOfOrderSequence {
+            epoch: h.producer_epoch,
+            first_seq: h.base_sequence,
+            last_seq: entry.last_seq(),
+        };
+        if h.producer_epoch != entry.epoch {
+            // eos-rules 17: a higher epoch restarts at sequence 0 (unless the epoch is unknown).
+            if h.base_sequence != 0 && entry.epoch != NO_PRODUCER_EPOCH {
+                return Err(oos());
+            }
+            return Ok(());
+        }
+        // eos-rules 16 (and 20: an old retry outside the cache lands here as out of order).
+        if entry.epoch == NO_PRODUCER_EPOCH || in_sequence(entry.last_seq(), h.base_sequence) {
+            Ok(())
+        } else {
+            Err(oos())
+        }
+    }
+
+    /// Records an appended data batch (header carries the assigned base offset).
+    pub fn record_append(&mut self, h: &BatchHeader, now_ms: i64) {
+        if !h.has_producer_id() {
+            return;
+        }
+        let entry = self.producers.entry(h.producer_id).or_insert_with(|| ProducerEntry::new(h.producer_id));
+        if h.producer_epoch != entry.epoch {
+            entry.epoch = h.producer_epoch;
+            entry.batches.clear();
+        }
+        if h.base_sequence >= 0 {
+            entry.batches.push_back(BatchMetadata {
+                first_seq: h.base_sequence,
+                last_seq: increment_sequence(h.base_sequence, h.last_offset_delta),
+                first_offset: h.base_offset,
+                last_offset: h.last_offset(),
+                timestamp: h.max_timestamp,
+            });
+            while entry.batches.len() > BATCHES_TO_RETAIN {
+                entry.batches.pop_front();
+            }
+        }
+        if h.is_transactional() && entry.current_txn_first_offset.is_none() {
+            entry.current_txn_first_offset = Some(h.base_offset);
+        }
+        entry.last_update_ms = now_ms;
+    }
+
+    /// Fencing: a coordinator bumped this producer to `epoch`; older batches are rejected from now
+    /// on, and the dedupe window of the older epoch is dropped.
+    pub fn fence(&mut self, producer_id: i64, epoch: i16, now_ms: i64) {
+        let entry = self.producers.entry(producer_id).or_insert_with(|| ProducerEntry::new(producer_id));
+        if epoch > entry.epoch {
+            entry.epoch = epoch;
+            entry.batches.clear();
+            entry.last_update_ms = now_ms;
+        }
+    }
+
+    /// The first offset of the earliest open transaction (for the last stable offset).
+    pub fn first_unstable_offset(&self) -> Option<i64> {
+        self.producers.values().filter_map(|e| e.current_txn_first_offset).min()
+    }
+
+    /// eos-rules 23: drop producers idle for `expiration_ms` with no open transaction.
+    pub fn expire(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
+        let before = self.producers.len();
+        self.producers
+            .retain(|_, e| e.current_txn_first_offset.is_some() || now_ms - e.last_update_ms < expiration_ms);
+        before - self.producers.len()
+    }
+
+    /// Drops producers whose every cached batch lies below `log_start_offset` (retention removed
+    /// the data they describe), keeping those with an open transaction.
+    pub fn truncate_head(&mut self, log_start_offset: i64) {
+        self.producers.retain(|_, e| {
+            e.current_txn_first_offset.is_some() || e.batches.back().map(|b| b.last_offset >= log_start_offset).unwrap_or(true)
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::batch::testutil::{batch, Spec};
+    use crate::store::batch::{patch_base_offset, BatchHeader};
+
+    fn header(pid: i64, epoch: i16, seq: i32, records: i32) -> BatchHeader {
+        BatchHeader::parse(&batch(Spec { producer_id: pid, producer_epoch: epoch, base_sequence: seq, records, ..Spec::default() }))
+            .unwrap()
+    }
+
+    fn at(h: BatchHeader, offset: i64) -> BatchHeader {
+        let mut b = batch(Spec {
+            producer_id: h.producer_id,
+            producer_epoch: h.producer_epoch,
+            base_sequence: h.base_sequence,
+            records: h.records_count,
+            transactional: h.is_transactional(),
+            ..Spec::default()
+        });
+        patch_base_offset(&mut b, offset);
+        BatchHeader::parse(&b).unwrap()
+    }
+
+    /// Appends through the table as the log would: check, then record at `offset`.
+    fn append(t: &mut ProducerStateTable, h: BatchHeader, offset: i64) -> Result<AppendDecision, ProducerStateError> {
+        let d = t.check_append(&h)?;
+        if d == AppendDecision::Append {
+            t.record_append(&at(h, offset), 0);
+        }
+        Ok(d)
+    }
+
+    #[test]
+    fn rule_14_client_batch_shape() {
+        let ok = header(1, 0, 0, 1);
+        assert!(ProducerStateTable::check_client_batch_shape(&ok).is_ok());
+        let nonzero = at(ok, 5);
+        assert_eq!(ProducerStateTable::check_client_batch_shape(&nonzero).unwrap_err().code(), 87);
+        let noseq = header(1, 0, -1, 1);
+        assert_eq!(ProducerStateTable::check_client_batch_shape(&noseq).unwrap_err().code(), 87);
+        let control = BatchHeader::parse(&batch(Spec { control: true, ..Spec::default() })).unwrap();
+        assert_eq!(ProducerStateTable::check_client_batch_shape(&control).unwrap_err().code(), 87);
+    }
+
+    #[test]
+    fn rule_15_unknown_producer_accepts_any_sequence() {
+        let mut t = ProducerStateTable::new();
+        assert_eq!(append(&mut t, header(9, 3, 1234, 2), 0), Ok(AppendDecision::Append));
+        assert_eq!(t.get(9).unwrap().epoch, 3);
+        assert_eq!(append(&mut t, header(9, 3, 1236, 1), 2), Ok(AppendDecision::Append));
+    }
+
+    #[test]
+    fn rule_16_in_order_sequence_same_epoch() {
+        let mut t = ProducerStateTable::new();
+        append(&mut t, header(1, 0, 0, 3), 0).unwrap();
+        assert_eq!(append(&mut t, header(1, 0, 3, 1), 3), Ok(AppendDecision::Append));
+        let gap = append(&mut t, header(1, 0, 5, 1), 4).unwrap_err();
+        assert_eq!(gap.code(), 45);
+    }
+
+    #[test]
+    fn rule_16_sequence_wraps_after_i32_max() {
+        let mut t = ProducerStateTable::new();
+        append(&mut t, header(1, 0, i32::MAX - 1, 2), 0).unwrap();
+        assert_eq!(append(&mut t, header(1, 0, 0, 1), 2), Ok(AppendDecision::Append));
+        // a batch may straddle the wrap
+        let mut t = ProducerStateTable::new();
+        append(&mut t, header(1, 0, i32::MAX - 1, 4), 0).unwrap();
+        assert_eq!(t.get(1).unwrap().batches.back().unwrap().last_seq, 1);
+        assert_eq!(append(&mut t, header(1, 0, 2, 1), 4), Ok(AppendDecision::Append));
+    }
+
+    #[test]
+    fn rule_17_higher_epoch_must_restart_at_zero() {
+        let mut t = ProducerStateTable::new();
+        append(&mut t, header(1, 0, 0, 5), 0).unwrap();
+        assert_eq!(append(&mut t, header(1, 1, 5, 1), 5).unwrap_err().code(), 45);
+        assert_eq!(append(&mut t, header(1, 1, 0, 1), 5), Ok(AppendDecision::Append));
+        let e = t.get(1).unwrap();
+        assert_eq!((e.epoch, e.batches.len()), (1, 1));
+    }
+
+    #[test]
+    fn rule_18_lower_epoch_is_invalid_producer_epoch() {
+        let mut t = ProducerStateTable::new();
+        append(&mut t, header(1, 2, 0, 1), 0).unwrap();
+        let err = append(&mut t, header(1, 1, 1, 1), 1).unwrap_err();
+        assert_eq!(err.code(), 47);
+    }
+
+    #[test]
+    fn rule_19_duplicate_of_cached_batch_returns_original_offset() {
+        let mut t = ProducerStateTable::new();
+        append(&mut t, header(1, 0, 0, 2), 10).unwrap();
+        append(&mut t, header(1, 0, 2, 2), 12).unwrap();
+        match append(&mut t, header(1, 0, 0, 2), 99).unwrap() {
+            AppendDecision::Duplicate(m) => assert_eq!((m.first_offset, m.last_offset, m.timestamp), (10, 11, 1_000)),
+            other => panic!("expected duplicate, got {other:?}"),
+        }
+        // nothing was recorded by the duplicate
+        assert_eq!(t.get(1).unwrap().batches.len(), 2);
+    }
+
+    #[test]
+    fn rule_20_duplicate_older_than_the_cache_is_out_of_order() {
+        let mut t = ProducerStateTable::new();
+        for i in 0..6 {
+            append(&mut t, header(1, 0, i, 1), i as i64).unwrap();
+        }
+        assert_eq!(t.get(1).unwrap().batches.len(), BATCHES_TO_RETAIN);
+        assert_eq!(append(&mut t, header(1, 0, 0, 1), 6).unwrap_err().code(), 45);
+        assert!(matches!(append(&mut t, header(1, 0, 1, 1), 6), Ok(AppendDecision::Duplicate(_))));
+    }
+
+    #[test]
+    fn rule_21_keeps_exactly_five_batches_per_producer() {
+        let mut t = ProducerStateTable::new();
+        for i in 0..20 {
+            append(&mut t, header(1, 0, i, 1), i as i64).unwrap();
+        }
+        let seqs: Vec<i32> = t.get(1).unwrap().batches.iter().map(|b| b.first_seq).collect();
+        assert_eq!(seqs, vec![15, 16, 17, 18, 19]);
+    }
+
+    #[test]
+    fn rule_23_idle_producers_expire_unless_in_a_transaction() {
+        let mut t = ProducerStateTable::new();
+        t.record_append(&at(header(1, 0, 0, 1), 0), 1_000);
+        let txn = BatchHeader::parse(&batch(Spec {
+            producer_id: 2,
+            producer_epoch: 0,
+            base_sequence: 0,
+            transactional: true,
+            ..Spec::default()
+        }))
+        .unwrap();
+        t.record_append(&txn, 1_000);
+        assert_eq!(t.expire(50_000, 86_400_000), 0);
+        assert_eq!(t.expire(86_401_000, 86_400_000), 1);
+        assert!(t.get(1).is_none());
+        assert!(t.get(2).is_some());
+        // after expiry rule 15 applies again
+        assert_eq!(append(&mut t, header(1, 0, 77, 1), 5), Ok(AppendDecision::Append));
+    }
+
+    #[test]
+    fn rule_26_plain_batch_during_open_transaction_is_invalid_txn_state() {
+        let mut t = ProducerStateTable::new();
+        let txn = BatchHeader::parse(&batch(Spec {
+            producer_id: 4,
+            producer_epoch: 0,
+            base_sequence: 0,
+            transactional: true,
+            ..Spec::default()
+        }))
+        .unwrap();
+        t.record_append(&txn, 0);
+        assert_eq!(t.first_unstable_offset(), Some(0));
+        assert_eq!(append(&mut t, header(4, 0, 1, 1), 1).unwrap_err().code(), 48);
+    }
+
+    #[test]
+    fn fence_bumps_epoch_and_clears_window() {
+        let mut t = ProducerStateTable::new();
+        append(&mut t, header(1, 0, 0, 1), 0).unwrap();
+        t.fence(1, 3, 0);
+        assert_eq!(t.get(1).unwrap().batches.len(), 0);
+        assert_eq!(append(&mut t, header(1, 0, 1, 1), 1).unwrap_err().code(), 47);
+        assert_eq!(append(&mut t, header(1, 3, 0, 1), 1), Ok(AppendDecision::Append));
+        // a lower fence is a no-op
+        t.fence(1, 2, 0);
+        assert_eq!(t.get(1).unwrap().epoch, 3);
+        // fencing an unknown producer still rejects its zombie batches here
+        t.fence(8, 5, 0);
+        assert_eq!(append(&mut t, header(8, 4, 0, 1), 2).unwrap_err().code(), 47);
+    }
+}
