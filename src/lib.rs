@@ -1,3 +1,7 @@
 //! kaas: a Kafka-compatible broker with exactly-once semantics.
 
+pub mod actors;
+pub mod config;
+pub mod protocol;
+pub mod server;
 pub mod store;

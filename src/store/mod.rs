@@ -2,4 +2,6 @@
 
 pub mod batch;
 pub mod log;
+pub mod producer_ids;
 pub mod producer_state;
+pub mod topics;

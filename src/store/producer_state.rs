@@ -19,7 +19,11 @@ pub enum ProducerStateError {
     #[error("invalid record: {0}")]
     InvalidRecord(&'static str),
     #[error("out of order sequence: expected after {last_seq}, got {first_seq} (epoch {epoch})")]
-    OutOfOrderSequence { epoch: i16, first_seq: i32, last_seq: i32 },
+    OutOfOrderSequence {
+        epoch: i16,
+        first_seq: i32,
+        last_seq: i32,
+    },
     #[error("producer epoch {got} is older than the current epoch {current}")]
     InvalidProducerEpoch { got: i16, current: i16 },
     #[error("invalid transaction state: {0}")]
@@ -73,7 +77,10 @@ impl ProducerEntry {
     }
 
     fn last_seq(&self) -> i32 {
-        self.batches.back().map(|b| b.last_seq).unwrap_or(NO_SEQUENCE)
+        self.batches
+            .back()
+            .map(|b| b.last_seq)
+            .unwrap_or(NO_SEQUENCE)
     }
 
     fn find_duplicate(&self, h: &BatchHeader) -> Option<BatchMetadata> {
@@ -126,16 +133,24 @@ impl ProducerStateTable {
     /// eos-rules 14: shape checks on a batch that came from a client.
     pub fn check_client_batch_shape(h: &BatchHeader) -> Result<(), ProducerStateError> {
         if h.base_offset != 0 {
-            return Err(ProducerStateError::InvalidRecord("client batch must have base offset 0"));
+            return Err(ProducerStateError::InvalidRecord(
+                "client batch must have base offset 0",
+            ));
         }
         if h.is_control() {
-            return Err(ProducerStateError::InvalidRecord("clients may not send control batches"));
+            return Err(ProducerStateError::InvalidRecord(
+                "clients may not send control batches",
+            ));
         }
         if h.producer_id >= 0 && h.base_sequence < 0 {
-            return Err(ProducerStateError::InvalidRecord("idempotent batch without a sequence"));
+            return Err(ProducerStateError::InvalidRecord(
+                "idempotent batch without a sequence",
+            ));
         }
         if h.is_transactional() && h.producer_id < 0 {
-            return Err(ProducerStateError::InvalidRecord("transactional batch without producer id"));
+            return Err(ProducerStateError::InvalidRecord(
+                "transactional batch without producer id",
+            ));
         }
         Ok(())
     }
@@ -152,7 +167,10 @@ impl ProducerStateTable {
         };
         // eos-rules 18: a lower epoch is INVALID_PRODUCER_EPOCH, never PRODUCER_FENCED.
         if h.producer_epoch < entry.epoch {
-            return Err(ProducerStateError::InvalidProducerEpoch { got: h.producer_epoch, current: entry.epoch });
+            return Err(ProducerStateError::InvalidProducerEpoch {
+                got: h.producer_epoch,
+                current: entry.epoch,
+            });
         }
         // eos-rules 19: duplicates are found before sequence validation.
         if let Some(dup) = entry.find_duplicate(h) {
@@ -194,7 +212,10 @@ impl ProducerStateTable {
         if !h.has_producer_id() {
             return;
         }
-        let entry = self.producers.entry(h.producer_id).or_insert_with(|| ProducerEntry::new(h.producer_id));
+        let entry = self
+            .producers
+            .entry(h.producer_id)
+            .or_insert_with(|| ProducerEntry::new(h.producer_id));
         if h.producer_epoch != entry.epoch {
             entry.epoch = h.producer_epoch;
             entry.batches.clear();
@@ -220,7 +241,10 @@ impl ProducerStateTable {
     /// Fencing: a coordinator bumped this producer to `epoch`; older batches are rejected from now
     /// on, and the dedupe window of the older epoch is dropped.
     pub fn fence(&mut self, producer_id: i64, epoch: i16, now_ms: i64) {
-        let entry = self.producers.entry(producer_id).or_insert_with(|| ProducerEntry::new(producer_id));
+        let entry = self
+            .producers
+            .entry(producer_id)
+            .or_insert_with(|| ProducerEntry::new(producer_id));
         if epoch > entry.epoch {
             entry.epoch = epoch;
             entry.batches.clear();
@@ -230,14 +254,18 @@ impl ProducerStateTable {
 
     /// The first offset of the earliest open transaction (for the last stable offset).
     pub fn first_unstable_offset(&self) -> Option<i64> {
-        self.producers.values().filter_map(|e| e.current_txn_first_offset).min()
+        self.producers
+            .values()
+            .filter_map(|e| e.current_txn_first_offset)
+            .min()
     }
 
     /// eos-rules 23: drop producers idle for `expiration_ms` with no open transaction.
     pub fn expire(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
         let before = self.producers.len();
-        self.producers
-            .retain(|_, e| e.current_txn_first_offset.is_some() || now_ms - e.last_update_ms < expiration_ms);
+        self.producers.retain(|_, e| {
+            e.current_txn_first_offset.is_some() || now_ms - e.last_update_ms < expiration_ms
+        });
         before - self.producers.len()
     }
 
@@ -245,7 +273,11 @@ impl ProducerStateTable {
     /// the data they describe), keeping those with an open transaction.
     pub fn truncate_head(&mut self, log_start_offset: i64) {
         self.producers.retain(|_, e| {
-            e.current_txn_first_offset.is_some() || e.batches.back().map(|b| b.last_offset >= log_start_offset).unwrap_or(true)
+            e.current_txn_first_offset.is_some()
+                || e.batches
+                    .back()
+                    .map(|b| b.last_offset >= log_start_offset)
+                    .unwrap_or(true)
         });
     }
 }
@@ -257,8 +289,14 @@ mod tests {
     use crate::store::batch::{patch_base_offset, BatchHeader};
 
     fn header(pid: i64, epoch: i16, seq: i32, records: i32) -> BatchHeader {
-        BatchHeader::parse(&batch(Spec { producer_id: pid, producer_epoch: epoch, base_sequence: seq, records, ..Spec::default() }))
-            .unwrap()
+        BatchHeader::parse(&batch(Spec {
+            producer_id: pid,
+            producer_epoch: epoch,
+            base_sequence: seq,
+            records,
+            ..Spec::default()
+        }))
+        .unwrap()
     }
 
     fn at(h: BatchHeader, offset: i64) -> BatchHeader {
@@ -275,7 +313,11 @@ mod tests {
     }
 
     /// Appends through the table as the log would: check, then record at `offset`.
-    fn append(t: &mut ProducerStateTable, h: BatchHeader, offset: i64) -> Result<AppendDecision, ProducerStateError> {
+    fn append(
+        t: &mut ProducerStateTable,
+        h: BatchHeader,
+        offset: i64,
+    ) -> Result<AppendDecision, ProducerStateError> {
         let d = t.check_append(&h)?;
         if d == AppendDecision::Append {
             t.record_append(&at(h, offset), 0);
@@ -288,26 +330,54 @@ mod tests {
         let ok = header(1, 0, 0, 1);
         assert!(ProducerStateTable::check_client_batch_shape(&ok).is_ok());
         let nonzero = at(ok, 5);
-        assert_eq!(ProducerStateTable::check_client_batch_shape(&nonzero).unwrap_err().code(), 87);
+        assert_eq!(
+            ProducerStateTable::check_client_batch_shape(&nonzero)
+                .unwrap_err()
+                .code(),
+            87
+        );
         let noseq = header(1, 0, -1, 1);
-        assert_eq!(ProducerStateTable::check_client_batch_shape(&noseq).unwrap_err().code(), 87);
-        let control = BatchHeader::parse(&batch(Spec { control: true, ..Spec::default() })).unwrap();
-        assert_eq!(ProducerStateTable::check_client_batch_shape(&control).unwrap_err().code(), 87);
+        assert_eq!(
+            ProducerStateTable::check_client_batch_shape(&noseq)
+                .unwrap_err()
+                .code(),
+            87
+        );
+        let control = BatchHeader::parse(&batch(Spec {
+            control: true,
+            ..Spec::default()
+        }))
+        .unwrap();
+        assert_eq!(
+            ProducerStateTable::check_client_batch_shape(&control)
+                .unwrap_err()
+                .code(),
+            87
+        );
     }
 
     #[test]
     fn rule_15_unknown_producer_accepts_any_sequence() {
         let mut t = ProducerStateTable::new();
-        assert_eq!(append(&mut t, header(9, 3, 1234, 2), 0), Ok(AppendDecision::Append));
+        assert_eq!(
+            append(&mut t, header(9, 3, 1234, 2), 0),
+            Ok(AppendDecision::Append)
+        );
         assert_eq!(t.get(9).unwrap().epoch, 3);
-        assert_eq!(append(&mut t, header(9, 3, 1236, 1), 2), Ok(AppendDecision::Append));
+        assert_eq!(
+            append(&mut t, header(9, 3, 1236, 1), 2),
+            Ok(AppendDecision::Append)
+        );
     }
 
     #[test]
     fn rule_16_in_order_sequence_same_epoch() {
         let mut t = ProducerStateTable::new();
         append(&mut t, header(1, 0, 0, 3), 0).unwrap();
-        assert_eq!(append(&mut t, header(1, 0, 3, 1), 3), Ok(AppendDecision::Append));
+        assert_eq!(
+            append(&mut t, header(1, 0, 3, 1), 3),
+            Ok(AppendDecision::Append)
+        );
         let gap = append(&mut t, header(1, 0, 5, 1), 4).unwrap_err();
         assert_eq!(gap.code(), 45);
     }
@@ -316,20 +386,32 @@ mod tests {
     fn rule_16_sequence_wraps_after_i32_max() {
         let mut t = ProducerStateTable::new();
         append(&mut t, header(1, 0, i32::MAX - 1, 2), 0).unwrap();
-        assert_eq!(append(&mut t, header(1, 0, 0, 1), 2), Ok(AppendDecision::Append));
+        assert_eq!(
+            append(&mut t, header(1, 0, 0, 1), 2),
+            Ok(AppendDecision::Append)
+        );
         // a batch may straddle the wrap
         let mut t = ProducerStateTable::new();
         append(&mut t, header(1, 0, i32::MAX - 1, 4), 0).unwrap();
         assert_eq!(t.get(1).unwrap().batches.back().unwrap().last_seq, 1);
-        assert_eq!(append(&mut t, header(1, 0, 2, 1), 4), Ok(AppendDecision::Append));
+        assert_eq!(
+            append(&mut t, header(1, 0, 2, 1), 4),
+            Ok(AppendDecision::Append)
+        );
     }
 
     #[test]
     fn rule_17_higher_epoch_must_restart_at_zero() {
         let mut t = ProducerStateTable::new();
         append(&mut t, header(1, 0, 0, 5), 0).unwrap();
-        assert_eq!(append(&mut t, header(1, 1, 5, 1), 5).unwrap_err().code(), 45);
-        assert_eq!(append(&mut t, header(1, 1, 0, 1), 5), Ok(AppendDecision::Append));
+        assert_eq!(
+            append(&mut t, header(1, 1, 5, 1), 5).unwrap_err().code(),
+            45
+        );
+        assert_eq!(
+            append(&mut t, header(1, 1, 0, 1), 5),
+            Ok(AppendDecision::Append)
+        );
         let e = t.get(1).unwrap();
         assert_eq!((e.epoch, e.batches.len()), (1, 1));
     }
@@ -348,7 +430,10 @@ mod tests {
         append(&mut t, header(1, 0, 0, 2), 10).unwrap();
         append(&mut t, header(1, 0, 2, 2), 12).unwrap();
         match append(&mut t, header(1, 0, 0, 2), 99).unwrap() {
-            AppendDecision::Duplicate(m) => assert_eq!((m.first_offset, m.last_offset, m.timestamp), (10, 11, 1_000)),
+            AppendDecision::Duplicate(m) => assert_eq!(
+                (m.first_offset, m.last_offset, m.timestamp),
+                (10, 11, 1_000)
+            ),
             other => panic!("expected duplicate, got {other:?}"),
         }
         // nothing was recorded by the duplicate
@@ -362,8 +447,14 @@ mod tests {
             append(&mut t, header(1, 0, i, 1), i as i64).unwrap();
         }
         assert_eq!(t.get(1).unwrap().batches.len(), BATCHES_TO_RETAIN);
-        assert_eq!(append(&mut t, header(1, 0, 0, 1), 6).unwrap_err().code(), 45);
-        assert!(matches!(append(&mut t, header(1, 0, 1, 1), 6), Ok(AppendDecision::Duplicate(_))));
+        assert_eq!(
+            append(&mut t, header(1, 0, 0, 1), 6).unwrap_err().code(),
+            45
+        );
+        assert!(matches!(
+            append(&mut t, header(1, 0, 1, 1), 6),
+            Ok(AppendDecision::Duplicate(_))
+        ));
     }
 
     #[test]
@@ -372,7 +463,13 @@ mod tests {
         for i in 0..20 {
             append(&mut t, header(1, 0, i, 1), i as i64).unwrap();
         }
-        let seqs: Vec<i32> = t.get(1).unwrap().batches.iter().map(|b| b.first_seq).collect();
+        let seqs: Vec<i32> = t
+            .get(1)
+            .unwrap()
+            .batches
+            .iter()
+            .map(|b| b.first_seq)
+            .collect();
         assert_eq!(seqs, vec![15, 16, 17, 18, 19]);
     }
 
@@ -394,7 +491,10 @@ mod tests {
         assert!(t.get(1).is_none());
         assert!(t.get(2).is_some());
         // after expiry rule 15 applies again
-        assert_eq!(append(&mut t, header(1, 0, 77, 1), 5), Ok(AppendDecision::Append));
+        assert_eq!(
+            append(&mut t, header(1, 0, 77, 1), 5),
+            Ok(AppendDecision::Append)
+        );
     }
 
     #[test]
@@ -410,7 +510,10 @@ mod tests {
         .unwrap();
         t.record_append(&txn, 0);
         assert_eq!(t.first_unstable_offset(), Some(0));
-        assert_eq!(append(&mut t, header(4, 0, 1, 1), 1).unwrap_err().code(), 48);
+        assert_eq!(
+            append(&mut t, header(4, 0, 1, 1), 1).unwrap_err().code(),
+            48
+        );
     }
 
     #[test]
@@ -419,13 +522,22 @@ mod tests {
         append(&mut t, header(1, 0, 0, 1), 0).unwrap();
         t.fence(1, 3, 0);
         assert_eq!(t.get(1).unwrap().batches.len(), 0);
-        assert_eq!(append(&mut t, header(1, 0, 1, 1), 1).unwrap_err().code(), 47);
-        assert_eq!(append(&mut t, header(1, 3, 0, 1), 1), Ok(AppendDecision::Append));
+        assert_eq!(
+            append(&mut t, header(1, 0, 1, 1), 1).unwrap_err().code(),
+            47
+        );
+        assert_eq!(
+            append(&mut t, header(1, 3, 0, 1), 1),
+            Ok(AppendDecision::Append)
+        );
         // a lower fence is a no-op
         t.fence(1, 2, 0);
         assert_eq!(t.get(1).unwrap().epoch, 3);
         // fencing an unknown producer still rejects its zombie batches here
         t.fence(8, 5, 0);
-        assert_eq!(append(&mut t, header(8, 4, 0, 1), 2).unwrap_err().code(), 47);
+        assert_eq!(
+            append(&mut t, header(8, 4, 0, 1), 2).unwrap_err().code(),
+            47
+        );
     }
 }

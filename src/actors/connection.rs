@@ -1,0 +1,154 @@
+//! Connection: one actor per client. Frames are read by a reader task into a small bounded
+//! queue, requests are dispatched in order (Produce appends are enqueued before the next request
+//! is looked at), responses complete in any order but are written strictly in request order by a
+//! writer task behind a bounded channel. At most `max_inflight` requests are worked on at once;
+//! beyond that reading pauses, so a client that does not read cannot make the broker buffer
+//! without limit.
+
+use std::net::SocketAddr;
+use std::rc::Rc;
+
+use actix::fut::ActorFutureExt;
+use actix::{Actor, ActorContext, AsyncContext, Context, WrapFuture};
+use bytes::Bytes;
+use futures::future::LocalBoxFuture;
+use futures::stream::FuturesOrdered;
+use futures::{FutureExt, StreamExt};
+use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseKind};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+
+use crate::protocol::frame::{encode_response, read_frame, FrameError};
+use crate::protocol::handlers::api_versions;
+use crate::protocol::{decode, dispatch, RequestError, Session};
+
+pub struct Connection {
+    stream: Option<std::net::TcpStream>,
+    peer: SocketAddr,
+    session: Rc<Session>,
+    max_frame: usize,
+    max_inflight: usize,
+}
+
+impl Connection {
+    pub fn new(
+        stream: std::net::TcpStream,
+        peer: SocketAddr,
+        session: Rc<Session>,
+        max_frame: usize,
+        max_inflight: usize,
+    ) -> Self {
+        Connection {
+            stream: Some(stream),
+            peer,
+            session,
+            max_frame,
+            max_inflight,
+        }
+    }
+}
+
+impl Actor for Connection {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        let Some(stream) = self.stream.take() else {
+            return ctx.stop();
+        };
+        let fut = serve(
+            stream,
+            self.peer,
+            self.session.clone(),
+            self.max_frame,
+            self.max_inflight,
+        );
+        ctx.spawn(fut.into_actor(self).map(|_, _, ctx| ctx.stop()));
+    }
+}
+
+type InFlight = LocalBoxFuture<'static, (RequestHeader, ApiKey, Option<ResponseKind>)>;
+
+async fn serve(
+    stream: std::net::TcpStream,
+    peer: SocketAddr,
+    session: Rc<Session>,
+    max_frame: usize,
+    max_inflight: usize,
+) {
+    let stream = match stream
+        .set_nonblocking(true)
+        .and_then(|_| TcpStream::from_std(stream))
+    {
+        Ok(s) => s,
+        Err(e) => return tracing::warn!(%peer, "could not adopt connection: {e}"),
+    };
+    let _ = stream.set_nodelay(true);
+    let (mut rd, mut wr) = stream.into_split();
+    let (frame_tx, mut frame_rx) = mpsc::channel::<Result<Bytes, FrameError>>(2);
+    let reader = actix_rt::spawn(async move {
+        loop {
+            let frame = read_frame(&mut rd, max_frame).await;
+            let last = frame.is_err();
+            if frame_tx.send(frame).await.is_err() || last {
+                break;
+            }
+        }
+    });
+    let (out_tx, mut out_rx) = mpsc::channel::<Bytes>(max_inflight);
+    let writer = actix_rt::spawn(async move {
+        while let Some(b) = out_rx.recv().await {
+            if wr.write_all(&b).await.is_err() {
+                break;
+            }
+        }
+        let _ = wr.shutdown().await;
+    });
+    let mut pending: FuturesOrdered<InFlight> = FuturesOrdered::new();
+    let mut reading = true;
+    while reading || !pending.is_empty() {
+        tokio::select! {
+            frame = frame_rx.recv(), if reading && pending.len() < max_inflight => match frame {
+                None | Some(Err(FrameError::Closed)) => reading = false,
+                Some(Err(e)) => {
+                    tracing::warn!(%peer, "closing connection: {e}");
+                    break;
+                }
+                Some(Ok(frame)) => match decode(frame) {
+                    Ok(d) => {
+                        let (header, key) = (d.header.clone(), d.api_key);
+                        let response = dispatch(session.clone(), d).await;
+                        pending.push_back(async move { (header, key, response.await) }.boxed_local());
+                    }
+                    Err((Some(mut header), RequestError::UnsupportedVersion(ApiKey::ApiVersions, v))) => {
+                        tracing::info!(%peer, "ApiVersions v{v} is not supported; answering with v0");
+                        header.request_api_version = 0;
+                        let resp = ResponseKind::ApiVersions(api_versions::unsupported());
+                        pending.push_back(async move { (header, ApiKey::ApiVersions, Some(resp)) }.boxed_local());
+                    }
+                    Err((_, e)) => {
+                        tracing::warn!(%peer, "closing connection: {e}");
+                        break;
+                    }
+                },
+            },
+            Some((header, key, response)) = pending.next(), if !pending.is_empty() => {
+                let Some(response) = response else { continue };
+                match encode_response(&header, key, &response) {
+                    Ok(bytes) => {
+                        if out_tx.send(bytes).await.is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        tracing::error!(%peer, api = ?key, version = header.request_api_version, "closing connection: {e}");
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    reader.abort();
+    drop(out_tx);
+    let _ = writer.await;
+}

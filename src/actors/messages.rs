@@ -1,0 +1,150 @@
+//! The typed messages actors exchange. Replies travel on oneshot channels carried in the message,
+//! so a sender can enqueue with `try_send` (bounded mailbox, order kept) and await the answer.
+
+use actix::{Addr, Message};
+use bytes::{Bytes, BytesMut};
+use tokio::sync::oneshot;
+
+use super::partition::PartitionLeader;
+use crate::store::batch::BatchHeader;
+use crate::store::topics::TopicMeta;
+
+pub type Reply<T> = oneshot::Sender<T>;
+
+/// Outcome of a Produce to one partition, as the ProduceResponse needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendAck {
+    pub error_code: i16,
+    pub base_offset: i64,
+    pub log_append_time: i64,
+    /// eos-rules 22: -1 where Apache Kafka leaves it unset.
+    pub log_start_offset: i64,
+}
+
+/// Append one validated client batch. With acks=0 there is no reply.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Append {
+    pub data: BytesMut,
+    pub header: BatchHeader,
+    pub reply: Option<Reply<AppendAck>>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ReadResult {
+    pub error_code: i16,
+    pub high_watermark: i64,
+    pub last_stable_offset: i64,
+    pub log_start_offset: i64,
+    pub records: Bytes,
+}
+
+/// Read batches from `offset`; `isolation_level` 1 stops at the last stable offset.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Read {
+    pub offset: i64,
+    pub max_bytes: usize,
+    pub isolation_level: i8,
+    pub reply: Reply<ReadResult>,
+}
+
+/// Completes once the readable end (high watermark) moves past `offset`.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct WaitForData {
+    pub offset: i64,
+    pub reply: Reply<()>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OffsetAnswer {
+    pub error_code: i16,
+    pub offset: i64,
+    pub timestamp: i64,
+}
+
+/// ListOffsets for one partition (timestamp or one of the -1..-5 specials).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ListOffset {
+    pub timestamp: i64,
+    pub isolation_level: i8,
+    pub reply: Reply<OffsetAnswer>,
+}
+
+/// A coordinator bumped `producer_id` to `epoch`: reject older epochs here from now on.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct FenceEpoch {
+    pub producer_id: i64,
+    pub epoch: i16,
+}
+
+/// The syncer made everything below `upto` durable (or failed to).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Synced {
+    pub upto: i64,
+    pub result: Result<(), String>,
+}
+
+/// Flush, snapshot producer state and stop.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Shutdown {
+    pub reply: Reply<()>,
+}
+
+/// A topic and the partition-leader actors of its partitions.
+#[derive(Debug, Clone)]
+pub struct TopicHandle {
+    pub meta: TopicMeta,
+    pub partitions: Vec<Addr<PartitionLeader>>,
+}
+
+/// Looks a topic up, creating it with the default settings when `auto_create` allows.
+#[derive(Message)]
+#[rtype(result = "Result<TopicHandle, i16>")]
+pub struct GetTopic {
+    pub name: String,
+    pub auto_create: bool,
+}
+
+#[derive(Message)]
+#[rtype(result = "Vec<TopicMeta>")]
+pub struct ListTopics;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicFailure {
+    pub error_code: i16,
+    pub message: String,
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<TopicMeta, TopicFailure>")]
+pub struct CreateTopic {
+    pub name: String,
+    /// -1 = broker default.
+    pub partitions: i32,
+    pub configs: Vec<(String, String)>,
+    pub validate_only: bool,
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<TopicMeta, i16>")]
+pub struct DeleteTopic {
+    pub name: Option<String>,
+    pub id: Option<uuid::Uuid>,
+}
+
+/// A fresh cluster-unique producer id (eos-rules 1).
+#[derive(Message)]
+#[rtype(result = "Result<i64, i16>")]
+pub struct AllocateProducerId;
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ShutdownAll {
+    pub reply: Reply<()>,
+}

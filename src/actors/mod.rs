@@ -1,0 +1,7 @@
+//! Thin actors: each owns one piece of state and turns messages into calls on the core.
+
+pub mod cluster;
+pub mod connection;
+pub mod messages;
+pub mod partition;
+pub mod syncer;

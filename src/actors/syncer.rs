@@ -1,0 +1,61 @@
+//! Group commit: fsync runs on dedicated threads, never on the actor threads. Each partition has
+//! at most one sync in flight, covering everything appended before it started, so one fsync
+//! answers every producer that appended in the meantime.
+
+use std::fs::File;
+use std::thread;
+
+use actix::Addr;
+use crossbeam_channel::{bounded, Receiver, Sender};
+
+use super::messages::Synced;
+use super::partition::PartitionLeader;
+
+pub struct SyncJob {
+    pub files: Vec<File>,
+    pub upto: i64,
+    pub partition: Addr<PartitionLeader>,
+}
+
+#[derive(Clone)]
+pub struct Syncer {
+    tx: Sender<SyncJob>,
+}
+
+impl Syncer {
+    /// Starts `threads` fsync threads behind a queue of `capacity` jobs.
+    pub fn start(threads: usize, capacity: usize) -> Syncer {
+        let (tx, rx) = bounded::<SyncJob>(capacity);
+        for i in 0..threads.max(1) {
+            let rx: Receiver<SyncJob> = rx.clone();
+            let spawned = thread::Builder::new()
+                .name(format!("kaas-sync-{i}"))
+                .spawn(move || {
+                    while let Ok(job) = rx.recv() {
+                        let mut result = Ok(());
+                        for f in &job.files {
+                            if let Err(e) = f.sync_data() {
+                                result = Err(e.to_string());
+                                break;
+                            }
+                        }
+                        job.partition.do_send(Synced {
+                            upto: job.upto,
+                            result,
+                        });
+                    }
+                });
+            if let Err(e) = spawned {
+                tracing::error!("could not start sync thread: {e}");
+            }
+        }
+        Syncer { tx }
+    }
+
+    /// Queues a job; blocks the calling partition thread when the queue is full (backpressure).
+    pub fn submit(&self, job: SyncJob) -> Result<(), String> {
+        self.tx
+            .send(job)
+            .map_err(|_| "sync threads are gone".to_string())
+    }
+}

@@ -1,0 +1,75 @@
+//! CreateTopics (key 19). Replication factor must be -1 or 1 (one copy on the shared disk).
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
+use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
+
+use crate::actors::messages::CreateTopic;
+use crate::protocol::{str_bytes, Session};
+
+const INVALID_REPLICATION_FACTOR: i16 = 38;
+const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
+
+pub async fn handle(
+    s: Rc<Session>,
+    version: i16,
+    req: CreateTopicsRequest,
+) -> CreateTopicsResponse {
+    let mut resp = CreateTopicsResponse::default();
+    for t in req.topics {
+        let mut r = CreatableTopicResult::default();
+        r.name = t.name.clone();
+        let fail = |r: &mut CreatableTopicResult, code: i16, msg: String| {
+            r.error_code = code;
+            r.error_message = Some(str_bytes(&msg));
+        };
+        if !matches!(t.replication_factor, -1 | 1) {
+            fail(
+                &mut r,
+                INVALID_REPLICATION_FACTOR,
+                format!(
+                    "Replication factor must be 1 on kaas, got {}.",
+                    t.replication_factor
+                ),
+            );
+        } else if !t.assignments.is_empty() {
+            fail(
+                &mut r,
+                INVALID_REPLICA_ASSIGNMENT,
+                "Manual replica assignment is not supported.".into(),
+            );
+        } else {
+            let configs = t
+                .configs
+                .iter()
+                .filter_map(|c| {
+                    c.value
+                        .as_ref()
+                        .map(|v| (c.name.to_string(), v.to_string()))
+                })
+                .collect();
+            let msg = CreateTopic {
+                name: t.name.0.to_string(),
+                partitions: t.num_partitions,
+                configs,
+                validate_only: req.validate_only,
+            };
+            match s.cluster.send(msg).await {
+                Ok(Ok(meta)) => {
+                    if version >= 7 {
+                        r.topic_id = meta.id;
+                    }
+                    if version >= 5 {
+                        r.num_partitions = meta.partitions;
+                        r.replication_factor = 1;
+                    }
+                }
+                Ok(Err(f)) => fail(&mut r, f.error_code, f.message),
+                Err(e) => fail(&mut r, -1, e.to_string()),
+            }
+        }
+        resp.topics.push(r);
+    }
+    resp
+}

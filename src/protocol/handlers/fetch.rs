@@ -1,0 +1,152 @@
+//! Fetch (key 1): reads stored batches as they are, long-polls on max_wait_ms / min_bytes, and
+//! honours the response and partition byte limits (the first batch is always returned whole).
+
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use futures::future::select_all;
+use futures::FutureExt;
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
+use tokio::sync::oneshot;
+
+use crate::actors::messages::{Read, ReadResult, WaitForData};
+use crate::protocol::{str_bytes, Session, UNKNOWN_TOPIC_OR_PARTITION};
+
+struct Wanted {
+    topic: String,
+    partition: i32,
+    offset: i64,
+    max_bytes: usize,
+}
+
+pub async fn handle(s: Rc<Session>, _version: i16, req: FetchRequest) -> FetchResponse {
+    let wanted: Vec<Wanted> = req
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(move |p| Wanted {
+                topic: t.topic.0.to_string(),
+                partition: p.partition,
+                offset: p.fetch_offset,
+                max_bytes: p.partition_max_bytes.max(0) as usize,
+            })
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
+    let min_bytes = req.min_bytes.max(0) as usize;
+    let max_bytes = if req.max_bytes <= 0 {
+        usize::MAX
+    } else {
+        req.max_bytes as usize
+    };
+    loop {
+        let results = read_all(&s, &wanted, max_bytes, req.isolation_level).await;
+        let total: usize = results.iter().map(|r| r.records.len()).sum();
+        let any_error = results.iter().any(|r| r.error_code != 0);
+        if total >= min_bytes.max(1) || any_error || Instant::now() >= deadline || wanted.is_empty()
+        {
+            return build(&wanted, results, req.isolation_level);
+        }
+        // Wait for any partition's readable end to move past what we just saw, or the deadline.
+        let mut waits = Vec::new();
+        for (w, r) in wanted.iter().zip(&results) {
+            if let Ok(h) = s.topic(&w.topic, false).await {
+                if let Some(leader) = h.partitions.get(w.partition as usize) {
+                    let (tx, rx) = oneshot::channel();
+                    let seen = if w.offset > r.high_watermark {
+                        w.offset
+                    } else {
+                        r.high_watermark
+                    };
+                    if leader
+                        .try_send(WaitForData {
+                            offset: seen,
+                            reply: tx,
+                        })
+                        .is_ok()
+                    {
+                        waits.push(rx.map(|_| ()).boxed_local());
+                    }
+                }
+            }
+        }
+        let sleep = tokio::time::sleep_until(deadline.into()).boxed_local();
+        waits.push(sleep);
+        let _ = select_all(waits).await;
+    }
+}
+
+async fn read_all(
+    s: &Session,
+    wanted: &[Wanted],
+    max_bytes: usize,
+    isolation_level: i8,
+) -> Vec<ReadResult> {
+    let mut budget = max_bytes;
+    let mut out = Vec::with_capacity(wanted.len());
+    for w in wanted {
+        let mut r = ReadResult {
+            error_code: UNKNOWN_TOPIC_OR_PARTITION,
+            high_watermark: -1,
+            last_stable_offset: -1,
+            log_start_offset: -1,
+            ..Default::default()
+        };
+        if let Ok(h) = s.topic(&w.topic, false).await {
+            if let Some(leader) = h.partitions.get(w.partition as usize) {
+                let (tx, rx) = oneshot::channel();
+                // KIP-74: once the budget is spent, later partitions still answer (no data).
+                let limit = w.max_bytes.min(budget);
+                let msg = Read {
+                    offset: w.offset,
+                    max_bytes: if budget == 0 { 0 } else { limit },
+                    isolation_level,
+                    reply: tx,
+                };
+                match leader.send(msg).await {
+                    Ok(()) => {
+                        if let Ok(res) = rx.await {
+                            r = res;
+                        }
+                    }
+                    Err(_) => s.evict(&w.topic),
+                }
+            }
+        }
+        if budget == 0 {
+            r.records = Default::default();
+        }
+        budget = budget.saturating_sub(r.records.len());
+        out.push(r);
+    }
+    out
+}
+
+fn build(wanted: &[Wanted], results: Vec<ReadResult>, isolation_level: i8) -> FetchResponse {
+    let mut resp = FetchResponse::default();
+    for (w, r) in wanted.iter().zip(results) {
+        let mut p = PartitionData::default();
+        p.partition_index = w.partition;
+        p.error_code = r.error_code;
+        p.high_watermark = r.high_watermark;
+        p.last_stable_offset = r.last_stable_offset;
+        p.log_start_offset = r.log_start_offset;
+        p.aborted_transactions = if isolation_level == 1 {
+            Some(Vec::new())
+        } else {
+            None
+        };
+        p.records = Some(r.records);
+        match resp.responses.last_mut() {
+            Some(t) if t.topic.0.as_str() == w.topic => t.partitions.push(p),
+            _ => {
+                let mut t = FetchableTopicResponse::default();
+                t.topic = TopicName(str_bytes(&w.topic));
+                t.partitions.push(p);
+                resp.responses.push(t);
+            }
+        }
+    }
+    resp
+}

@@ -1,0 +1,48 @@
+//! InitProducerId (key 22). The idempotent path (null transactional id, eos-rules 1): a fresh
+//! cluster-unique producer id at epoch 0, no coordinator state. The transactional path belongs to
+//! the transaction coordinator.
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
+
+use crate::actors::messages::AllocateProducerId;
+use crate::protocol::Session;
+
+const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+const INVALID_REQUEST: i16 = 42;
+const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
+
+fn error(code: i16) -> InitProducerIdResponse {
+    let mut r = InitProducerIdResponse::default();
+    r.error_code = code;
+    r.producer_id = ProducerId(-1);
+    r.producer_epoch = -1;
+    r
+}
+
+pub async fn handle(
+    s: Rc<Session>,
+    version: i16,
+    req: InitProducerIdRequest,
+) -> InitProducerIdResponse {
+    // eos-rules 3: a half-set claim is refused before anything else.
+    if version >= 3 && ((req.producer_id.0 == -1) != (req.producer_epoch == -1)) {
+        return error(INVALID_REQUEST);
+    }
+    if req.transactional_id.is_some() {
+        // No transaction coordinator on this broker yet: clients retry and eventually give up.
+        return error(COORDINATOR_NOT_AVAILABLE);
+    }
+    // eos-rules 1: no timeout validation and the claim is ignored on the idempotent path.
+    match s.cluster.send(AllocateProducerId).await {
+        Ok(Ok(pid)) => {
+            let mut r = InitProducerIdResponse::default();
+            r.producer_id = ProducerId(pid);
+            r.producer_epoch = 0;
+            r
+        }
+        Ok(Err(code)) => error(code),
+        Err(_) => error(COORDINATOR_LOAD_IN_PROGRESS),
+    }
+}

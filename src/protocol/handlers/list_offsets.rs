@@ -1,0 +1,56 @@
+//! ListOffsets (key 2): earliest, latest (LSO for read_committed), max timestamp, by timestamp.
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
+use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
+use tokio::sync::oneshot;
+
+use crate::actors::messages::{ListOffset, OffsetAnswer};
+use crate::protocol::{Session, UNKNOWN_TOPIC_OR_PARTITION};
+
+pub async fn handle(s: Rc<Session>, version: i16, req: ListOffsetsRequest) -> ListOffsetsResponse {
+    let mut resp = ListOffsetsResponse::default();
+    for t in req.topics {
+        let name = t.name.0.to_string();
+        let handle = s.topic(&name, false).await;
+        let mut out = ListOffsetsTopicResponse::default();
+        out.name = t.name;
+        for p in t.partitions {
+            let missing = OffsetAnswer {
+                error_code: UNKNOWN_TOPIC_OR_PARTITION,
+                offset: -1,
+                timestamp: -1,
+            };
+            let mut answer = missing;
+            if let Some(leader) = handle
+                .as_ref()
+                .ok()
+                .and_then(|h| h.partitions.get(p.partition_index as usize))
+            {
+                let (tx, rx) = oneshot::channel();
+                let msg = ListOffset {
+                    timestamp: p.timestamp,
+                    isolation_level: req.isolation_level,
+                    reply: tx,
+                };
+                if leader.send(msg).await.is_ok() {
+                    answer = rx.await.unwrap_or(missing);
+                }
+            }
+            let mut r = ListOffsetsPartitionResponse::default();
+            r.partition_index = p.partition_index;
+            r.error_code = answer.error_code;
+            r.offset = answer.offset;
+            r.timestamp = answer.timestamp;
+            if version >= 4 && answer.offset >= 0 {
+                r.leader_epoch = 0;
+            }
+            out.partitions.push(r);
+        }
+        resp.topics.push(out);
+    }
+    resp
+}

@@ -1,0 +1,166 @@
+//! Produce (key 0): validates each partition's batch (eos-rules 14), enqueues it on the
+//! partition leader in request order, and answers once every append is durable.
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use actix::dev::SendError;
+use bytes::BytesMut;
+use futures::future::{join_all, LocalBoxFuture};
+use futures::FutureExt;
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TopicName};
+use tokio::sync::oneshot;
+
+use crate::actors::messages::{Append, AppendAck};
+use crate::protocol::{str_bytes, Session, UNKNOWN_TOPIC_OR_PARTITION};
+use crate::store::batch::{self, BatchError};
+
+const CORRUPT_MESSAGE: i16 = 2;
+const MESSAGE_TOO_LARGE: i16 = 10;
+const INVALID_REQUIRED_ACKS: i16 = 21;
+const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
+const INVALID_RECORD: i16 = 87;
+
+enum Slot {
+    Done(AppendAck),
+    Waiting(oneshot::Receiver<AppendAck>),
+}
+
+fn err(code: i16) -> Slot {
+    // eos-rules 22: LogStartOffset is -1 for these (the partition was never consulted).
+    Slot::Done(AppendAck {
+        error_code: code,
+        base_offset: -1,
+        log_append_time: -1,
+        log_start_offset: -1,
+    })
+}
+
+/// Enqueues every append now; the returned future completes with the response (None for acks=0).
+pub async fn dispatch(
+    s: Rc<Session>,
+    _version: i16,
+    req: ProduceRequest,
+) -> LocalBoxFuture<'static, Option<ProduceResponse>> {
+    let acks = req.acks;
+    let valid_acks = matches!(acks, -1..=1);
+    // eos-rules 24: transactional batches need a transactional id.
+    let has_txn_batch = req
+        .topic_data
+        .iter()
+        .flat_map(|t| &t.partition_data)
+        .any(|p| {
+            p.records
+                .as_ref()
+                .and_then(|r| batch::BatchHeader::parse(r).ok())
+                .is_some_and(|h| h.is_transactional())
+        });
+    let txn_denied = has_txn_batch && req.transactional_id.is_none();
+    let mut topics = Vec::with_capacity(req.topic_data.len());
+    for t in req.topic_data {
+        let name = t.name.0.to_string();
+        let handle = if valid_acks && !txn_denied {
+            Some(s.topic(&name, false).await)
+        } else {
+            None
+        };
+        let mut slots = Vec::with_capacity(t.partition_data.len());
+        for p in t.partition_data {
+            let slot = match &handle {
+                _ if !valid_acks => err(INVALID_REQUIRED_ACKS),
+                _ if txn_denied => err(TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+                Some(Err(code)) => err(*code),
+                None => err(UNKNOWN_TOPIC_OR_PARTITION),
+                Some(Ok(h)) => match (h.partitions.get(p.index as usize), p.records) {
+                    (None, _) => err(UNKNOWN_TOPIC_OR_PARTITION),
+                    (Some(_), None) => err(INVALID_RECORD),
+                    (Some(leader), Some(records)) => {
+                        if records.len() > s.settings.max_message_bytes {
+                            err(MESSAGE_TOO_LARGE)
+                        } else {
+                            match batch::validate_single(&records) {
+                                Err(BatchError::Crc { .. }) => err(CORRUPT_MESSAGE),
+                                Err(_) => err(INVALID_RECORD),
+                                Ok(header) => {
+                                    let (tx, rx) = oneshot::channel();
+                                    let reply = if acks == 0 { None } else { Some(tx) };
+                                    let msg = Append {
+                                        data: BytesMut::from(&records[..]),
+                                        header,
+                                        reply,
+                                    };
+                                    if enqueue(leader, msg).await {
+                                        Slot::Waiting(rx)
+                                    } else {
+                                        s.evict(&name);
+                                        err(UNKNOWN_TOPIC_OR_PARTITION)
+                                    }
+                                }
+                            }
+                        }
+                    }
+                },
+            };
+            slots.push((p.index, slot));
+        }
+        topics.push((name, slots));
+    }
+    async move {
+        if acks == 0 {
+            return None;
+        }
+        let mut resp = ProduceResponse::default();
+        for (name, slots) in topics {
+            let acks = join_all(slots.into_iter().map(|(index, slot)| async move {
+                let ack = match slot {
+                    Slot::Done(a) => a,
+                    // The leader went away mid-append (topic deleted or shutdown).
+                    Slot::Waiting(rx) => rx.await.unwrap_or(AppendAck {
+                        error_code: UNKNOWN_TOPIC_OR_PARTITION,
+                        base_offset: -1,
+                        log_append_time: -1,
+                        log_start_offset: -1,
+                    }),
+                };
+                (index, ack)
+            }))
+            .await;
+            let mut t = TopicProduceResponse::default();
+            t.name = TopicName(str_bytes(&name));
+            t.partition_responses = acks
+                .into_iter()
+                .map(|(index, a)| {
+                    let mut p = PartitionProduceResponse::default();
+                    p.index = index;
+                    p.error_code = a.error_code;
+                    p.base_offset = a.base_offset;
+                    p.log_append_time_ms = a.log_append_time;
+                    p.log_start_offset = a.log_start_offset;
+                    p
+                })
+                .collect();
+            resp.responses.push(t);
+        }
+        Some(resp)
+    }
+    .boxed_local()
+}
+
+/// Puts the message in the leader's bounded mailbox, waiting while it is full so that the
+/// appends of one connection keep their order. False when the leader is gone.
+async fn enqueue(
+    leader: &actix::Addr<crate::actors::partition::PartitionLeader>,
+    mut msg: Append,
+) -> bool {
+    loop {
+        match leader.try_send(msg) {
+            Ok(()) => return true,
+            Err(SendError::Full(m)) => {
+                msg = m;
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            Err(SendError::Closed(_)) => return false,
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! Wire side: frames, advertised versions, the per-connection session and one handler per API.
+
+pub mod frame;
+pub mod handlers;
+pub mod versions;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use actix::Addr;
+use bytes::Bytes;
+use futures::future::LocalBoxFuture;
+use futures::FutureExt;
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
+use kafka_protocol::protocol::StrBytes;
+use thiserror::Error;
+
+use crate::actors::cluster::ClusterView;
+use crate::actors::messages::{GetTopic, TopicHandle};
+use crate::config::Settings;
+
+pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+
+#[derive(Debug, Error)]
+pub enum RequestError {
+    #[error("request header: {0}")]
+    Header(String),
+    #[error("unknown api key {0}")]
+    UnknownApiKey(i16),
+    #[error("unsupported version {1} of {0:?}")]
+    UnsupportedVersion(ApiKey, i16),
+    #[error("request body of {0:?} v{1}: {2}")]
+    Body(ApiKey, i16, String),
+}
+
+/// State shared by the requests of one connection (lives on that connection's thread).
+pub struct Session {
+    pub cluster: Addr<ClusterView>,
+    pub settings: Arc<Settings>,
+    pub cluster_id: Arc<str>,
+    topics: RefCell<HashMap<String, TopicHandle>>,
+}
+
+impl Session {
+    pub fn new(
+        cluster: Addr<ClusterView>,
+        settings: Arc<Settings>,
+        cluster_id: Arc<str>,
+    ) -> Rc<Session> {
+        Rc::new(Session {
+            cluster,
+            settings,
+            cluster_id,
+            topics: RefCell::new(HashMap::new()),
+        })
+    }
+
+    /// The topic's partition leaders, cached per connection.
+    pub async fn topic(&self, name: &str, auto_create: bool) -> Result<TopicHandle, i16> {
+        if let Some(h) = self.topics.borrow().get(name) {
+            return Ok(h.clone());
+        }
+        self.lookup(name, auto_create).await
+    }
+
+    /// Asks the cluster view (never the cache) and refreshes the cache.
+    pub async fn lookup(&self, name: &str, auto_create: bool) -> Result<TopicHandle, i16> {
+        self.evict(name);
+        let found = self
+            .cluster
+            .send(GetTopic {
+                name: name.to_string(),
+                auto_create,
+            })
+            .await
+            .map_err(|_| UNKNOWN_TOPIC_OR_PARTITION)??;
+        self.topics
+            .borrow_mut()
+            .insert(name.to_string(), found.clone());
+        Ok(found)
+    }
+
+    /// Forgets a cached topic whose partition actors went away (deleted topic).
+    pub fn evict(&self, name: &str) {
+        self.topics.borrow_mut().remove(name);
+    }
+
+    pub fn node_id(&self) -> i32 {
+        self.settings.node_id
+    }
+}
+
+pub fn str_bytes(s: &str) -> StrBytes {
+    StrBytes::from_string(s.to_string())
+}
+
+/// A response still being worked on; `None` means no response at all (Produce with acks=0).
+pub type Pending = LocalBoxFuture<'static, Option<ResponseKind>>;
+
+pub struct Decoded {
+    pub header: RequestHeader,
+    pub api_key: ApiKey,
+    pub request: RequestKind,
+}
+
+/// Decodes a frame's header and body. Unknown keys and versions are refused before the body is
+/// looked at; ApiVersions with a too-new version is answered by the caller (UNSUPPORTED_VERSION).
+pub fn decode(frame: Bytes) -> Result<Decoded, (Option<RequestHeader>, RequestError)> {
+    let mut buf = frame;
+    // frame.rs guarantees >= 8 bytes, so the header decoder's fixed peeks are in bounds.
+    let key = i16::from_be_bytes([buf[0], buf[1]]);
+    let version = i16::from_be_bytes([buf[2], buf[3]]);
+    let api_key = ApiKey::try_from(key).map_err(|_| (None, RequestError::UnknownApiKey(key)))?;
+    if api_key == ApiKey::ApiVersions && !versions::is_supported(api_key, version) {
+        // Its header may be in a format we cannot know; the correlation id is all the
+        // UNSUPPORTED_VERSION answer needs.
+        let mut header = RequestHeader::default()
+            .with_request_api_key(key)
+            .with_request_api_version(version);
+        header.correlation_id = i32::from_be_bytes([buf[4], buf[5], buf[6], buf[7]]);
+        return Err((
+            Some(header),
+            RequestError::UnsupportedVersion(api_key, version),
+        ));
+    }
+    let header = kafka_protocol::protocol::decode_request_header_from_buffer(&mut buf)
+        .map_err(|e| (None, RequestError::Header(e.to_string())))?;
+    if !versions::is_supported(api_key, version) {
+        return Err((
+            Some(header),
+            RequestError::UnsupportedVersion(api_key, version),
+        ));
+    }
+    let request = RequestKind::decode(api_key, &mut buf, version).map_err(|e| {
+        (
+            Some(header.clone()),
+            RequestError::Body(api_key, version, e.to_string()),
+        )
+    })?;
+    Ok(Decoded {
+        header,
+        api_key,
+        request,
+    })
+}
+
+/// Routes a decoded request. Produce enqueues its appends before returning (so pipelined
+/// requests of one connection reach each partition in order); everything else runs in the
+/// returned future.
+pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
+    let v = d.header.request_api_version;
+    use handlers::*;
+    match d.request {
+        RequestKind::Produce(r) => produce::dispatch(session, v, r)
+            .await
+            .map(|o| o.map(ResponseKind::Produce))
+            .boxed_local(),
+        RequestKind::Fetch(r) => {
+            async move { Some(ResponseKind::Fetch(fetch::handle(session, v, r).await)) }
+                .boxed_local()
+        }
+        RequestKind::ListOffsets(r) => async move {
+            Some(ResponseKind::ListOffsets(
+                list_offsets::handle(session, v, r).await,
+            ))
+        }
+        .boxed_local(),
+        RequestKind::Metadata(r) => async move {
+            Some(ResponseKind::Metadata(
+                metadata::handle(session, v, r).await,
+            ))
+        }
+        .boxed_local(),
+        RequestKind::ApiVersions(r) => {
+            let resp = api_versions::handle(v, r);
+            async move { Some(ResponseKind::ApiVersions(resp)) }.boxed_local()
+        }
+        RequestKind::CreateTopics(r) => async move {
+            Some(ResponseKind::CreateTopics(
+                create_topics::handle(session, v, r).await,
+            ))
+        }
+        .boxed_local(),
+        RequestKind::DeleteTopics(r) => async move {
+            Some(ResponseKind::DeleteTopics(
+                delete_topics::handle(session, v, r).await,
+            ))
+        }
+        .boxed_local(),
+        RequestKind::InitProducerId(r) => async move {
+            Some(ResponseKind::InitProducerId(
+                init_producer_id::handle(session, v, r).await,
+            ))
+        }
+        .boxed_local(),
+        RequestKind::OffsetForLeaderEpoch(r) => async move {
+            Some(ResponseKind::OffsetForLeaderEpoch(
+                offset_for_leader_epoch::handle(session, v, r).await,
+            ))
+        }
+        .boxed_local(),
+        RequestKind::DescribeConfigs(r) => async move {
+            Some(ResponseKind::DescribeConfigs(
+                describe_configs::handle(session, v, r).await,
+            ))
+        }
+        .boxed_local(),
+        RequestKind::DescribeCluster(r) => {
+            let resp = describe_cluster::handle(&session, v, r);
+            async move { Some(ResponseKind::DescribeCluster(resp)) }.boxed_local()
+        }
+        other => {
+            // versions.rs only lets advertised APIs through, so this is a programming error.
+            tracing::error!("no handler for {:?}", std::mem::discriminant(&other));
+            async { None }.boxed_local()
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! Start-up and shutdown: arbiters for connections and partitions, recovery of every partition
+//! before the listener opens, the accept loop, and a clean stop on SIGTERM / SIGINT.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use actix::{Actor, Arbiter};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+use tokio::net::TcpListener;
+
+use crate::actors::cluster::ClusterView;
+use crate::actors::connection::Connection;
+use crate::actors::messages::ShutdownAll;
+use crate::actors::partition::MAILBOX_CAPACITY;
+use crate::actors::syncer::Syncer;
+use crate::config::Settings;
+use crate::protocol::Session;
+use crate::store::topics::write_atomic;
+
+#[derive(Debug, Error)]
+pub enum ServerError {
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Startup(String),
+}
+
+#[derive(Serialize, Deserialize)]
+struct ClusterMeta {
+    cluster_id: String,
+}
+
+/// The cluster id lives with the data, so every broker sharing the disk reports the same one.
+fn cluster_id(data_dir: &Path) -> Result<String, ServerError> {
+    let path = data_dir.join("__cluster").join("meta.json");
+    if let Ok(bytes) = std::fs::read(&path) {
+        if let Ok(meta) = serde_json::from_slice::<ClusterMeta>(&bytes) {
+            return Ok(meta.cluster_id);
+        }
+    }
+    let id = uuid::Uuid::new_v4().simple().to_string()[..22].to_string();
+    let bytes = serde_json::to_vec(&ClusterMeta {
+        cluster_id: id.clone(),
+    })
+    .map_err(|e| ServerError::Startup(e.to_string()))?;
+    write_atomic(&path, &bytes)?;
+    Ok(id)
+}
+
+pub fn run(settings: Settings) -> Result<(), ServerError> {
+    let settings = Arc::new(settings);
+    std::fs::create_dir_all(&settings.data_dir)?;
+    let lock_path = settings
+        .data_dir
+        .join("__cluster")
+        .join(format!("broker-{}.lock", settings.node_id));
+    std::fs::create_dir_all(lock_path.parent().unwrap_or(Path::new(".")))?;
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)?;
+    fs2::FileExt::try_lock_exclusive(&lock).map_err(|_| {
+        ServerError::Startup(format!(
+            "another kaas process holds {} (same data dir and node id)",
+            lock_path.display()
+        ))
+    })?;
+    let cluster_id: Arc<str> = cluster_id(&settings.data_dir)?.into();
+    let system = actix::System::new();
+    let result = system.block_on(serve(settings, cluster_id));
+    drop(lock);
+    result
+}
+
+async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>) -> Result<(), ServerError> {
+    let partition_arbiters: Vec<Arbiter> = (0..Settings::threads(settings.partition_threads))
+        .map(|_| Arbiter::new())
+        .collect();
+    let conn_arbiters: Vec<Arbiter> = (0..Settings::threads(settings.connection_threads))
+        .map(|_| Arbiter::new())
+        .collect();
+    let cluster_arbiter = Arbiter::new();
+    let syncer = Syncer::start(settings.sync_threads, MAILBOX_CAPACITY * 4);
+    let started = std::time::Instant::now();
+    let view = ClusterView::load(
+        settings.clone(),
+        partition_arbiters.iter().map(|a| a.handle()).collect(),
+        syncer,
+    )
+    .map_err(ServerError::Startup)?;
+    let cluster = ClusterView::start_in_arbiter(&cluster_arbiter.handle(), move |_| view);
+    tracing::info!(
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "recovered partitions"
+    );
+
+    let listener = TcpListener::bind(&settings.listen).await?;
+    tracing::info!(listen = %settings.listen, data_dir = %settings.data_dir.display(), node_id = settings.node_id, "kaas is serving");
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut next = 0usize;
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, peer) = match accepted {
+                    Ok(x) => x,
+                    Err(e) => {
+                        tracing::warn!("accept: {e}");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let std_stream = match stream.into_std() {
+                    Ok(s) => s,
+                    Err(e) => { tracing::warn!(%peer, "{e}"); continue; }
+                };
+                let arbiter = &conn_arbiters[next % conn_arbiters.len()];
+                next += 1;
+                let (cluster, settings, cluster_id) = (cluster.clone(), settings.clone(), cluster_id.clone());
+                let (max_frame, max_inflight) = (settings.max_request_bytes, settings.max_inflight_requests);
+                Connection::start_in_arbiter(&arbiter.handle(), move |_| {
+                    Connection::new(std_stream, peer, Session::new(cluster, settings, cluster_id), max_frame, max_inflight)
+                });
+            }
+            _ = tokio::signal::ctrl_c() => { tracing::info!("SIGINT: shutting down"); break; }
+            _ = sigterm.recv() => { tracing::info!("SIGTERM: shutting down"); break; }
+        }
+    }
+    drop(listener);
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    if cluster.send(ShutdownAll { reply: tx }).await.is_ok() {
+        let _ = rx.await;
+    }
+    for a in partition_arbiters
+        .iter()
+        .chain(&conn_arbiters)
+        .chain(std::iter::once(&cluster_arbiter))
+    {
+        a.stop();
+    }
+    tracing::info!("stopped cleanly");
+    Ok(())
+}

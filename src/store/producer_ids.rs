@@ -1,0 +1,94 @@
+//! Cluster-unique producer ids without coordination: broker N hands out ids from its own range
+//! `N << 40 ..`, reserving blocks on disk before use so no id is reused after a restart.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::topics::write_atomic;
+
+pub const BLOCK_SIZE: i64 = 1000;
+const RANGE_BITS: u32 = 40;
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Reserved {
+    /// Every id below this (in this broker's range) may have been handed out.
+    next_block_start: i64,
+}
+
+#[derive(Debug)]
+pub struct ProducerIdAllocator {
+    path: PathBuf,
+    next: i64,
+    block_end: i64,
+}
+
+impl ProducerIdAllocator {
+    pub fn open(data_dir: &Path, node_id: i32) -> std::io::Result<Self> {
+        let path = data_dir
+            .join("__cluster")
+            .join("producer_ids")
+            .join(format!("{node_id}.json"));
+        let range_start = (node_id as i64) << RANGE_BITS;
+        let start = match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice::<Reserved>(&bytes)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?
+                .next_block_start
+                .max(range_start),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => range_start,
+            Err(e) => return Err(e),
+        };
+        Ok(ProducerIdAllocator {
+            path,
+            next: start,
+            block_end: start,
+        })
+    }
+
+    /// The next id; reserves (durably) a new block when the current one is used up.
+    pub fn next_id(&mut self) -> std::io::Result<i64> {
+        if self.next >= self.block_end {
+            let end = self.next + BLOCK_SIZE;
+            let bytes = serde_json::to_vec(&Reserved {
+                next_block_start: end,
+            })
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+            write_atomic(&self.path, &bytes)?;
+            self.block_end = end;
+        }
+        let id = self.next;
+        self.next += 1;
+        Ok(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_1_producer_ids_are_never_reused_after_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = ProducerIdAllocator::open(dir.path(), 0).unwrap();
+        let first: Vec<i64> = (0..3).map(|_| a.next_id().unwrap()).collect();
+        assert_eq!(first, vec![0, 1, 2]);
+        drop(a);
+        let mut b = ProducerIdAllocator::open(dir.path(), 0).unwrap();
+        assert_eq!(b.next_id().unwrap(), BLOCK_SIZE);
+    }
+
+    #[test]
+    fn rule_1_each_broker_has_its_own_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut n0 = ProducerIdAllocator::open(dir.path(), 0).unwrap();
+        let mut n1 = ProducerIdAllocator::open(dir.path(), 1).unwrap();
+        assert_ne!(n0.next_id().unwrap(), n1.next_id().unwrap());
+        assert_eq!(
+            ProducerIdAllocator::open(dir.path(), 1)
+                .unwrap()
+                .next_id()
+                .unwrap(),
+            (1 << 40) + BLOCK_SIZE
+        );
+    }
+}
