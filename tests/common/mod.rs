@@ -1,0 +1,187 @@
+//! Black-box helpers: start the real `kaas` binary on a free port with a temp data dir, and a
+//! tiny blocking Kafka client built on kafka-protocol for wire-level assertions.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use indexmap::IndexMap;
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+
+pub struct Broker {
+    pub dir: tempfile::TempDir,
+    pub port: u16,
+    child: Option<Child>,
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+impl Broker {
+    pub fn start() -> Broker {
+        let mut b = Broker {
+            dir: tempfile::tempdir().expect("tempdir"),
+            port: free_port(),
+            child: None,
+        };
+        b.spawn();
+        b
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("kaas.log"))
+            .expect("log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_kaas"))
+            .args(["serve", "--data-dir"])
+            .arg(self.data_dir())
+            .args([
+                "--listen",
+                &format!("127.0.0.1:{}", self.port),
+                "--node-id",
+                "0",
+            ])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn kaas");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(Instant::now() < deadline, "kaas did not start listening");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SIGKILL, then start again on the same data dir and port.
+    pub fn crash_and_restart(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        self.spawn();
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
+    }
+
+    pub fn client(&self) -> Client {
+        Client::connect(self.port)
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+pub struct Client {
+    pub stream: TcpStream,
+    correlation: i32,
+}
+
+impl Client {
+    pub fn connect(port: u16) -> Client {
+        let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        Client {
+            stream,
+            correlation: 0,
+        }
+    }
+
+    /// Sends one request and decodes its response.
+    pub fn call<Req, Resp>(&mut self, key: ApiKey, version: i16, req: Req) -> Resp
+    where
+        Req: Into<RequestKind>,
+        Resp: Decodable,
+    {
+        self.correlation += 1;
+        let header = RequestHeader::default()
+            .with_request_api_key(key as i16)
+            .with_request_api_version(version)
+            .with_correlation_id(self.correlation)
+            .with_client_id(Some(StrBytes::from_static_str("kaas-test")));
+        let mut body = BytesMut::new();
+        header
+            .encode(&mut body, key.request_header_version(version))
+            .expect("header");
+        req.into().encode(&mut body, version).expect("body");
+        let mut frame = BytesMut::new();
+        frame.put_i32(body.len() as i32);
+        frame.extend_from_slice(&body);
+        self.stream.write_all(&frame).expect("write");
+        let mut len = [0u8; 4];
+        self.stream.read_exact(&mut len).expect("response length");
+        let mut buf = vec![0u8; i32::from_be_bytes(len) as usize];
+        self.stream.read_exact(&mut buf).expect("response body");
+        let mut buf = Bytes::from(buf);
+        let rh = ResponseHeader::decode(&mut buf, key.response_header_version(version))
+            .expect("response header");
+        assert_eq!(rh.correlation_id, self.correlation);
+        let resp = Resp::decode(&mut buf, version).expect("response");
+        assert_eq!(buf.remaining(), 0, "response has trailing bytes");
+        resp
+    }
+}
+
+/// A real v2 batch of `n` records (as a producer builds it).
+pub fn batch(producer_id: i64, epoch: i16, base_sequence: i32, n: usize, tag: &str) -> Bytes {
+    let records: Vec<Record> = (0..n)
+        .map(|i| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: -1,
+            producer_id,
+            producer_epoch: epoch,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: if base_sequence < 0 {
+                -1
+            } else {
+                base_sequence + i as i32
+            },
+            timestamp: 1_700_000_000_000 + i as i64,
+            key: Some(Bytes::from(format!("k{i}"))),
+            value: Some(Bytes::from(format!("{tag}-{i}"))),
+            headers: IndexMap::new(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        &records,
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )
+    .expect("encode batch");
+    buf.freeze()
+}

@@ -1,0 +1,131 @@
+//! eos-rules 15-22 over the wire against the real binary, including a retry after SIGKILL.
+
+mod common;
+
+use bytes::Bytes;
+use common::{batch, Broker, Client};
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+
+fn topic_name(s: &str) -> TopicName {
+    TopicName(StrBytes::from_string(s.to_string()))
+}
+
+fn create_topic(c: &mut Client, name: &str) {
+    let mut t = CreatableTopic::default();
+    t.name = topic_name(name);
+    t.num_partitions = 1;
+    t.replication_factor = 1;
+    let mut req = CreateTopicsRequest::default();
+    req.topics = vec![t];
+    let resp: CreateTopicsResponse = c.call(ApiKey::CreateTopics, 5, req);
+    assert_eq!(resp.topics[0].error_code, 0);
+}
+
+fn init_pid(c: &mut Client) -> i64 {
+    let mut req = InitProducerIdRequest::default();
+    req.transactional_id = None;
+    req.transaction_timeout_ms = i32::MAX;
+    let resp: InitProducerIdResponse = c.call(ApiKey::InitProducerId, 4, req);
+    assert_eq!((resp.error_code, resp.producer_epoch), (0, 0));
+    resp.producer_id.0
+}
+
+/// (error code, base offset, log start offset)
+fn produce(c: &mut Client, topic: &str, records: Bytes) -> (i16, i64, i64) {
+    let mut p = PartitionProduceData::default();
+    p.index = 0;
+    p.records = Some(records);
+    let mut t = TopicProduceData::default();
+    t.name = topic_name(topic);
+    t.partition_data = vec![p];
+    let mut req = ProduceRequest::default();
+    req.transactional_id = None;
+    req.acks = -1;
+    req.timeout_ms = 30_000;
+    req.topic_data = vec![t];
+    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
+    let p = &resp.responses[0].partition_responses[0];
+    (p.error_code, p.base_offset, p.log_start_offset)
+}
+
+fn latest_offset(c: &mut Client, topic: &str) -> i64 {
+    let mut p = ListOffsetsPartition::default();
+    p.partition_index = 0;
+    p.timestamp = -1;
+    let mut t = ListOffsetsTopic::default();
+    t.name = topic_name(topic);
+    t.partitions = vec![p];
+    let mut req = ListOffsetsRequest::default();
+    req.replica_id = BrokerId(-1);
+    req.topics = vec![t];
+    let resp: ListOffsetsResponse = c.call(ApiKey::ListOffsets, 5, req);
+    let p = &resp.topics[0].partitions[0];
+    assert_eq!(p.error_code, 0);
+    p.offset
+}
+
+#[test]
+fn idempotence_rules_hold_on_the_wire_and_across_a_crash() {
+    let mut broker = Broker::start();
+    let mut c = broker.client();
+    create_topic(&mut c, "idem");
+    let pid = init_pid(&mut c);
+    let second = init_pid(&mut c);
+    assert_ne!(
+        pid, second,
+        "eos-rules 1: every idempotent InitProducerId gets a fresh id"
+    );
+
+    // rule 15: the first write of an unknown producer id is accepted at any sequence
+    assert_eq!(produce(&mut c, "idem", batch(pid, 0, 0, 5, "a")), (0, 0, 0));
+    assert_eq!(produce(&mut c, "idem", batch(pid, 0, 5, 5, "b")), (0, 5, 0));
+    // rule 19: a retry of a cached batch answers its original offset and appends nothing
+    assert_eq!(produce(&mut c, "idem", batch(pid, 0, 0, 5, "a")), (0, 0, 0));
+    assert_eq!(latest_offset(&mut c, "idem"), 10);
+    // rule 16 + 22: a gap is OUT_OF_ORDER_SEQUENCE_NUMBER, with LogStartOffset filled
+    assert_eq!(
+        produce(&mut c, "idem", batch(pid, 0, 42, 1, "gap")),
+        (45, -1, 0)
+    );
+    // rule 17: a higher epoch must start at 0
+    assert_eq!(produce(&mut c, "idem", batch(pid, 1, 10, 1, "e1")).0, 45);
+    assert_eq!(
+        produce(&mut c, "idem", batch(pid, 1, 0, 2, "e1")),
+        (0, 10, 0)
+    );
+    // rule 18: a lower epoch is INVALID_PRODUCER_EPOCH
+    assert_eq!(produce(&mut c, "idem", batch(pid, 0, 10, 1, "old")).0, 47);
+    // rule 14: a corrupt batch is refused (CORRUPT_MESSAGE), nothing appended
+    let mut bad = batch(pid, 1, 2, 1, "bad").to_vec();
+    let last = bad.len() - 1;
+    bad[last] ^= 0xff;
+    assert_eq!(produce(&mut c, "idem", Bytes::from(bad)).0, 2);
+    assert_eq!(latest_offset(&mut c, "idem"), 12);
+
+    // A crash: the producer's retry of its last acknowledged batch must still be recognised.
+    broker.crash_and_restart();
+    let mut c = broker.client();
+    assert_eq!(
+        latest_offset(&mut c, "idem"),
+        12,
+        "acknowledged data survives SIGKILL"
+    );
+    assert_eq!(
+        produce(&mut c, "idem", batch(pid, 1, 0, 2, "e1")),
+        (0, 10, 0)
+    );
+    assert_eq!(
+        produce(&mut c, "idem", batch(pid, 1, 2, 1, "next")),
+        (0, 12, 0)
+    );
+    let fresh = init_pid(&mut c);
+    assert!(
+        fresh != pid && fresh != second,
+        "eos-rules 1: ids are not reused after a restart"
+    );
+    assert!(broker.is_running());
+}
