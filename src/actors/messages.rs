@@ -37,6 +37,8 @@ pub struct ReadResult {
     pub last_stable_offset: i64,
     pub log_start_offset: i64,
     pub records: Bytes,
+    /// read_committed only: (producer id, first offset) of overlapping aborted transactions.
+    pub aborted: Vec<(i64, i64)>,
 }
 
 /// Read batches from `offset`; `isolation_level` 1 stops at the last stable offset.
@@ -71,6 +73,20 @@ pub struct ListOffset {
     pub timestamp: i64,
     pub isolation_level: i8,
     pub reply: Reply<OffsetAnswer>,
+}
+
+/// Write a COMMIT/ABORT marker for `producer_id` (eos-rules 45-49); the reply is the Kafka
+/// error code, sent once the marker is durable.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct WriteMarker {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub commit: bool,
+    pub coordinator_epoch: i32,
+    /// 0/1 legacy validation, 2+ strict (KIP-1228).
+    pub txn_version: i8,
+    pub reply: Reply<i16>,
 }
 
 /// A coordinator bumped `producer_id` to `epoch`: reject older epochs here from now on.

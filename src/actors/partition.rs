@@ -12,8 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use super::messages::*;
 use super::syncer::{SyncJob, Syncer};
+use crate::store::control;
 use crate::store::log::{Log, LogError};
-use crate::store::producer_state::{AppendDecision, ProducerStateTable};
+use crate::store::producer_state::{AppendDecision, CompletedTxn, ProducerStateTable};
 use crate::store::topics::write_atomic;
 
 const SNAPSHOT_FILE: &str = "producer-state.json";
@@ -30,9 +31,17 @@ pub fn now_ms() -> i64 {
 
 #[derive(Serialize, Deserialize)]
 struct Snapshot {
-    /// The table reflects every batch below this offset.
+    /// The table and the aborted list reflect every batch below this offset.
     offset: i64,
     table: ProducerStateTable,
+    #[serde(default)]
+    aborted: Vec<CompletedTxn>,
+}
+
+/// Someone waiting for an offset to become durable.
+enum Waiter {
+    Append(Reply<AppendAck>, AppendAck),
+    Marker(Reply<i16>),
 }
 
 pub struct PartitionLeader {
@@ -40,9 +49,11 @@ pub struct PartitionLeader {
     dir: PathBuf,
     log: Log,
     producers: ProducerStateTable,
+    /// The transaction index: aborted transactions still in the log, by first offset.
+    aborted: Vec<CompletedTxn>,
     /// Everything below is durable and readable.
     high_watermark: i64,
-    pending: VecDeque<(i64, Reply<AppendAck>, AppendAck)>,
+    pending: VecDeque<(i64, Waiter)>,
     waiters: Vec<(i64, Reply<()>)>,
     sync_in_flight: bool,
     failed: bool,
@@ -69,14 +80,32 @@ impl PartitionLeader {
         let snapshot: Option<Snapshot> = std::fs::read(dir.join(SNAPSHOT_FILE))
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok());
-        let (mut producers, from) = match snapshot {
-            Some(s) if s.offset <= end => (s.table, s.offset),
-            _ => (ProducerStateTable::new(), log.log_start_offset()),
+        let (mut producers, mut aborted, from) = match snapshot {
+            Some(s) if s.offset <= end => (s.table, s.aborted, s.offset),
+            _ => (
+                ProducerStateTable::new(),
+                Vec::new(),
+                log.log_start_offset(),
+            ),
         };
+        // Rebuild what the snapshot does not cover from the batch headers (and markers).
         let now = now_ms();
         for h in log.headers_from(from)? {
             if !h.is_control() {
                 producers.record_append(&h, now);
+                continue;
+            }
+            let batch = log.read(h.base_offset, h.base_offset + 1, h.total_size())?;
+            if let Some(m) = control::parse_marker(&batch) {
+                let done = producers.record_marker(
+                    h.producer_id,
+                    h.producer_epoch,
+                    m.coordinator_epoch,
+                    h.base_offset,
+                    m.commit,
+                    now,
+                );
+                aborted.extend(done.filter(|t| t.aborted));
             }
         }
         Ok(PartitionLeader {
@@ -85,6 +114,7 @@ impl PartitionLeader {
             high_watermark: end,
             log,
             producers,
+            aborted,
             pending: VecDeque::new(),
             waiters: Vec::new(),
             sync_in_flight: false,
@@ -138,8 +168,15 @@ impl PartitionLeader {
         tracing::error!(partition = %self.name, "log failure, partition offline: {why}");
         self.failed = true;
         let ack = self.error_ack(56, false);
-        for (_, reply, _) in self.pending.drain(..) {
-            let _ = reply.send(ack);
+        for (_, waiter) in self.pending.drain(..) {
+            match waiter {
+                Waiter::Append(reply, _) => {
+                    let _ = reply.send(ack);
+                }
+                Waiter::Marker(reply) => {
+                    let _ = reply.send(56);
+                }
+            }
         }
     }
 
@@ -147,6 +184,7 @@ impl PartitionLeader {
         let snap = Snapshot {
             offset: self.log.next_offset(),
             table: self.producers.clone(),
+            aborted: self.aborted.clone(),
         };
         match serde_json::to_vec(&snap) {
             Ok(bytes) => {
@@ -164,6 +202,8 @@ impl PartitionLeader {
             Ok(n) => {
                 tracing::info!(partition = %self.name, segments = n, log_start = self.log_start(), "retention removed segments");
                 self.producers.truncate_head(self.log_start());
+                let start = self.log_start();
+                self.aborted.retain(|t| t.last_offset >= start);
             }
             Err(e) => tracing::warn!(partition = %self.name, "retention: {e}"),
         }
@@ -215,9 +255,9 @@ impl Handler<Append> for PartitionLeader {
                     log_start_offset: self.log_start(),
                 };
                 match reply {
-                    Some(r) if m.last_offset >= self.high_watermark => {
-                        self.pending.push_back((m.last_offset, r, ack))
-                    }
+                    Some(r) if m.last_offset >= self.high_watermark => self
+                        .pending
+                        .push_back((m.last_offset, Waiter::Append(r, ack))),
                     other => answer(other, ack),
                 }
             }
@@ -231,7 +271,8 @@ impl Handler<Append> for PartitionLeader {
                             log_append_time: -1,
                             log_start_offset: self.log_start(),
                         };
-                        self.pending.push_back((h.last_offset(), r, ack));
+                        self.pending
+                            .push_back((h.last_offset(), Waiter::Append(r, ack)));
                     }
                     self.request_sync(ctx);
                 }
@@ -253,13 +294,19 @@ impl Handler<Synced> for PartitionLeader {
             return self.fail(format!("fsync: {e}"));
         }
         self.high_watermark = self.high_watermark.max(msg.upto);
-        while let Some((last, _, _)) = self.pending.front() {
+        while let Some((last, _)) = self.pending.front() {
             if *last >= self.high_watermark {
                 break;
             }
-            if let Some((_, reply, mut ack)) = self.pending.pop_front() {
-                ack.log_start_offset = self.log_start();
-                let _ = reply.send(ack);
+            match self.pending.pop_front() {
+                Some((_, Waiter::Append(reply, mut ack))) => {
+                    ack.log_start_offset = self.log_start();
+                    let _ = reply.send(ack);
+                }
+                Some((_, Waiter::Marker(reply))) => {
+                    let _ = reply.send(0);
+                }
+                None => break,
             }
         }
         let hw = self.high_watermark;
@@ -289,12 +336,24 @@ impl Handler<Read> for PartitionLeader {
             last_stable_offset: self.last_stable_offset(),
             log_start_offset: self.log_start(),
             records: Bytes::new(),
+            aborted: Vec::new(),
         };
         if self.failed {
             result.error_code = 56;
         } else {
             match self.log.read(msg.offset, upper, msg.max_bytes) {
-                Ok(records) => result.records = records,
+                Ok(records) => {
+                    result.records = records;
+                    if msg.isolation_level == 1 {
+                        // eos-rules 52: aborted transactions overlapping [fetch offset, LSO).
+                        result.aborted = self
+                            .aborted
+                            .iter()
+                            .filter(|t| t.last_offset >= msg.offset && t.first_offset < upper)
+                            .map(|t| (t.producer_id, t.first_offset))
+                            .collect();
+                    }
+                }
                 Err(LogError::OffsetOutOfRange { .. }) => result.error_code = 1,
                 Err(e) => {
                     tracing::error!(partition = %self.name, "read: {e}");
@@ -375,6 +434,59 @@ impl PartitionLeader {
                 offset: r.offset,
                 timestamp: r.timestamp,
             })
+    }
+}
+
+impl Handler<WriteMarker> for PartitionLeader {
+    type Result = ();
+
+    fn handle(&mut self, msg: WriteMarker, ctx: &mut Self::Context) {
+        if self.failed {
+            let _ = msg.reply.send(56);
+            return;
+        }
+        // eos-rules 46-48: epoch checks by the marker's transaction version.
+        if let Err(e) = self.producers.check_marker(
+            msg.producer_id,
+            msg.producer_epoch,
+            msg.coordinator_epoch,
+            msg.txn_version,
+        ) {
+            tracing::info!(partition = %self.name, producer_id = msg.producer_id, "marker refused: {e}");
+            let _ = msg.reply.send(e.code());
+            return;
+        }
+        let marker = control::Marker {
+            commit: msg.commit,
+            coordinator_epoch: msg.coordinator_epoch,
+        };
+        let now = now_ms();
+        match self.log.append(control::marker_batch(
+            msg.producer_id,
+            msg.producer_epoch,
+            marker,
+            now,
+        )) {
+            Ok(h) => {
+                // eos-rules 49: the marker ends the open transaction; aborts enter the index.
+                let done = self.producers.record_marker(
+                    msg.producer_id,
+                    msg.producer_epoch,
+                    msg.coordinator_epoch,
+                    h.base_offset,
+                    msg.commit,
+                    now,
+                );
+                self.aborted.extend(done.filter(|t| t.aborted));
+                self.pending
+                    .push_back((h.last_offset(), Waiter::Marker(msg.reply)));
+                self.request_sync(ctx);
+            }
+            Err(e) => {
+                self.fail(format!("marker append: {e}"));
+                let _ = msg.reply.send(56);
+            }
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! The functional core and the on-disk formats: no actors here.
 
 pub mod batch;
+pub mod control;
 pub mod log;
 pub mod producer_ids;
 pub mod producer_state;

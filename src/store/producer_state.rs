@@ -28,6 +28,8 @@ pub enum ProducerStateError {
     InvalidProducerEpoch { got: i16, current: i16 },
     #[error("invalid transaction state: {0}")]
     InvalidTxnState(&'static str),
+    #[error("coordinator epoch {got} is older than {current}")]
+    CoordinatorFenced { got: i32, current: i32 },
 }
 
 impl ProducerStateError {
@@ -38,6 +40,7 @@ impl ProducerStateError {
             ProducerStateError::OutOfOrderSequence { .. } => 45,
             ProducerStateError::InvalidProducerEpoch { .. } => 47,
             ProducerStateError::InvalidTxnState(_) => 48,
+            ProducerStateError::CoordinatorFenced { .. } => 52,
         }
     }
 }
@@ -107,6 +110,18 @@ pub enum AppendDecision {
 fn in_sequence(last_seq: i32, next_seq: i32) -> bool {
     next_seq as i64 == last_seq as i64 + 1 || (next_seq == 0 && last_seq == i32::MAX)
 }
+
+/// A transaction that ended on this partition (eos-rules 49).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompletedTxn {
+    pub producer_id: i64,
+    pub first_offset: i64,
+    pub last_offset: i64,
+    pub aborted: bool,
+}
+
+/// Transaction version of a marker: 0/1 legacy, 2+ strict (KIP-1228).
+pub const TV2: i8 = 2;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProducerStateTable {
@@ -250,6 +265,81 @@ impl ProducerStateTable {
             entry.batches.clear();
             entry.last_update_ms = now_ms;
         }
+    }
+
+    /// Marker epoch and coordinator epoch checks (eos-rules 46-48). Pure.
+    pub fn check_marker(
+        &self,
+        producer_id: i64,
+        marker_epoch: i16,
+        coordinator_epoch: i32,
+        txn_version: i8,
+    ) -> Result<(), ProducerStateError> {
+        let Some(entry) = self.producers.get(&producer_id) else {
+            return Ok(());
+        };
+        let fenced = || ProducerStateError::InvalidProducerEpoch {
+            got: marker_epoch,
+            current: entry.epoch,
+        };
+        if txn_version >= TV2 {
+            // eos-rules 47: strictly greater, except the idempotent retry (no open transaction)
+            // and the epoch-exhaustion recovery marker at i16::MAX (KAFKA-20090).
+            let retry = marker_epoch == entry.epoch && entry.current_txn_first_offset.is_none();
+            if marker_epoch <= entry.epoch && !retry && marker_epoch != i16::MAX {
+                return Err(fenced());
+            }
+        } else if marker_epoch < entry.epoch {
+            // eos-rules 46: legacy markers need markerEpoch >= current.
+            return Err(fenced());
+        }
+        // eos-rules 48: an older coordinator is fenced.
+        if entry.coordinator_epoch > coordinator_epoch {
+            return Err(ProducerStateError::CoordinatorFenced {
+                got: coordinator_epoch,
+                current: entry.coordinator_epoch,
+            });
+        }
+        Ok(())
+    }
+
+    /// Applies a marker written at `marker_offset` (eos-rules 49); returns the transaction it ended.
+    pub fn record_marker(
+        &mut self,
+        producer_id: i64,
+        marker_epoch: i16,
+        coordinator_epoch: i32,
+        marker_offset: i64,
+        commit: bool,
+        now_ms: i64,
+    ) -> Option<CompletedTxn> {
+        let entry = self
+            .producers
+            .entry(producer_id)
+            .or_insert_with(|| ProducerEntry::new(producer_id));
+        let completed = entry
+            .current_txn_first_offset
+            .take()
+            .map(|first| CompletedTxn {
+                producer_id,
+                first_offset: first,
+                last_offset: marker_offset,
+                aborted: !commit,
+            });
+        if marker_epoch != entry.epoch {
+            entry.epoch = marker_epoch;
+            entry.batches.clear();
+        }
+        entry.coordinator_epoch = coordinator_epoch;
+        entry.last_update_ms = now_ms;
+        completed
+    }
+
+    /// Whether `producer_id` has a transaction open here at exactly `epoch` (eos-rules 27).
+    pub fn has_ongoing_txn(&self, producer_id: i64, epoch: i16) -> bool {
+        self.producers
+            .get(&producer_id)
+            .is_some_and(|e| e.epoch == epoch && e.current_txn_first_offset.is_some())
     }
 
     /// The first offset of the earliest open transaction (for the last stable offset).
@@ -513,6 +603,101 @@ mod tests {
         assert_eq!(
             append(&mut t, header(4, 0, 1, 1), 1).unwrap_err().code(),
             48
+        );
+    }
+
+    fn open_txn(t: &mut ProducerStateTable, pid: i64, epoch: i16, offset: i64) {
+        let mut b = batch(Spec {
+            producer_id: pid,
+            producer_epoch: epoch,
+            base_sequence: 0,
+            transactional: true,
+            ..Spec::default()
+        });
+        patch_base_offset(&mut b, offset);
+        t.record_append(&BatchHeader::parse(&b).unwrap(), 0);
+    }
+
+    #[test]
+    fn rule_46_legacy_marker_accepts_equal_or_higher_epoch() {
+        let mut t = ProducerStateTable::new();
+        open_txn(&mut t, 1, 3, 0);
+        assert_eq!(t.check_marker(1, 2, 0, 1).unwrap_err().code(), 47);
+        assert!(t.check_marker(1, 3, 0, 1).is_ok());
+        assert!(t.check_marker(1, 4, 0, 0).is_ok());
+        assert!(
+            t.check_marker(99, 0, 0, 1).is_ok(),
+            "unknown producer ids take any marker"
+        );
+    }
+
+    #[test]
+    fn rule_47_tv2_marker_needs_a_strictly_higher_epoch() {
+        let mut t = ProducerStateTable::new();
+        open_txn(&mut t, 1, 3, 0);
+        // equal epoch with an open transaction: a late marker of the previous transaction
+        assert_eq!(t.check_marker(1, 3, 0, TV2).unwrap_err().code(), 47);
+        assert_eq!(t.check_marker(1, 2, 0, TV2).unwrap_err().code(), 47);
+        assert!(t.check_marker(1, 4, 0, TV2).is_ok());
+    }
+
+    #[test]
+    fn rule_47_tv2_same_epoch_retry_without_open_txn_is_accepted() {
+        let mut t = ProducerStateTable::new();
+        open_txn(&mut t, 1, 3, 0);
+        assert!(t.record_marker(1, 4, 0, 1, true, 0).is_some());
+        // the retried marker of the transaction that just ended
+        assert!(t.check_marker(1, 4, 0, TV2).is_ok());
+        assert!(
+            t.record_marker(1, 4, 0, 2, true, 0).is_none(),
+            "no transaction to complete twice"
+        );
+        // the exhaustion-recovery marker is always taken (KAFKA-20090)
+        assert!(t.check_marker(1, i16::MAX, 0, TV2).is_ok());
+    }
+
+    #[test]
+    fn rule_48_older_coordinator_epoch_is_fenced() {
+        let mut t = ProducerStateTable::new();
+        open_txn(&mut t, 1, 0, 0);
+        t.record_marker(1, 0, 5, 1, true, 0);
+        assert_eq!(t.check_marker(1, 0, 4, 1).unwrap_err().code(), 52);
+        assert!(t.check_marker(1, 0, 5, 1).is_ok());
+    }
+
+    #[test]
+    fn rule_49_marker_completes_the_open_transaction() {
+        let mut t = ProducerStateTable::new();
+        open_txn(&mut t, 1, 0, 10);
+        open_txn(&mut t, 2, 0, 12);
+        assert_eq!(t.first_unstable_offset(), Some(10));
+        assert!(t.has_ongoing_txn(1, 0));
+        let done = t.record_marker(1, 1, 0, 15, false, 0).unwrap();
+        assert_eq!(
+            done,
+            CompletedTxn {
+                producer_id: 1,
+                first_offset: 10,
+                last_offset: 15,
+                aborted: true
+            }
+        );
+        assert_eq!(t.first_unstable_offset(), Some(12));
+        // the marker moved the epoch and cleared the window (TV2 sequences restart, rule 42)
+        let e = t.get(1).unwrap();
+        assert_eq!((e.epoch, e.batches.len()), (1, 0));
+        assert!(!t.has_ongoing_txn(1, 0));
+    }
+
+    #[test]
+    fn rule_42_tv1_same_epoch_marker_keeps_sequences() {
+        let mut t = ProducerStateTable::new();
+        open_txn(&mut t, 1, 0, 0);
+        t.record_marker(1, 0, 0, 1, true, 0);
+        assert_eq!(
+            t.get(1).unwrap().batches.len(),
+            1,
+            "same epoch keeps the batch cache"
         );
     }
 

@@ -6,8 +6,10 @@ use std::time::{Duration, Instant};
 
 use futures::future::select_all;
 use futures::FutureExt;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
+use kafka_protocol::messages::fetch_response::{
+    AbortedTransaction, FetchableTopicResponse, PartitionData,
+};
+use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId, TopicName};
 use tokio::sync::oneshot;
 
 use crate::actors::messages::{Read, ReadResult, WaitForData};
@@ -132,11 +134,17 @@ fn build(wanted: &[Wanted], results: Vec<ReadResult>, isolation_level: i8) -> Fe
         p.high_watermark = r.high_watermark;
         p.last_stable_offset = r.last_stable_offset;
         p.log_start_offset = r.log_start_offset;
-        p.aborted_transactions = if isolation_level == 1 {
-            Some(Vec::new())
-        } else {
-            None
-        };
+        p.aborted_transactions = (isolation_level == 1).then(|| {
+            r.aborted
+                .iter()
+                .map(|(pid, first)| {
+                    let mut a = AbortedTransaction::default();
+                    a.producer_id = ProducerId(*pid);
+                    a.first_offset = *first;
+                    a
+                })
+                .collect()
+        });
         p.records = Some(r.records);
         match resp.responses.last_mut() {
             Some(t) if t.topic.0.as_str() == w.topic => t.partitions.push(p),
