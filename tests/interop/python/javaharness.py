@@ -1,0 +1,149 @@
+"""Runs the Java interop programs (tests/interop/java) and Apache Kafka's ProducerPerformance.
+
+The Maven project is normally built before the tests
+(`mvn -q -f tests/interop/java/pom.xml package -DskipTests`); `ensure_built()` builds it when
+target/classes or target/lib is missing so that running pytest alone works.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+ROOT = Path(__file__).resolve().parents[3]
+JAVA_PROJECT = ROOT / "tests" / "interop" / "java"
+CLASSES = JAVA_PROJECT / "target" / "classes"
+LIB = JAVA_PROJECT / "target" / "lib"
+
+JAVA_HEAP = os.environ.get("KAAS_TEST_JAVA_HEAP", "512m")
+
+_built = False
+
+
+def ensure_built() -> None:
+    """Builds the Maven project once if its classes or copied dependencies are missing."""
+    global _built
+    if _built:
+        return
+    marker = CLASSES / "kaas" / "interop" / "ProduceConsume.class"
+    have_lib = LIB.is_dir() and any(LIB.glob("kafka-clients-*.jar")) and any(LIB.glob("kafka-tools-*.jar"))
+    if not (marker.is_file() and have_lib):
+        mvn = shutil.which("mvn")
+        if mvn is None:
+            raise RuntimeError("mvn not found: cannot build tests/interop/java")
+        proc = subprocess.run(
+            [mvn, "-q", "-B", "-f", str(JAVA_PROJECT / "pom.xml"), "package", "-DskipTests"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
+        if proc.returncode != 0:
+            raise RuntimeError(f"maven build of {JAVA_PROJECT} failed:\n{proc.stdout[-5000:]}")
+        if not marker.is_file():
+            raise RuntimeError(f"maven build did not produce {marker}")
+    _built = True
+
+
+def classpath() -> str:
+    return f"{CLASSES}{os.pathsep}{LIB}{os.sep}*"
+
+
+@dataclass
+class JavaRun:
+    args: List[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def describe(self) -> str:
+        return (f"command: {' '.join(self.args)}\nexit code: {self.returncode}\n"
+                f"--- stdout (tail) ---\n{self.stdout[-4000:]}\n"
+                f"--- stderr (tail) ---\n{self.stderr[-6000:]}")
+
+
+def run_java(main_class: str, *args: str, timeout: float = 300, heap: str = JAVA_HEAP) -> JavaRun:
+    ensure_built()
+    java = shutil.which("java")
+    if java is None:
+        raise RuntimeError("java not found on PATH")
+    cmd = [java, f"-Xmx{heap}", "-cp", classpath(), main_class, *args]
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+        return JavaRun(cmd, -999, out, err + f"\n[javaharness] timed out after {timeout}s")
+    return JavaRun(cmd, proc.returncode, proc.stdout, proc.stderr)
+
+
+def last_json_line(text: str) -> Optional[dict]:
+    for line in reversed(text.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{") and line.endswith("}"):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                return None
+    return None
+
+
+@dataclass
+class ProduceConsumeResult:
+    run: JavaRun
+    summary: Optional[dict]
+
+
+def produce_consume(bootstrap: str, topic: str, count: int, partitions: int = 3,
+                    timeout: float = 300) -> ProduceConsumeResult:
+    """kaas.interop.ProduceConsume: default (idempotent, acks=all) producer, then assign() consumer."""
+    r = run_java("kaas.interop.ProduceConsume", bootstrap, topic, str(count), str(partitions),
+                 timeout=timeout)
+    return ProduceConsumeResult(r, last_json_line(r.stdout))
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = 3) -> JavaRun:
+    return run_java("kaas.interop.CreateTopic", bootstrap, topic, str(partitions), "1", timeout=120)
+
+
+def topic_offsets(bootstrap: str, topic: str) -> (JavaRun, Optional[dict]):
+    r = run_java("kaas.interop.TopicOffsets", bootstrap, topic, timeout=120)
+    return r, last_json_line(r.stdout)
+
+
+# ProducerPerformance's final summary, e.g.
+# "200000 records sent, 51234.5 records/sec (50.03 MB/sec), 250.12 ms avg latency,
+#  812.00 ms max latency, 230 ms 50th, 610 ms 95th, 700 ms 99th, 800 ms 99.9th."
+SUMMARY_RE = re.compile(
+    r"^(?P<sent>\d+) records sent, (?P<rps>[\d.]+) records/sec \((?P<mbps>[\d.]+) MB/sec\), "
+    r"(?P<avg>[\d.]+) ms avg latency, (?P<max>[\d.]+) ms max latency, (?P<p50>\d+) ms 50th, "
+    r"(?P<p95>\d+) ms 95th, (?P<p99>\d+) ms 99th, (?P<p999>\d+) ms 99\.9th\.$")
+# A failed send: PerfCallback calls exception.printStackTrace(), whose first line is the
+# exception's class name; the client's own log lines (slf4j-simple) start with a time stamp.
+EXCEPTION_LINE_RE = re.compile(r"^[A-Za-z_$][\w.$]*(Exception|Error)(:|\s|$)")
+
+
+@dataclass
+class PerfResult:
+    run: JavaRun
+    summary: Optional[Dict[str, float]]
+    exception_lines: List[str] = field(default_factory=list)
+
+
+def producer_performance(bootstrap: str, topic: str, num_records: int, record_size: int = 1024,
+                         acks: str = "all", throughput: int = -1, extra_props: List[str] = (),
+                         timeout: float = 900) -> PerfResult:
+    """Runs org.apache.kafka.tools.ProducerPerformance (kafka-producer-perf-test) and parses it."""
+    r = run_java("org.apache.kafka.tools.ProducerPerformance",
+                 "--topic", topic, "--num-records", str(num_records),
+                 "--record-size", str(record_size), "--throughput", str(throughput),
+                 "--producer-props", f"bootstrap.servers={bootstrap}", f"acks={acks}", *extra_props,
+                 timeout=timeout)
+    summary = None
+    for line in r.stdout.splitlines():
+        m = SUMMARY_RE.match(line.strip())
+        if m:
+            summary = {k: float(v) for k, v in m.groupdict().items()}
+            summary["sent"] = int(m.group("sent"))
+    exceptions = [ln for ln in r.stderr.splitlines() if EXCEPTION_LINE_RE.match(ln)]
+    return PerfResult(r, summary, exceptions)
