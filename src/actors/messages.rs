@@ -27,7 +27,21 @@ pub struct AppendAck {
 pub struct Append {
     pub data: BytesMut,
     pub header: BatchHeader,
+    /// For a transactional batch that opens a transaction here: the guard from
+    /// `BeginVerification`, after the coordinator confirmed the partition (eos-rules 27-29).
+    pub verified_guard: Option<u64>,
     pub reply: Option<Reply<AppendAck>>,
+}
+
+/// Before the first transactional batch of (producer id, epoch) on a partition: answers None when
+/// a transaction is already open here at that epoch, else a guard to verify with the
+/// coordinator; a marker for the producer in between invalidates the guard (eos-rules 28).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct BeginVerification {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub reply: Reply<Option<u64>>,
 }
 
 #[derive(Debug, Clone, Default)]

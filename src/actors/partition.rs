@@ -57,6 +57,9 @@ pub struct PartitionLeader {
     waiters: Vec<(i64, Reply<()>)>,
     sync_in_flight: bool,
     failed: bool,
+    /// Verification guards by producer id (eos-rules 28); a marker removes the producer's guard.
+    verifications: std::collections::HashMap<i64, u64>,
+    next_guard: u64,
     syncer: Syncer,
     retention_check: Duration,
     producer_expiration_ms: i64,
@@ -119,6 +122,8 @@ impl PartitionLeader {
             waiters: Vec::new(),
             sync_in_flight: false,
             failed: false,
+            verifications: std::collections::HashMap::new(),
+            next_guard: 1,
             syncer,
             retention_check,
             producer_expiration_ms,
@@ -227,6 +232,7 @@ impl Handler<Append> for PartitionLeader {
         let Append {
             data,
             header,
+            verified_guard,
             reply,
         } = msg;
         let answer = |reply: Option<Reply<AppendAck>>, ack: AppendAck| {
@@ -240,6 +246,25 @@ impl Handler<Append> for PartitionLeader {
         // eos-rules 14: shape checks answer with LogStartOffset (rule 22).
         if let Err(e) = ProducerStateTable::check_client_batch_shape(&header) {
             return answer(reply, self.error_ack(e.code(), true));
+        }
+        // eos-rules 27/28: a transaction may only open here after the coordinator verified the
+        // partition, and only if no marker for this producer slipped in since.
+        if header.is_transactional()
+            && !self
+                .producers
+                .has_ongoing_txn(header.producer_id, header.producer_epoch)
+        {
+            let guard_ok = verified_guard.is_some()
+                && self.verifications.get(&header.producer_id) == verified_guard.as_ref();
+            if !guard_ok
+                && header.producer_epoch
+                    >= self
+                        .producers
+                        .get(header.producer_id)
+                        .map_or(0, |e| e.epoch)
+            {
+                return answer(reply, self.error_ack(48, true));
+            }
         }
         match self.producers.check_append(&header) {
             Err(e) => {
@@ -469,6 +494,7 @@ impl Handler<WriteMarker> for PartitionLeader {
         )) {
             Ok(h) => {
                 // eos-rules 49: the marker ends the open transaction; aborts enter the index.
+                self.verifications.remove(&msg.producer_id);
                 let done = self.producers.record_marker(
                     msg.producer_id,
                     msg.producer_epoch,
@@ -487,6 +513,24 @@ impl Handler<WriteMarker> for PartitionLeader {
                 let _ = msg.reply.send(56);
             }
         }
+    }
+}
+
+impl Handler<BeginVerification> for PartitionLeader {
+    type Result = ();
+
+    fn handle(&mut self, msg: BeginVerification, _: &mut Self::Context) {
+        if self
+            .producers
+            .has_ongoing_txn(msg.producer_id, msg.producer_epoch)
+        {
+            let _ = msg.reply.send(None);
+            return;
+        }
+        let guard = self.next_guard;
+        self.next_guard += 1;
+        self.verifications.insert(msg.producer_id, guard);
+        let _ = msg.reply.send(Some(guard));
     }
 }
 

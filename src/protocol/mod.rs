@@ -207,6 +207,10 @@ pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
             ))
         }
         .boxed_local(),
+        RequestKind::FindCoordinator(r) => {
+            let resp = find_coordinator::handle(&session, v, r);
+            async move { Some(ResponseKind::FindCoordinator(resp)) }.boxed_local()
+        }
         RequestKind::DescribeCluster(r) => {
             let resp = describe_cluster::handle(&session, v, r);
             async move { Some(ResponseKind::DescribeCluster(resp)) }.boxed_local()

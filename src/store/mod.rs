@@ -2,6 +2,7 @@
 
 pub mod batch;
 pub mod control;
+pub mod fence_log;
 pub mod log;
 pub mod producer_ids;
 pub mod producer_state;

@@ -88,6 +88,7 @@ pub async fn dispatch(
                                     let msg = Append {
                                         data: BytesMut::from(&records[..]),
                                         header,
+                                        verified_guard: None,
                                         reply,
                                     };
                                     if enqueue(leader, msg).await {

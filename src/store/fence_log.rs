@@ -1,0 +1,144 @@
+//! Producer fences shared through the data disk: each broker appends the epoch bumps its
+//! coordinators make to `<data>/__cluster/producer_fences/from-<node>.json`; peers poll the other
+//! brokers' files and fence locally. A bump to a lower or equal epoch is a no-op.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use super::topics::write_atomic;
+
+#[derive(Debug, Error)]
+pub enum FenceLogError {
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("bad fence file {0}: {1}")]
+    Parse(PathBuf, serde_json::Error),
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FenceFile {
+    /// producer id -> highest epoch fenced by this broker.
+    pub fences: BTreeMap<i64, i16>,
+}
+
+pub fn fences_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("__cluster").join("producer_fences")
+}
+
+fn file_for(data_dir: &Path, node_id: i32) -> PathBuf {
+    fences_dir(data_dir).join(format!("from-{node_id}.json"))
+}
+
+/// This broker's outbound fence file.
+#[derive(Debug)]
+pub struct FenceLog {
+    path: PathBuf,
+    file: FenceFile,
+}
+
+impl FenceLog {
+    pub fn open(data_dir: &Path, node_id: i32) -> Result<FenceLog, FenceLogError> {
+        let path = file_for(data_dir, node_id);
+        let file = read_file(&path)?.unwrap_or_default();
+        Ok(FenceLog { path, file })
+    }
+
+    /// Records a fence; returns whether the file changed (a lower or equal epoch is a no-op).
+    pub fn append(&mut self, producer_id: i64, epoch: i16) -> Result<bool, FenceLogError> {
+        if self
+            .file
+            .fences
+            .get(&producer_id)
+            .is_some_and(|e| *e >= epoch)
+        {
+            return Ok(false);
+        }
+        self.file.fences.insert(producer_id, epoch);
+        let bytes = serde_json::to_vec(&self.file)
+            .map_err(|e| FenceLogError::Parse(self.path.clone(), e))?;
+        write_atomic(&self.path, &bytes)?;
+        Ok(true)
+    }
+
+    pub fn get(&self, producer_id: i64) -> Option<i16> {
+        self.file.fences.get(&producer_id).copied()
+    }
+}
+
+fn read_file(path: &Path) -> Result<Option<FenceFile>, FenceLogError> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| FenceLogError::Parse(path.to_path_buf(), e)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Every peer's fences (never this broker's own file).
+pub fn read_peers(data_dir: &Path, self_node: i32) -> Result<Vec<(i32, FenceFile)>, FenceLogError> {
+    let dir = fences_dir(data_dir);
+    let mut out = Vec::new();
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(e.into()),
+    };
+    for entry in entries {
+        let path = entry?.path();
+        let Some(node) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix("from-"))
+            .and_then(|n| n.strip_suffix(".json"))
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if node == self_node {
+            continue;
+        }
+        if let Some(f) = read_file(&path)? {
+            out.push((node, f));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn append_lower_or_equal_epoch_is_noop() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = FenceLog::open(dir.path(), 0).unwrap();
+        assert!(log.append(7, 3).unwrap());
+        assert!(!log.append(7, 3).unwrap());
+        assert!(!log.append(7, 2).unwrap());
+        assert_eq!(FenceLog::open(dir.path(), 0).unwrap().get(7), Some(3));
+    }
+
+    #[test]
+    fn append_higher_epoch_overwrites() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = FenceLog::open(dir.path(), 0).unwrap();
+        log.append(7, 1).unwrap();
+        assert!(log.append(7, 5).unwrap());
+        assert_eq!(FenceLog::open(dir.path(), 0).unwrap().get(7), Some(5));
+    }
+
+    #[test]
+    fn peers_are_read_and_own_file_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        FenceLog::open(dir.path(), 0).unwrap().append(1, 1).unwrap();
+        FenceLog::open(dir.path(), 2).unwrap().append(9, 4).unwrap();
+        let peers = read_peers(dir.path(), 0).unwrap();
+        assert_eq!(peers.len(), 1);
+        assert_eq!(peers[0].0, 2);
+        assert_eq!(peers[0].1.fences.get(&9), Some(&4));
+    }
+}
