@@ -1,0 +1,221 @@
+"""Helpers shared by the Python interop tests (real clients against the real kaas binary).
+
+Everything here talks to a broker only through public client APIs or raw Kafka wire
+frames built by hand, so the tests stay black-box.
+"""
+import socket
+import struct
+import time
+import uuid
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+
+def unique_topic(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def log_tail(broker, lines: int = 80) -> str:
+    """Last lines of the broker log, for assertion messages."""
+    text = broker.log_text().splitlines()
+    return "\n".join(text[-lines:])
+
+
+def assert_no_panic(broker):
+    text = broker.log_text()
+    assert "panicked at" not in text, "broker log shows a panic:\n" + log_tail(broker, 120)
+
+
+# ----------------------------------------------------------------------------- topics
+
+def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 30.0) -> None:
+    """Create a topic with AdminClient (CreateTopics) and wait until Metadata shows
+    every partition with a leader."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics(
+        [NewTopic(topic, num_partitions=partitions, replication_factor=1)],
+        request_timeout=timeout)
+    futures[topic].result(timeout=timeout)
+    wait_topic_ready(bootstrap, topic, partitions, timeout, admin=admin)
+
+
+def wait_topic_ready(bootstrap: str, topic: str, partitions: int, timeout: float = 30.0,
+                     admin=None) -> None:
+    admin = admin or AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        try:
+            md = admin.list_topics(topic=topic, timeout=5)
+            t = md.topics.get(topic)
+            if t is not None and t.error is None and len(t.partitions) == partitions and all(
+                    p.leader >= 0 and p.error is None for p in t.partitions.values()):
+                return
+            last = t
+        except KafkaException as e:  # broker briefly unreachable, keep polling
+            last = e
+        time.sleep(0.1)
+    raise AssertionError(f"topic {topic} not ready with {partitions} partitions "
+                         f"within {timeout}s; last metadata: {last!r}")
+
+
+# ------------------------------------------------------------------- confluent-kafka
+
+def produce_confluent(bootstrap: str, topic: str, records, conf=None, timeout: float = 60.0,
+                      producer=None):
+    """Produce (key, value) pairs (bytes or str) and wait for every delivery report.
+
+    Returns a list of (key, value, partition, offset) in produce order. Raises
+    AssertionError if any delivery failed or reports did not all arrive in time."""
+    own = producer is None
+    if own:
+        c = {"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+             "linger.ms": 5}
+        c.update(conf or {})
+        producer = Producer(c)
+    results = [None] * len(records)
+    errors = []
+
+    def cb(i):
+        def on_delivery(err, msg):
+            if err is not None:
+                errors.append((i, err))
+            else:
+                results[i] = (msg.key(), msg.value(), msg.partition(), msg.offset())
+        return on_delivery
+
+    for i, (k, v) in enumerate(records):
+        while True:
+            try:
+                producer.produce(topic, key=k, value=v, on_delivery=cb(i))
+                break
+            except BufferError:
+                producer.poll(0.05)
+        producer.poll(0)
+    deadline = time.time() + timeout
+    while len(producer) > 0 and time.time() < deadline:
+        producer.flush(min(1.0, max(0.0, deadline - time.time())))
+    assert len(producer) == 0, f"{len(producer)} messages still undelivered after {timeout}s"
+    assert not errors, f"delivery failed for {len(errors)} messages, first: {errors[:3]}"
+    assert all(r is not None for r in results)
+    return results
+
+
+def watermarks(bootstrap: str, topic: str, partitions: int, timeout: float = 30.0):
+    """High watermark per partition (ListOffsets latest)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_topic("wm"),
+                  "enable.auto.commit": False})
+    try:
+        out = {}
+        deadline = time.time() + timeout
+        for p in range(partitions):
+            while True:
+                try:
+                    _, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=5)
+                    out[p] = high
+                    break
+                except KafkaException:
+                    if time.time() > deadline:
+                        raise
+                    time.sleep(0.2)
+        return out
+    finally:
+        c.close()
+
+
+def consume_all_confluent(bootstrap: str, topic: str, partitions: int, timeout: float = 60.0,
+                          conf=None):
+    """Read every partition from the beginning up to its current high watermark with a
+    confluent-kafka Consumer using assign() (no group membership).
+
+    Returns {partition: [(offset, key, value), ...]} in read order."""
+    highs = watermarks(bootstrap, topic, partitions)
+    c_conf = {"bootstrap.servers": bootstrap, "group.id": unique_topic("reader"),
+              "enable.auto.commit": False, "enable.auto.offset.store": False,
+              "auto.offset.reset": "earliest", "fetch.wait.max.ms": 100}
+    c_conf.update(conf or {})
+    c = Consumer(c_conf)
+    out = {p: [] for p in range(partitions)}
+    try:
+        c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        done = {p: highs[p] == 0 for p in range(partitions)}
+        deadline = time.time() + timeout
+        while not all(done.values()):
+            if time.time() > deadline:
+                got = {p: len(v) for p, v in out.items()}
+                raise AssertionError(f"did not reach high watermarks {highs} within "
+                                     f"{timeout}s; records read per partition: {got}")
+            msg = c.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise AssertionError(f"consumer error: {msg.error()}")
+            p = msg.partition()
+            out[p].append((msg.offset(), msg.key(), msg.value()))
+            if msg.offset() >= highs[p] - 1:
+                done[p] = True
+        return out
+    finally:
+        c.close()
+
+
+# --------------------------------------------------------------------- raw protocol
+
+def request_frame(api_key: int, api_version: int, correlation_id: int,
+                  client_id: str = "kaas-raw", body: bytes = b"",
+                  flexible_header: bool = False) -> bytes:
+    """A size-prefixed request: header v1 (key, version, correlation id, nullable
+    string client id) or v2 (v1 + empty tagged fields), then body."""
+    cid = client_id.encode()
+    header = struct.pack(">hhih", api_key, api_version, correlation_id, len(cid)) + cid
+    if flexible_header:
+        header += b"\x00"  # no tagged fields
+    payload = header + body
+    return struct.pack(">i", len(payload)) + payload
+
+
+def recv_exact(sock: socket.socket, n: int, deadline: float) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        sock.settimeout(max(0.01, deadline - time.time()))
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError(f"connection closed after {len(buf)} of {n} bytes")
+        buf += chunk
+    return buf
+
+
+def read_frame(sock: socket.socket, timeout: float = 5.0) -> bytes:
+    deadline = time.time() + timeout
+    (size,) = struct.unpack(">i", recv_exact(sock, 4, deadline))
+    assert 0 <= size < 64 * 1024 * 1024, f"implausible response size {size}"
+    return recv_exact(sock, size, deadline)
+
+
+def wait_closed(sock: socket.socket, timeout: float = 5.0):
+    """Wait for the peer to close. Returns (closed: bool, bytes received meanwhile)."""
+    deadline = time.time() + timeout
+    received = b""
+    while time.time() < deadline:
+        sock.settimeout(max(0.01, deadline - time.time()))
+        try:
+            chunk = sock.recv(65536)
+        except socket.timeout:
+            break
+        except (ConnectionResetError, BrokenPipeError):
+            return True, received
+        if not chunk:
+            return True, received
+        received += chunk
+    return False, received
+
+
+def send_ignoring_reset(sock: socket.socket, data: bytes) -> None:
+    """sendall that tolerates the broker closing the socket while we still write."""
+    try:
+        sock.sendall(data)
+    except (ConnectionResetError, BrokenPipeError):
+        pass
