@@ -28,4 +28,4 @@ step "rust unit and integration tests"
 cargo test --release --locked
 
 step "black-box tests with real clients against target/release/kaas"
-KAAS_BIN="$PWD/target/release/kaas" .venv/bin/pytest -q -p no:cacheprovider tests/interop/python
+KAAS_BIN="$PWD/target/release/kaas" .venv/bin/pytest -q -p no:cacheprovider -W ignore::DeprecationWarning tests/interop/python
