@@ -3,6 +3,7 @@
 pub mod frame;
 pub mod handlers;
 pub mod versions;
+pub mod write_txn_markers;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
