@@ -46,6 +46,17 @@ pub struct Settings {
     pub partition_threads: usize,
     /// Threads issuing fsyncs (group commit).
     pub sync_threads: usize,
+    /// Transaction-coordinator shards; a transactional id maps to one by hash. Fixed for the
+    /// life of a data dir (each shard has its own database).
+    pub txn_shards: usize,
+    /// Kafka's transaction.max.timeout.ms.
+    pub transaction_max_timeout_ms: i32,
+    /// Kafka's transactional.id.expiration.ms.
+    pub transactional_id_expiration_ms: i64,
+    /// Kafka's transaction.abort.timed.out.transaction.cleanup.interval.ms.
+    pub transaction_abort_check_interval_ms: u64,
+    /// Finalized transaction.version advertised to clients: 1 (legacy) or 2 (KIP-890).
+    pub transaction_version: i16,
 }
 
 impl Default for Settings {
@@ -68,6 +79,11 @@ impl Default for Settings {
             connection_threads: 0,
             partition_threads: 0,
             sync_threads: 2,
+            txn_shards: 4,
+            transaction_max_timeout_ms: 900_000,
+            transactional_id_expiration_ms: 7 * 24 * 3600 * 1000,
+            transaction_abort_check_interval_ms: 10_000,
+            transaction_version: 1,
         }
     }
 }
@@ -84,17 +100,9 @@ impl Settings {
     pub fn load(file: Option<&Path>, overrides: &Overrides) -> Result<Settings, ConfigError> {
         let mut builder = config::Config::builder();
         if let Some(path) = file {
-            builder = builder.add_source(
-                config::File::from(path)
-                    .format(config::FileFormat::Toml)
-                    .required(true),
-            );
+            builder = builder.add_source(config::File::from(path).format(config::FileFormat::Toml).required(true));
         }
-        builder = builder.add_source(
-            config::Environment::with_prefix("KAAS")
-                .prefix_separator("_")
-                .try_parsing(true),
-        );
+        builder = builder.add_source(config::Environment::with_prefix("KAAS").prefix_separator("_").try_parsing(true));
         let mut s: Settings = builder.build()?.try_deserialize()?;
         if let Some(d) = &overrides.data_dir {
             s.data_dir = d.clone();
@@ -111,25 +119,22 @@ impl Settings {
 
     fn validate(&self) -> Result<(), ConfigError> {
         if self.num_partitions < 1 {
-            return Err(ConfigError::Invalid(
-                "num_partitions",
-                self.num_partitions.to_string(),
-            ));
+            return Err(ConfigError::Invalid("num_partitions", self.num_partitions.to_string()));
         }
         if self.max_request_bytes < 64 {
-            return Err(ConfigError::Invalid(
-                "max_request_bytes",
-                self.max_request_bytes.to_string(),
-            ));
+            return Err(ConfigError::Invalid("max_request_bytes", self.max_request_bytes.to_string()));
         }
         if self.max_inflight_requests == 0 {
             return Err(ConfigError::Invalid("max_inflight_requests", "0".into()));
         }
         if self.segment_bytes < 1024 {
-            return Err(ConfigError::Invalid(
-                "segment_bytes",
-                self.segment_bytes.to_string(),
-            ));
+            return Err(ConfigError::Invalid("segment_bytes", self.segment_bytes.to_string()));
+        }
+        if self.txn_shards == 0 {
+            return Err(ConfigError::Invalid("txn_shards", "0".into()));
+        }
+        if !(1..=2).contains(&self.transaction_version) {
+            return Err(ConfigError::Invalid("transaction_version", self.transaction_version.to_string()));
         }
         if self.node_id < 0 {
             return Err(ConfigError::Invalid("node_id", self.node_id.to_string()));
@@ -156,9 +161,7 @@ impl Settings {
 
     pub fn threads(n: usize) -> usize {
         if n == 0 {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(2)
+            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
         } else {
             n
         }
@@ -176,10 +179,7 @@ mod tests {
         std::fs::write(&file, "num_partitions = 4\nlisten = \"127.0.0.1:1111\"\n").unwrap();
         let s = Settings::load(Some(&file), &Overrides::default()).unwrap();
         assert_eq!((s.num_partitions, s.listen.as_str()), (4, "127.0.0.1:1111"));
-        let o = Overrides {
-            listen: Some("127.0.0.1:2222".into()),
-            ..Overrides::default()
-        };
+        let o = Overrides { listen: Some("127.0.0.1:2222".into()), ..Overrides::default() };
         let s = Settings::load(Some(&file), &o).unwrap();
         assert_eq!(s.listen, "127.0.0.1:2222");
         assert_eq!(s.advertised(), ("127.0.0.1".to_string(), 2222));

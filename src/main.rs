@@ -8,11 +8,7 @@ use kaas::config::{Overrides, Settings};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
-#[command(
-    name = "kaas",
-    version,
-    about = "A Kafka-compatible broker with exactly-once semantics"
-)]
+#[command(name = "kaas", version, about = "A Kafka-compatible broker with exactly-once semantics")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -38,23 +34,12 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
         .with_writer(std::io::stderr)
         .init();
     match cli.command {
-        Command::Serve {
-            config,
-            data_dir,
-            listen,
-            node_id,
-        } => {
-            let overrides = Overrides {
-                data_dir,
-                listen,
-                node_id,
-            };
+        Command::Serve { config, data_dir, listen, node_id } => {
+            let overrides = Overrides { data_dir, listen, node_id };
             let settings = match Settings::load(config.as_deref(), &overrides) {
                 Ok(s) => s,
                 Err(e) => {

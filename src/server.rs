@@ -14,6 +14,7 @@ use crate::actors::connection::Connection;
 use crate::actors::messages::ShutdownAll;
 use crate::actors::partition::MAILBOX_CAPACITY;
 use crate::actors::syncer::Syncer;
+use crate::actors::txn_coordinator::{TxnCoordinator, TxnSettings};
 use crate::config::Settings;
 use crate::protocol::Session;
 use crate::store::topics::write_atomic;
@@ -40,10 +41,8 @@ fn cluster_id(data_dir: &Path) -> Result<String, ServerError> {
         }
     }
     let id = uuid::Uuid::new_v4().simple().to_string()[..22].to_string();
-    let bytes = serde_json::to_vec(&ClusterMeta {
-        cluster_id: id.clone(),
-    })
-    .map_err(|e| ServerError::Startup(e.to_string()))?;
+    let bytes =
+        serde_json::to_vec(&ClusterMeta { cluster_id: id.clone() }).map_err(|e| ServerError::Startup(e.to_string()))?;
     write_atomic(&path, &bytes)?;
     Ok(id)
 }
@@ -51,21 +50,11 @@ fn cluster_id(data_dir: &Path) -> Result<String, ServerError> {
 pub fn run(settings: Settings) -> Result<(), ServerError> {
     let settings = Arc::new(settings);
     std::fs::create_dir_all(&settings.data_dir)?;
-    let lock_path = settings
-        .data_dir
-        .join("__cluster")
-        .join(format!("broker-{}.lock", settings.node_id));
+    let lock_path = settings.data_dir.join("__cluster").join(format!("broker-{}.lock", settings.node_id));
     std::fs::create_dir_all(lock_path.parent().unwrap_or(Path::new(".")))?;
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)?;
+    let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path)?;
     fs2::FileExt::try_lock_exclusive(&lock).map_err(|_| {
-        ServerError::Startup(format!(
-            "another kaas process holds {} (same data dir and node id)",
-            lock_path.display()
-        ))
+        ServerError::Startup(format!("another kaas process holds {} (same data dir and node id)", lock_path.display()))
     })?;
     let cluster_id: Arc<str> = cluster_id(&settings.data_dir)?.into();
     let system = actix::System::new();
@@ -75,26 +64,31 @@ pub fn run(settings: Settings) -> Result<(), ServerError> {
 }
 
 async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>) -> Result<(), ServerError> {
-    let partition_arbiters: Vec<Arbiter> = (0..Settings::threads(settings.partition_threads))
-        .map(|_| Arbiter::new())
-        .collect();
-    let conn_arbiters: Vec<Arbiter> = (0..Settings::threads(settings.connection_threads))
-        .map(|_| Arbiter::new())
-        .collect();
+    let partition_arbiters: Vec<Arbiter> =
+        (0..Settings::threads(settings.partition_threads)).map(|_| Arbiter::new()).collect();
+    let conn_arbiters: Vec<Arbiter> =
+        (0..Settings::threads(settings.connection_threads)).map(|_| Arbiter::new()).collect();
     let cluster_arbiter = Arbiter::new();
     let syncer = Syncer::start(settings.sync_threads, MAILBOX_CAPACITY * 4);
     let started = std::time::Instant::now();
-    let view = ClusterView::load(
-        settings.clone(),
-        partition_arbiters.iter().map(|a| a.handle()).collect(),
-        syncer,
-    )
-    .map_err(ServerError::Startup)?;
+    let view = ClusterView::load(settings.clone(), partition_arbiters.iter().map(|a| a.handle()).collect(), syncer)
+        .map_err(ServerError::Startup)?;
     let cluster = ClusterView::start_in_arbiter(&cluster_arbiter.handle(), move |_| view);
-    tracing::info!(
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        "recovered partitions"
-    );
+    let coordinator_arbiter = Arbiter::new();
+    let txn_settings = TxnSettings {
+        max_timeout_ms: settings.transaction_max_timeout_ms,
+        expiration_ms: settings.transactional_id_expiration_ms,
+        abort_check_interval: std::time::Duration::from_millis(settings.transaction_abort_check_interval_ms.max(10)),
+        cluster_tv2: settings.transaction_version >= 2,
+    };
+    let mut shards = Vec::with_capacity(settings.txn_shards);
+    for shard in 0..settings.txn_shards as u32 {
+        let c = TxnCoordinator::open(&settings.data_dir, shard, cluster.clone(), txn_settings.clone())
+            .map_err(ServerError::Startup)?;
+        shards.push(TxnCoordinator::start_in_arbiter(&coordinator_arbiter.handle(), move |_| c));
+    }
+    let txn = Arc::new(shards);
+    tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "recovered partitions");
 
     let listener = TcpListener::bind(&settings.listen).await?;
     tracing::info!(listen = %settings.listen, data_dir = %settings.data_dir.display(), node_id = settings.node_id, "kaas is serving");
@@ -117,10 +111,10 @@ async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>) -> Result<(), Serv
                 };
                 let arbiter = &conn_arbiters[next % conn_arbiters.len()];
                 next += 1;
-                let (cluster, settings, cluster_id) = (cluster.clone(), settings.clone(), cluster_id.clone());
+                let (cluster, txn, settings, cluster_id) = (cluster.clone(), txn.clone(), settings.clone(), cluster_id.clone());
                 let (max_frame, max_inflight) = (settings.max_request_bytes, settings.max_inflight_requests);
                 Connection::start_in_arbiter(&arbiter.handle(), move |_| {
-                    Connection::new(std_stream, peer, Session::new(cluster, settings, cluster_id), max_frame, max_inflight)
+                    Connection::new(std_stream, peer, Session::new(cluster, txn, settings, cluster_id), max_frame, max_inflight)
                 });
             }
             _ = tokio::signal::ctrl_c() => { tracing::info!("SIGINT: shutting down"); break; }
@@ -132,11 +126,7 @@ async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>) -> Result<(), Serv
     if cluster.send(ShutdownAll { reply: tx }).await.is_ok() {
         let _ = rx.await;
     }
-    for a in partition_arbiters
-        .iter()
-        .chain(&conn_arbiters)
-        .chain(std::iter::once(&cluster_arbiter))
-    {
+    for a in partition_arbiters.iter().chain(&conn_arbiters).chain([&cluster_arbiter, &coordinator_arbiter]) {
         a.stop();
     }
     tracing::info!("stopped cleanly");

@@ -6,15 +6,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{
-    Actor, ActorFutureExt, ArbiterHandle, Context, Handler, ResponseActFuture, WrapFuture,
-};
+use actix::{Actor, ActorFutureExt, ArbiterHandle, Context, Handler, ResponseActFuture, WrapFuture};
 use uuid::Uuid;
 
 use super::messages::*;
 use super::partition::PartitionLeader;
 use super::syncer::Syncer;
 use crate::config::Settings;
+use crate::store::fence_log::FenceLog;
 use crate::store::producer_ids::ProducerIdAllocator;
 use crate::store::topics::{self, TopicMeta};
 
@@ -47,17 +46,15 @@ pub struct ClusterView {
     next_arbiter: usize,
     syncer: Syncer,
     producer_ids: ProducerIdAllocator,
+    fence_log: FenceLog,
 }
 
 impl ClusterView {
     /// Loads every topic and recovers every partition before the listener opens.
-    pub fn load(
-        settings: Arc<Settings>,
-        arbiters: Vec<ArbiterHandle>,
-        syncer: Syncer,
-    ) -> Result<ClusterView, String> {
+    pub fn load(settings: Arc<Settings>, arbiters: Vec<ArbiterHandle>, syncer: Syncer) -> Result<ClusterView, String> {
         let producer_ids = ProducerIdAllocator::open(&settings.data_dir, settings.node_id)
             .map_err(|e| format!("producer ids: {e}"))?;
+        let fence_log = FenceLog::open(&settings.data_dir, settings.node_id).map_err(|e| format!("fence log: {e}"))?;
         let mut view = ClusterView {
             settings: settings.clone(),
             topics: HashMap::new(),
@@ -65,6 +62,7 @@ impl ClusterView {
             next_arbiter: 0,
             syncer,
             producer_ids,
+            fence_log,
         };
         for meta in topics::load_all(&settings.data_dir).map_err(|e| e.to_string())? {
             let handle = view.start_partitions(meta).map_err(|(_, m)| m)?;
@@ -78,25 +76,13 @@ impl ClusterView {
         for p in 0..meta.partitions {
             let dir = topics::partition_dir(&self.settings.data_dir, &meta.name, p);
             let mut log_config = self.settings.log_config();
-            if let Some(v) = meta
-                .configs
-                .get("retention.ms")
-                .and_then(|v| v.parse().ok())
-            {
+            if let Some(v) = meta.configs.get("retention.ms").and_then(|v| v.parse().ok()) {
                 log_config.retention_ms = v;
             }
-            if let Some(v) = meta
-                .configs
-                .get("retention.bytes")
-                .and_then(|v| v.parse().ok())
-            {
+            if let Some(v) = meta.configs.get("retention.bytes").and_then(|v| v.parse().ok()) {
                 log_config.retention_bytes = v;
             }
-            if let Some(v) = meta
-                .configs
-                .get("segment.bytes")
-                .and_then(|v| v.parse().ok())
-            {
+            if let Some(v) = meta.configs.get("segment.bytes").and_then(|v| v.parse().ok()) {
                 log_config.segment_bytes = v;
             }
             let leader = PartitionLeader::open(
@@ -107,12 +93,7 @@ impl ClusterView {
                 Duration::from_millis(self.settings.retention_check_interval_ms.max(100)),
                 self.settings.producer_id_expiration_ms,
             )
-            .map_err(|e| {
-                (
-                    UNKNOWN_SERVER_ERROR,
-                    format!("opening {}-{p}: {e}", meta.name),
-                )
-            })?;
+            .map_err(|e| (UNKNOWN_SERVER_ERROR, format!("opening {}-{p}: {e}", meta.name)))?;
             let arbiter = &self.arbiters[self.next_arbiter % self.arbiters.len()];
             self.next_arbiter += 1;
             partitions.push(PartitionLeader::start_in_arbiter(arbiter, move |_| leader));
@@ -121,53 +102,28 @@ impl ClusterView {
     }
 
     fn create(&mut self, msg: CreateTopic) -> Result<TopicMeta, TopicFailure> {
-        let fail = |code: i16, message: String| TopicFailure {
-            error_code: code,
-            message,
-        };
-        topics::validate_name(&msg.name)
-            .map_err(|e| fail(INVALID_TOPIC_EXCEPTION, e.to_string()))?;
+        let fail = |code: i16, message: String| TopicFailure { error_code: code, message };
+        topics::validate_name(&msg.name).map_err(|e| fail(INVALID_TOPIC_EXCEPTION, e.to_string()))?;
         if self.topics.contains_key(&msg.name) {
-            return Err(fail(
-                TOPIC_ALREADY_EXISTS,
-                format!("Topic '{}' already exists.", msg.name),
-            ));
+            return Err(fail(TOPIC_ALREADY_EXISTS, format!("Topic '{}' already exists.", msg.name)));
         }
-        let partitions = if msg.partitions == -1 {
-            self.settings.num_partitions
-        } else {
-            msg.partitions
-        };
+        let partitions = if msg.partitions == -1 { self.settings.num_partitions } else { msg.partitions };
         if partitions < 1 {
-            return Err(fail(
-                INVALID_PARTITIONS,
-                "Number of partitions must be larger than 0.".into(),
-            ));
+            return Err(fail(INVALID_PARTITIONS, "Number of partitions must be larger than 0.".into()));
         }
         let mut configs = BTreeMap::new();
         for (k, v) in msg.configs {
             if !KNOWN_TOPIC_CONFIGS.contains(&k.as_str()) {
-                return Err(fail(
-                    INVALID_CONFIG,
-                    format!("Unknown topic config name: {k}"),
-                ));
+                return Err(fail(INVALID_CONFIG, format!("Unknown topic config name: {k}")));
             }
             configs.insert(k, v);
         }
-        let meta = TopicMeta {
-            name: msg.name,
-            id: Uuid::new_v4(),
-            partitions,
-            configs,
-        };
+        let meta = TopicMeta { name: msg.name, id: Uuid::new_v4(), partitions, configs };
         if msg.validate_only {
             return Ok(meta);
         }
-        topics::save(&self.settings.data_dir, &meta)
-            .map_err(|e| fail(UNKNOWN_SERVER_ERROR, e.to_string()))?;
-        let handle = self
-            .start_partitions(meta.clone())
-            .map_err(|(c, m)| fail(c, m))?;
+        topics::save(&self.settings.data_dir, &meta).map_err(|e| fail(UNKNOWN_SERVER_ERROR, e.to_string()))?;
+        let handle = self.start_partitions(meta.clone()).map_err(|(c, m)| fail(c, m))?;
         tracing::info!(topic = %meta.name, partitions = meta.partitions, "created topic");
         self.topics.insert(meta.name.clone(), handle);
         Ok(meta)
@@ -188,18 +144,9 @@ impl Handler<GetTopic> for ClusterView {
         if !(msg.auto_create && self.settings.auto_create_topics) {
             return Err(UNKNOWN_TOPIC_OR_PARTITION);
         }
-        let create = CreateTopic {
-            name: msg.name.clone(),
-            partitions: -1,
-            configs: Vec::new(),
-            validate_only: false,
-        };
+        let create = CreateTopic { name: msg.name.clone(), partitions: -1, configs: Vec::new(), validate_only: false };
         match self.create(create) {
-            Ok(_) => self
-                .topics
-                .get(&msg.name)
-                .cloned()
-                .ok_or(UNKNOWN_TOPIC_OR_PARTITION),
+            Ok(_) => self.topics.get(&msg.name).cloned().ok_or(UNKNOWN_TOPIC_OR_PARTITION),
             Err(f) => Err(f.error_code),
         }
     }
@@ -229,18 +176,10 @@ impl Handler<DeleteTopic> for ClusterView {
     fn handle(&mut self, msg: DeleteTopic, _: &mut Self::Context) -> Self::Result {
         let name = match (&msg.name, msg.id) {
             (Some(n), _) => Some(n.clone()),
-            (None, Some(id)) => self
-                .topics
-                .values()
-                .find(|h| h.meta.id == id)
-                .map(|h| h.meta.name.clone()),
+            (None, Some(id)) => self.topics.values().find(|h| h.meta.id == id).map(|h| h.meta.name.clone()),
             (None, None) => None,
         };
-        let missing = if msg.name.is_some() {
-            UNKNOWN_TOPIC_OR_PARTITION
-        } else {
-            UNKNOWN_TOPIC_ID
-        };
+        let missing = if msg.name.is_some() { UNKNOWN_TOPIC_OR_PARTITION } else { UNKNOWN_TOPIC_ID };
         let Some(handle) = name.and_then(|n| self.topics.remove(&n)) else {
             return Box::pin(async move { Err(missing) }.into_actor(self));
         };
@@ -284,11 +223,7 @@ impl Handler<ShutdownAll> for ClusterView {
     type Result = ResponseActFuture<Self, ()>;
 
     fn handle(&mut self, msg: ShutdownAll, _: &mut Self::Context) -> Self::Result {
-        let all: Vec<_> = self
-            .topics
-            .values()
-            .flat_map(|h| h.partitions.clone())
-            .collect();
+        let all: Vec<_> = self.topics.values().flat_map(|h| h.partitions.clone()).collect();
         Box::pin(
             async move {
                 for p in all {
@@ -301,5 +236,20 @@ impl Handler<ShutdownAll> for ClusterView {
             }
             .into_actor(self),
         )
+    }
+}
+
+impl Handler<BroadcastFence> for ClusterView {
+    type Result = ();
+
+    fn handle(&mut self, msg: BroadcastFence, _: &mut Self::Context) {
+        // In process: every partition leader of this broker rejects the older epoch from now on.
+        for p in self.topics.values().flat_map(|h| &h.partitions) {
+            p.do_send(FenceEpoch { producer_id: msg.producer_id, epoch: msg.epoch });
+        }
+        // Across brokers: peers read this file (design: fence files on the shared disk).
+        if let Err(e) = self.fence_log.append(msg.producer_id, msg.epoch) {
+            tracing::error!(producer_id = msg.producer_id, "fence file not written: {e}");
+        }
     }
 }

@@ -39,13 +39,7 @@ impl Connection {
         max_frame: usize,
         max_inflight: usize,
     ) -> Self {
-        Connection {
-            stream: Some(stream),
-            peer,
-            session,
-            max_frame,
-            max_inflight,
-        }
+        Connection { stream: Some(stream), peer, session, max_frame, max_inflight }
     }
 }
 
@@ -56,13 +50,7 @@ impl Actor for Connection {
         let Some(stream) = self.stream.take() else {
             return ctx.stop();
         };
-        let fut = serve(
-            stream,
-            self.peer,
-            self.session.clone(),
-            self.max_frame,
-            self.max_inflight,
-        );
+        let fut = serve(stream, self.peer, self.session.clone(), self.max_frame, self.max_inflight);
         ctx.spawn(fut.into_actor(self).map(|_, _, ctx| ctx.stop()));
     }
 }
@@ -76,10 +64,7 @@ async fn serve(
     max_frame: usize,
     max_inflight: usize,
 ) {
-    let stream = match stream
-        .set_nonblocking(true)
-        .and_then(|_| TcpStream::from_std(stream))
-    {
+    let stream = match stream.set_nonblocking(true).and_then(|_| TcpStream::from_std(stream)) {
         Ok(s) => s,
         Err(e) => return tracing::warn!(%peer, "could not adopt connection: {e}"),
     };

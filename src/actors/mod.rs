@@ -5,3 +5,4 @@ pub mod connection;
 pub mod messages;
 pub mod partition;
 pub mod syncer;
+pub mod txn_coordinator;

@@ -23,10 +23,7 @@ const SNAPSHOT_FILE: &str = "producer-state.json";
 pub const MAILBOX_CAPACITY: usize = 1024;
 
 pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
 
 #[derive(Serialize, Deserialize)]
@@ -80,16 +77,11 @@ impl PartitionLeader {
             tracing::warn!(partition = %name, bytes = info.truncated_bytes, "recovery truncated a torn log tail");
         }
         let end = log.next_offset();
-        let snapshot: Option<Snapshot> = std::fs::read(dir.join(SNAPSHOT_FILE))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
+        let snapshot: Option<Snapshot> =
+            std::fs::read(dir.join(SNAPSHOT_FILE)).ok().and_then(|b| serde_json::from_slice(&b).ok());
         let (mut producers, mut aborted, from) = match snapshot {
             Some(s) if s.offset <= end => (s.table, s.aborted, s.offset),
-            _ => (
-                ProducerStateTable::new(),
-                Vec::new(),
-                log.log_start_offset(),
-            ),
+            _ => (ProducerStateTable::new(), Vec::new(), log.log_start_offset()),
         };
         // Rebuild what the snapshot does not cover from the batch headers (and markers).
         let now = now_ms();
@@ -135,9 +127,7 @@ impl PartitionLeader {
     }
 
     fn last_stable_offset(&self) -> i64 {
-        self.producers
-            .first_unstable_offset()
-            .map_or(self.high_watermark, |f| f.min(self.high_watermark))
+        self.producers.first_unstable_offset().map_or(self.high_watermark, |f| f.min(self.high_watermark))
     }
 
     fn error_ack(&self, code: i16, with_log_start: bool) -> AppendAck {
@@ -158,11 +148,7 @@ impl PartitionLeader {
             Err(e) => return self.fail(format!("sync handle: {e}")),
         };
         self.sync_in_flight = true;
-        let job = SyncJob {
-            files,
-            upto: self.log.next_offset(),
-            partition: ctx.address(),
-        };
+        let job = SyncJob { files, upto: self.log.next_offset(), partition: ctx.address() };
         if let Err(e) = self.syncer.submit(job) {
             self.fail(e);
         }
@@ -186,11 +172,8 @@ impl PartitionLeader {
     }
 
     fn write_snapshot(&self) {
-        let snap = Snapshot {
-            offset: self.log.next_offset(),
-            table: self.producers.clone(),
-            aborted: self.aborted.clone(),
-        };
+        let snap =
+            Snapshot { offset: self.log.next_offset(), table: self.producers.clone(), aborted: self.aborted.clone() };
         match serde_json::to_vec(&snap) {
             Ok(bytes) => {
                 if let Err(e) = write_atomic(&self.dir.join(SNAPSHOT_FILE), &bytes) {
@@ -229,12 +212,7 @@ impl Handler<Append> for PartitionLeader {
     type Result = ();
 
     fn handle(&mut self, msg: Append, ctx: &mut Self::Context) {
-        let Append {
-            data,
-            header,
-            verified_guard,
-            reply,
-        } = msg;
+        let Append { data, header, verified_guard, reply } = msg;
         let answer = |reply: Option<Reply<AppendAck>>, ack: AppendAck| {
             if let Some(r) = reply {
                 let _ = r.send(ack);
@@ -249,20 +227,10 @@ impl Handler<Append> for PartitionLeader {
         }
         // eos-rules 27/28: a transaction may only open here after the coordinator verified the
         // partition, and only if no marker for this producer slipped in since.
-        if header.is_transactional()
-            && !self
-                .producers
-                .has_ongoing_txn(header.producer_id, header.producer_epoch)
-        {
-            let guard_ok = verified_guard.is_some()
-                && self.verifications.get(&header.producer_id) == verified_guard.as_ref();
-            if !guard_ok
-                && header.producer_epoch
-                    >= self
-                        .producers
-                        .get(header.producer_id)
-                        .map_or(0, |e| e.epoch)
-            {
+        if header.is_transactional() && !self.producers.has_ongoing_txn(header.producer_id, header.producer_epoch) {
+            let guard_ok =
+                verified_guard.is_some() && self.verifications.get(&header.producer_id) == verified_guard.as_ref();
+            if !guard_ok && header.producer_epoch >= self.producers.get(header.producer_id).map_or(0, |e| e.epoch) {
                 return answer(reply, self.error_ack(48, true));
             }
         }
@@ -280,9 +248,9 @@ impl Handler<Append> for PartitionLeader {
                     log_start_offset: self.log_start(),
                 };
                 match reply {
-                    Some(r) if m.last_offset >= self.high_watermark => self
-                        .pending
-                        .push_back((m.last_offset, Waiter::Append(r, ack))),
+                    Some(r) if m.last_offset >= self.high_watermark => {
+                        self.pending.push_back((m.last_offset, Waiter::Append(r, ack)))
+                    }
                     other => answer(other, ack),
                 }
             }
@@ -296,8 +264,7 @@ impl Handler<Append> for PartitionLeader {
                             log_append_time: -1,
                             log_start_offset: self.log_start(),
                         };
-                        self.pending
-                            .push_back((h.last_offset(), Waiter::Append(r, ack)));
+                        self.pending.push_back((h.last_offset(), Waiter::Append(r, ack)));
                     }
                     self.request_sync(ctx);
                 }
@@ -335,9 +302,8 @@ impl Handler<Synced> for PartitionLeader {
             }
         }
         let hw = self.high_watermark;
-        let (ready, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.waiters)
-            .into_iter()
-            .partition(|(o, _)| *o < hw);
+        let (ready, waiting): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.waiters).into_iter().partition(|(o, _)| *o < hw);
         self.waiters = waiting;
         for (_, w) in ready {
             let _ = w.send(());
@@ -350,11 +316,7 @@ impl Handler<Read> for PartitionLeader {
     type Result = ();
 
     fn handle(&mut self, msg: Read, _: &mut Self::Context) {
-        let upper = if msg.isolation_level == 1 {
-            self.last_stable_offset()
-        } else {
-            self.high_watermark
-        };
+        let upper = if msg.isolation_level == 1 { self.last_stable_offset() } else { self.high_watermark };
         let mut result = ReadResult {
             error_code: 0,
             high_watermark: self.high_watermark,
@@ -408,27 +370,16 @@ impl Handler<ListOffset> for PartitionLeader {
     type Result = ();
 
     fn handle(&mut self, msg: ListOffset, _: &mut Self::Context) {
-        let latest = if msg.isolation_level == 1 {
-            self.last_stable_offset()
-        } else {
-            self.high_watermark
-        };
-        let answer = |offset, timestamp| OffsetAnswer {
-            error_code: 0,
-            offset,
-            timestamp,
-        };
+        let latest = if msg.isolation_level == 1 { self.last_stable_offset() } else { self.high_watermark };
+        let answer = |offset, timestamp| OffsetAnswer { error_code: 0, offset, timestamp };
         let result = match msg.timestamp {
             -1 => answer(latest, -1),
             -2 | -4 => answer(self.log_start(), -1),
             -3 => {
                 let max = self.log.max_timestamp();
-                self.find_by_timestamp(max, latest, true)
-                    .unwrap_or(answer(-1, -1))
+                self.find_by_timestamp(max, latest, true).unwrap_or(answer(-1, -1))
             }
-            ts if ts >= 0 => self
-                .find_by_timestamp(ts, latest, false)
-                .unwrap_or(answer(-1, -1)),
+            ts if ts >= 0 => self.find_by_timestamp(ts, latest, false).unwrap_or(answer(-1, -1)),
             _ => answer(-1, -1),
         };
         let _ = msg.reply.send(result);
@@ -447,18 +398,8 @@ impl PartitionLeader {
         set.records
             .iter()
             .filter(|r| r.offset < upper)
-            .find(|r| {
-                if exact_max {
-                    r.timestamp == ts
-                } else {
-                    r.timestamp >= ts
-                }
-            })
-            .map(|r| OffsetAnswer {
-                error_code: 0,
-                offset: r.offset,
-                timestamp: r.timestamp,
-            })
+            .find(|r| if exact_max { r.timestamp == ts } else { r.timestamp >= ts })
+            .map(|r| OffsetAnswer { error_code: 0, offset: r.offset, timestamp: r.timestamp })
     }
 }
 
@@ -471,27 +412,16 @@ impl Handler<WriteMarker> for PartitionLeader {
             return;
         }
         // eos-rules 46-48: epoch checks by the marker's transaction version.
-        if let Err(e) = self.producers.check_marker(
-            msg.producer_id,
-            msg.producer_epoch,
-            msg.coordinator_epoch,
-            msg.txn_version,
-        ) {
+        if let Err(e) =
+            self.producers.check_marker(msg.producer_id, msg.producer_epoch, msg.coordinator_epoch, msg.txn_version)
+        {
             tracing::info!(partition = %self.name, producer_id = msg.producer_id, "marker refused: {e}");
             let _ = msg.reply.send(e.code());
             return;
         }
-        let marker = control::Marker {
-            commit: msg.commit,
-            coordinator_epoch: msg.coordinator_epoch,
-        };
+        let marker = control::Marker { commit: msg.commit, coordinator_epoch: msg.coordinator_epoch };
         let now = now_ms();
-        match self.log.append(control::marker_batch(
-            msg.producer_id,
-            msg.producer_epoch,
-            marker,
-            now,
-        )) {
+        match self.log.append(control::marker_batch(msg.producer_id, msg.producer_epoch, marker, now)) {
             Ok(h) => {
                 // eos-rules 49: the marker ends the open transaction; aborts enter the index.
                 self.verifications.remove(&msg.producer_id);
@@ -504,8 +434,7 @@ impl Handler<WriteMarker> for PartitionLeader {
                     now,
                 );
                 self.aborted.extend(done.filter(|t| t.aborted));
-                self.pending
-                    .push_back((h.last_offset(), Waiter::Marker(msg.reply)));
+                self.pending.push_back((h.last_offset(), Waiter::Marker(msg.reply)));
                 self.request_sync(ctx);
             }
             Err(e) => {
@@ -520,10 +449,7 @@ impl Handler<BeginVerification> for PartitionLeader {
     type Result = ();
 
     fn handle(&mut self, msg: BeginVerification, _: &mut Self::Context) {
-        if self
-            .producers
-            .has_ongoing_txn(msg.producer_id, msg.producer_epoch)
-        {
+        if self.producers.has_ongoing_txn(msg.producer_id, msg.producer_epoch) {
             let _ = msg.reply.send(None);
             return;
         }

@@ -28,23 +28,18 @@ impl Syncer {
         let (tx, rx) = bounded::<SyncJob>(capacity);
         for i in 0..threads.max(1) {
             let rx: Receiver<SyncJob> = rx.clone();
-            let spawned = thread::Builder::new()
-                .name(format!("kaas-sync-{i}"))
-                .spawn(move || {
-                    while let Ok(job) = rx.recv() {
-                        let mut result = Ok(());
-                        for f in &job.files {
-                            if let Err(e) = f.sync_data() {
-                                result = Err(e.to_string());
-                                break;
-                            }
+            let spawned = thread::Builder::new().name(format!("kaas-sync-{i}")).spawn(move || {
+                while let Ok(job) = rx.recv() {
+                    let mut result = Ok(());
+                    for f in &job.files {
+                        if let Err(e) = f.sync_data() {
+                            result = Err(e.to_string());
+                            break;
                         }
-                        job.partition.do_send(Synced {
-                            upto: job.upto,
-                            result,
-                        });
                     }
-                });
+                    job.partition.do_send(Synced { upto: job.upto, result });
+                }
+            });
             if let Err(e) = spawned {
                 tracing::error!("could not start sync thread: {e}");
             }
@@ -54,8 +49,6 @@ impl Syncer {
 
     /// Queues a job; blocks the calling partition thread when the queue is full (backpressure).
     pub fn submit(&self, job: SyncJob) -> Result<(), String> {
-        self.tx
-            .send(job)
-            .map_err(|_| "sync threads are gone".to_string())
+        self.tx.send(job).map_err(|_| "sync threads are gone".to_string())
     }
 }

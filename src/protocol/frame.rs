@@ -25,10 +25,7 @@ pub enum FrameError {
 }
 
 /// Reads one frame. A clean EOF before the length is `Closed`.
-pub async fn read_frame<R: AsyncRead + Unpin>(
-    r: &mut R,
-    max_len: usize,
-) -> Result<Bytes, FrameError> {
+pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, max_len: usize) -> Result<Bytes, FrameError> {
     let mut len_buf = [0u8; 4];
     match r.read_exact(&mut len_buf).await {
         Ok(_) => {}
@@ -40,10 +37,7 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
         return Err(FrameError::TooShort(len));
     }
     if len as usize > max_len {
-        return Err(FrameError::TooLarge {
-            len: len as i64,
-            max: max_len,
-        });
+        return Err(FrameError::TooLarge { len: len as i64, max: max_len });
     }
     let mut buf = BytesMut::zeroed(len as usize);
     r.read_exact(&mut buf).await?;
@@ -51,20 +45,13 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
 }
 
 /// Encodes a response with its header into one length-prefixed frame.
-pub fn encode_response(
-    header: &RequestHeader,
-    api_key: ApiKey,
-    response: &ResponseKind,
-) -> Result<Bytes, FrameError> {
+pub fn encode_response(header: &RequestHeader, api_key: ApiKey, response: &ResponseKind) -> Result<Bytes, FrameError> {
     let version = header.request_api_version;
     let mut buf = BytesMut::with_capacity(256);
     buf.put_i32(0);
     let rh = ResponseHeader::default().with_correlation_id(header.correlation_id);
-    rh.encode(&mut buf, api_key.response_header_version(version))
-        .map_err(|e| FrameError::Encode(e.to_string()))?;
-    response
-        .encode(&mut buf, version)
-        .map_err(|e| FrameError::Encode(e.to_string()))?;
+    rh.encode(&mut buf, api_key.response_header_version(version)).map_err(|e| FrameError::Encode(e.to_string()))?;
+    response.encode(&mut buf, version).map_err(|e| FrameError::Encode(e.to_string()))?;
     let len = (buf.len() - 4) as i32;
     buf[..4].copy_from_slice(&len.to_be_bytes());
     Ok(buf.freeze())
@@ -77,27 +64,15 @@ mod tests {
     #[tokio::test]
     async fn refuses_short_and_huge_lengths_before_allocating() {
         let mut short: &[u8] = &[0, 0, 0, 2, 1, 2];
-        assert!(matches!(
-            read_frame(&mut short, 1024).await,
-            Err(FrameError::TooShort(2))
-        ));
+        assert!(matches!(read_frame(&mut short, 1024).await, Err(FrameError::TooShort(2))));
         let mut huge: &[u8] = &[0x7f, 0xff, 0xff, 0xff];
-        assert!(matches!(
-            read_frame(&mut huge, 100 << 20).await,
-            Err(FrameError::TooLarge { .. })
-        ));
+        assert!(matches!(read_frame(&mut huge, 100 << 20).await, Err(FrameError::TooLarge { .. })));
         let mut neg: &[u8] = &[0xff, 0xff, 0xff, 0xff];
         assert!(read_frame(&mut neg, 1024).await.is_err());
         let mut eof: &[u8] = &[];
-        assert!(matches!(
-            read_frame(&mut eof, 1024).await,
-            Err(FrameError::Closed)
-        ));
+        assert!(matches!(read_frame(&mut eof, 1024).await, Err(FrameError::Closed)));
         let mut truncated: &[u8] = &[0, 0, 0, 20, 1, 2, 3];
-        assert!(matches!(
-            read_frame(&mut truncated, 1024).await,
-            Err(FrameError::Io(_))
-        ));
+        assert!(matches!(read_frame(&mut truncated, 1024).await, Err(FrameError::Io(_))));
     }
 
     #[tokio::test]

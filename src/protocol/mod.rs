@@ -19,7 +19,8 @@ use kafka_protocol::protocol::StrBytes;
 use thiserror::Error;
 
 use crate::actors::cluster::ClusterView;
-use crate::actors::messages::{GetTopic, TopicHandle};
+use crate::actors::messages::{GetTopic, TopicHandle, TxnAnswer, TxnCall, TxnError, TxnOp};
+use crate::actors::txn_coordinator::{shard_for, TxnCoordinator};
 use crate::config::Settings;
 
 pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
@@ -39,6 +40,8 @@ pub enum RequestError {
 /// State shared by the requests of one connection (lives on that connection's thread).
 pub struct Session {
     pub cluster: Addr<ClusterView>,
+    /// Transaction-coordinator shards, indexed by `shard_for(transactional_id)`.
+    pub txn: Arc<Vec<Addr<TxnCoordinator>>>,
     pub settings: Arc<Settings>,
     pub cluster_id: Arc<str>,
     topics: RefCell<HashMap<String, TopicHandle>>,
@@ -47,15 +50,26 @@ pub struct Session {
 impl Session {
     pub fn new(
         cluster: Addr<ClusterView>,
+        txn: Arc<Vec<Addr<TxnCoordinator>>>,
         settings: Arc<Settings>,
         cluster_id: Arc<str>,
     ) -> Rc<Session> {
-        Rc::new(Session {
-            cluster,
-            settings,
-            cluster_id,
-            topics: RefCell::new(HashMap::new()),
-        })
+        Rc::new(Session { cluster, txn, settings, cluster_id, topics: RefCell::new(HashMap::new()) })
+    }
+
+    /// The coordinator shard owning `transactional_id`.
+    pub fn txn_shard(&self, transactional_id: &str) -> &Addr<TxnCoordinator> {
+        &self.txn[shard_for(transactional_id, self.txn.len())]
+    }
+
+    /// Sends a transactional call to its shard and waits for the answer.
+    pub async fn txn_call(&self, transactional_id: &str, op: TxnOp) -> TxnAnswer {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let msg = TxnCall { transactional_id: transactional_id.to_string(), op, reply: tx };
+        if self.txn_shard(transactional_id).send(msg).await.is_err() {
+            return Err(TxnError::NotCoordinator);
+        }
+        rx.await.unwrap_or(Err(TxnError::NotCoordinator))
     }
 
     /// The topic's partition leaders, cached per connection.
@@ -71,15 +85,10 @@ impl Session {
         self.evict(name);
         let found = self
             .cluster
-            .send(GetTopic {
-                name: name.to_string(),
-                auto_create,
-            })
+            .send(GetTopic { name: name.to_string(), auto_create })
             .await
             .map_err(|_| UNKNOWN_TOPIC_OR_PARTITION)??;
-        self.topics
-            .borrow_mut()
-            .insert(name.to_string(), found.clone());
+        self.topics.borrow_mut().insert(name.to_string(), found.clone());
         Ok(found)
     }
 
@@ -117,34 +126,18 @@ pub fn decode(frame: Bytes) -> Result<Decoded, (Option<RequestHeader>, RequestEr
     if api_key == ApiKey::ApiVersions && !versions::is_supported(api_key, version) {
         // Its header may be in a format we cannot know; the correlation id is all the
         // UNSUPPORTED_VERSION answer needs.
-        let mut header = RequestHeader::default()
-            .with_request_api_key(key)
-            .with_request_api_version(version);
+        let mut header = RequestHeader::default().with_request_api_key(key).with_request_api_version(version);
         header.correlation_id = i32::from_be_bytes([buf[4], buf[5], buf[6], buf[7]]);
-        return Err((
-            Some(header),
-            RequestError::UnsupportedVersion(api_key, version),
-        ));
+        return Err((Some(header), RequestError::UnsupportedVersion(api_key, version)));
     }
     let header = kafka_protocol::protocol::decode_request_header_from_buffer(&mut buf)
         .map_err(|e| (None, RequestError::Header(e.to_string())))?;
     if !versions::is_supported(api_key, version) {
-        return Err((
-            Some(header),
-            RequestError::UnsupportedVersion(api_key, version),
-        ));
+        return Err((Some(header), RequestError::UnsupportedVersion(api_key, version)));
     }
-    let request = RequestKind::decode(api_key, &mut buf, version).map_err(|e| {
-        (
-            Some(header.clone()),
-            RequestError::Body(api_key, version, e.to_string()),
-        )
-    })?;
-    Ok(Decoded {
-        header,
-        api_key,
-        request,
-    })
+    let request = RequestKind::decode(api_key, &mut buf, version)
+        .map_err(|e| (Some(header.clone()), RequestError::Body(api_key, version, e.to_string())))?;
+    Ok(Decoded { header, api_key, request })
 }
 
 /// Routes a decoded request. Produce enqueues its appends before returning (so pipelined
@@ -154,60 +147,47 @@ pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
     let v = d.header.request_api_version;
     use handlers::*;
     match d.request {
-        RequestKind::Produce(r) => produce::dispatch(session, v, r)
-            .await
-            .map(|o| o.map(ResponseKind::Produce))
-            .boxed_local(),
+        RequestKind::Produce(r) => {
+            produce::dispatch(session, v, r).await.map(|o| o.map(ResponseKind::Produce)).boxed_local()
+        }
         RequestKind::Fetch(r) => {
-            async move { Some(ResponseKind::Fetch(fetch::handle(session, v, r).await)) }
-                .boxed_local()
+            async move { Some(ResponseKind::Fetch(fetch::handle(session, v, r).await)) }.boxed_local()
         }
-        RequestKind::ListOffsets(r) => async move {
-            Some(ResponseKind::ListOffsets(
-                list_offsets::handle(session, v, r).await,
-            ))
+        RequestKind::ListOffsets(r) => {
+            async move { Some(ResponseKind::ListOffsets(list_offsets::handle(session, v, r).await)) }.boxed_local()
         }
-        .boxed_local(),
-        RequestKind::Metadata(r) => async move {
-            Some(ResponseKind::Metadata(
-                metadata::handle(session, v, r).await,
-            ))
+        RequestKind::Metadata(r) => {
+            async move { Some(ResponseKind::Metadata(metadata::handle(session, v, r).await)) }.boxed_local()
         }
-        .boxed_local(),
         RequestKind::ApiVersions(r) => {
             let resp = api_versions::handle(v, r);
             async move { Some(ResponseKind::ApiVersions(resp)) }.boxed_local()
         }
-        RequestKind::CreateTopics(r) => async move {
-            Some(ResponseKind::CreateTopics(
-                create_topics::handle(session, v, r).await,
-            ))
+        RequestKind::CreateTopics(r) => {
+            async move { Some(ResponseKind::CreateTopics(create_topics::handle(session, v, r).await)) }.boxed_local()
         }
-        .boxed_local(),
-        RequestKind::DeleteTopics(r) => async move {
-            Some(ResponseKind::DeleteTopics(
-                delete_topics::handle(session, v, r).await,
-            ))
+        RequestKind::DeleteTopics(r) => {
+            async move { Some(ResponseKind::DeleteTopics(delete_topics::handle(session, v, r).await)) }.boxed_local()
         }
-        .boxed_local(),
-        RequestKind::InitProducerId(r) => async move {
-            Some(ResponseKind::InitProducerId(
-                init_producer_id::handle(session, v, r).await,
-            ))
+        RequestKind::InitProducerId(r) => {
+            async move { Some(ResponseKind::InitProducerId(init_producer_id::handle(session, v, r).await)) }
+                .boxed_local()
         }
-        .boxed_local(),
         RequestKind::OffsetForLeaderEpoch(r) => async move {
-            Some(ResponseKind::OffsetForLeaderEpoch(
-                offset_for_leader_epoch::handle(session, v, r).await,
-            ))
+            Some(ResponseKind::OffsetForLeaderEpoch(offset_for_leader_epoch::handle(session, v, r).await))
         }
         .boxed_local(),
-        RequestKind::DescribeConfigs(r) => async move {
-            Some(ResponseKind::DescribeConfigs(
-                describe_configs::handle(session, v, r).await,
-            ))
+        RequestKind::DescribeConfigs(r) => {
+            async move { Some(ResponseKind::DescribeConfigs(describe_configs::handle(session, v, r).await)) }
+                .boxed_local()
         }
-        .boxed_local(),
+        RequestKind::AddPartitionsToTxn(r) => {
+            async move { Some(ResponseKind::AddPartitionsToTxn(add_partitions_to_txn::handle(session, v, r).await)) }
+                .boxed_local()
+        }
+        RequestKind::EndTxn(r) => {
+            async move { Some(ResponseKind::EndTxn(end_txn::handle(session, v, r).await)) }.boxed_local()
+        }
         RequestKind::FindCoordinator(r) => {
             let resp = find_coordinator::handle(&session, v, r);
             async move { Some(ResponseKind::FindCoordinator(resp)) }.boxed_local()

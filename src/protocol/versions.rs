@@ -15,13 +15,13 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
     (ApiKey::DescribeConfigs, 1, 4),
     (ApiKey::DescribeCluster, 0, 1),
+    (ApiKey::FindCoordinator, 0, 4),
+    (ApiKey::AddPartitionsToTxn, 0, 5),
+    (ApiKey::EndTxn, 0, 4),
 ];
 
 pub fn supported_range(key: ApiKey) -> Option<(i16, i16)> {
-    SUPPORTED
-        .iter()
-        .find(|(k, _, _)| *k == key)
-        .map(|(_, min, max)| (*min, *max))
+    SUPPORTED.iter().find(|(k, _, _)| *k == key).map(|(_, min, max)| (*min, *max))
 }
 
 pub fn is_supported(key: ApiKey, version: i16) -> bool {
@@ -37,10 +37,7 @@ mod tests {
     fn advertised_versions_are_decodable_by_kafka_protocol() {
         for (key, min, max) in SUPPORTED {
             let lib = key.valid_versions();
-            assert!(
-                *min >= lib.min && *max <= lib.max,
-                "{key:?} {min}..{max} outside {lib}"
-            );
+            assert!(*min >= lib.min && *max <= lib.max, "{key:?} {min}..{max} outside {lib}");
         }
     }
 

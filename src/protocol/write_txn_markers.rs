@@ -128,14 +128,7 @@ pub fn decode_request(body: Bytes, version: i16) -> Result<Vec<TxnMarker>, Codec
         let coordinator_epoch = r.i32()?;
         let transaction_version = if version >= 2 { r.i8()? } else { 0 };
         r.skip_tagged_fields()?;
-        markers.push(TxnMarker {
-            producer_id,
-            producer_epoch,
-            commit,
-            topics,
-            coordinator_epoch,
-            transaction_version,
-        });
+        markers.push(TxnMarker { producer_id, producer_epoch, commit, topics, coordinator_epoch, transaction_version });
     }
     r.skip_tagged_fields()?;
     Ok(markers)
@@ -185,10 +178,7 @@ mod tests {
             producer_id: 42,
             producer_epoch: 3,
             commit: true,
-            topics: vec![MarkerTopic {
-                name: "orders".into(),
-                partitions: vec![0, 2],
-            }],
+            topics: vec![MarkerTopic { name: "orders".into(), partitions: vec![0, 2] }],
             coordinator_epoch: 7,
             transaction_version: tv,
         }
@@ -204,9 +194,7 @@ mod tests {
 
     #[test]
     fn v1_matches_kafka_protocols_encoding() {
-        use kafka_protocol::messages::write_txn_markers_request::{
-            WritableTxnMarker, WritableTxnMarkerTopic,
-        };
+        use kafka_protocol::messages::write_txn_markers_request::{WritableTxnMarker, WritableTxnMarkerTopic};
         use kafka_protocol::messages::{ProducerId, TopicName, WriteTxnMarkersRequest};
         use kafka_protocol::protocol::{Encodable, StrBytes};
         let mut t = WritableTxnMarkerTopic::default();
@@ -229,10 +217,7 @@ mod tests {
     fn hostile_lengths_are_refused_without_allocating() {
         // a marker array claiming 2^28 entries in a 5-byte body
         assert!(decode_request(Bytes::from_static(&[0xff, 0xff, 0xff, 0x7f, 0x00]), 2).is_err());
-        assert_eq!(
-            decode_request(Bytes::from_static(&[0x02, 0x00]), 2),
-            Err(CodecError::Truncated)
-        );
+        assert_eq!(decode_request(Bytes::from_static(&[0x02, 0x00]), 2), Err(CodecError::Truncated));
         assert!(decode_request(Bytes::new(), 1).is_err());
     }
 }

@@ -73,10 +73,7 @@ impl BatchHeader {
     /// Parses the header at the start of `b` (which must hold at least HEADER_LEN bytes).
     pub fn parse(b: &[u8]) -> Result<BatchHeader, BatchError> {
         if b.len() < HEADER_LEN {
-            return Err(BatchError::Truncated {
-                need: HEADER_LEN,
-                have: b.len(),
-            });
+            return Err(BatchError::Truncated { need: HEADER_LEN, have: b.len() });
         }
         let magic = b[MAGIC] as i8;
         let batch_length = i32_at(b, BATCH_LENGTH);
@@ -140,17 +137,11 @@ pub fn increment_sequence(seq: i32, delta: i32) -> i32 {
 pub fn verify_crc(b: &[u8], header: &BatchHeader) -> Result<(), BatchError> {
     let end = header.total_size();
     if b.len() < end {
-        return Err(BatchError::Truncated {
-            need: end,
-            have: b.len(),
-        });
+        return Err(BatchError::Truncated { need: end, have: b.len() });
     }
     let computed = crc32c::crc32c(&b[ATTRIBUTES..end]);
     if computed != header.crc {
-        return Err(BatchError::Crc {
-            stored: header.crc,
-            computed,
-        });
+        return Err(BatchError::Crc { stored: header.crc, computed });
     }
     Ok(())
 }
@@ -224,8 +215,7 @@ pub mod testutil {
         let body_len = spec.records.max(1) as usize;
         let total = HEADER_LEN + body_len;
         let mut b = BytesMut::zeroed(total);
-        b[BATCH_LENGTH..BATCH_LENGTH + 4]
-            .copy_from_slice(&((total - LOG_OVERHEAD) as i32).to_be_bytes());
+        b[BATCH_LENGTH..BATCH_LENGTH + 4].copy_from_slice(&((total - LOG_OVERHEAD) as i32).to_be_bytes());
         b[MAGIC] = 2;
         let mut attrs: i16 = 0;
         if spec.transactional {
@@ -235,8 +225,7 @@ pub mod testutil {
             attrs |= ATTR_CONTROL;
         }
         b[ATTRIBUTES..ATTRIBUTES + 2].copy_from_slice(&attrs.to_be_bytes());
-        b[LAST_OFFSET_DELTA..LAST_OFFSET_DELTA + 4]
-            .copy_from_slice(&(spec.records - 1).to_be_bytes());
+        b[LAST_OFFSET_DELTA..LAST_OFFSET_DELTA + 4].copy_from_slice(&(spec.records - 1).to_be_bytes());
         b[BASE_TIMESTAMP..BASE_TIMESTAMP + 8].copy_from_slice(&spec.timestamp.to_be_bytes());
         b[MAX_TIMESTAMP..MAX_TIMESTAMP + 8].copy_from_slice(&spec.timestamp.to_be_bytes());
         b[PRODUCER_ID..PRODUCER_ID + 8].copy_from_slice(&spec.producer_id.to_be_bytes());
@@ -256,13 +245,7 @@ mod tests {
 
     #[test]
     fn parses_and_validates_a_batch() {
-        let b = batch(Spec {
-            producer_id: 7,
-            producer_epoch: 1,
-            base_sequence: 5,
-            records: 3,
-            ..Spec::default()
-        });
+        let b = batch(Spec { producer_id: 7, producer_epoch: 1, base_sequence: 5, records: 3, ..Spec::default() });
         let h = validate_single(&b).unwrap();
         assert_eq!(h.producer_id, 7);
         assert_eq!(h.last_sequence(), 7);

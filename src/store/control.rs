@@ -14,12 +14,7 @@ pub struct Marker {
 }
 
 /// Builds the control batch a partition leader appends for a marker.
-pub fn marker_batch(
-    producer_id: i64,
-    producer_epoch: i16,
-    marker: Marker,
-    now_ms: i64,
-) -> BytesMut {
+pub fn marker_batch(producer_id: i64, producer_epoch: i16, marker: Marker, now_ms: i64) -> BytesMut {
     let mut key = BytesMut::with_capacity(4);
     key.put_i16(0);
     key.put_i16(if marker.commit { 1 } else { 0 });
@@ -47,10 +42,7 @@ pub fn marker_batch(
     if let Err(e) = RecordBatchEncoder::encode(
         &mut buf,
         [&record],
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
+        &RecordEncodeOptions { version: 2, compression: Compression::None },
     ) {
         tracing::error!("encoding a marker batch failed: {e}");
         buf.clear();
@@ -69,20 +61,11 @@ pub fn parse_marker(batch: &Bytes) -> Option<Marker> {
     }
     let kind = i16::from_be_bytes([key[2], key[3]]);
     let value = r.value.as_ref()?;
-    let coordinator_epoch = if value.len() >= 6 {
-        i32::from_be_bytes([value[2], value[3], value[4], value[5]])
-    } else {
-        0
-    };
+    let coordinator_epoch =
+        if value.len() >= 6 { i32::from_be_bytes([value[2], value[3], value[4], value[5]]) } else { 0 };
     match kind {
-        0 => Some(Marker {
-            commit: false,
-            coordinator_epoch,
-        }),
-        1 => Some(Marker {
-            commit: true,
-            coordinator_epoch,
-        }),
+        0 => Some(Marker { commit: false, coordinator_epoch }),
+        1 => Some(Marker { commit: true, coordinator_epoch }),
         _ => None,
     }
 }
@@ -94,43 +77,12 @@ mod tests {
 
     #[test]
     fn rule_45_marker_batch_format() {
-        let b = marker_batch(
-            42,
-            7,
-            Marker {
-                commit: true,
-                coordinator_epoch: 3,
-            },
-            1_000,
-        );
+        let b = marker_batch(42, 7, Marker { commit: true, coordinator_epoch: 3 }, 1_000);
         let h = validate_single(&b).unwrap();
         assert!(h.is_control() && h.is_transactional());
-        assert_eq!(
-            (
-                h.producer_id,
-                h.producer_epoch,
-                h.base_sequence,
-                h.records_count
-            ),
-            (42, 7, -1, 1)
-        );
-        assert_eq!(
-            parse_marker(&b.freeze()),
-            Some(Marker {
-                commit: true,
-                coordinator_epoch: 3
-            })
-        );
-        let a = marker_batch(
-            1,
-            0,
-            Marker {
-                commit: false,
-                coordinator_epoch: 0,
-            },
-            1_000,
-        )
-        .freeze();
+        assert_eq!((h.producer_id, h.producer_epoch, h.base_sequence, h.records_count), (42, 7, -1, 1));
+        assert_eq!(parse_marker(&b.freeze()), Some(Marker { commit: true, coordinator_epoch: 3 }));
+        let a = marker_batch(1, 0, Marker { commit: false, coordinator_epoch: 0 }, 1_000).freeze();
         assert_eq!(parse_marker(&a).map(|m| m.commit), Some(false));
     }
 }

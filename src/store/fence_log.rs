@@ -48,17 +48,11 @@ impl FenceLog {
 
     /// Records a fence; returns whether the file changed (a lower or equal epoch is a no-op).
     pub fn append(&mut self, producer_id: i64, epoch: i16) -> Result<bool, FenceLogError> {
-        if self
-            .file
-            .fences
-            .get(&producer_id)
-            .is_some_and(|e| *e >= epoch)
-        {
+        if self.file.fences.get(&producer_id).is_some_and(|e| *e >= epoch) {
             return Ok(false);
         }
         self.file.fences.insert(producer_id, epoch);
-        let bytes = serde_json::to_vec(&self.file)
-            .map_err(|e| FenceLogError::Parse(self.path.clone(), e))?;
+        let bytes = serde_json::to_vec(&self.file).map_err(|e| FenceLogError::Parse(self.path.clone(), e))?;
         write_atomic(&self.path, &bytes)?;
         Ok(true)
     }
@@ -70,9 +64,7 @@ impl FenceLog {
 
 fn read_file(path: &Path) -> Result<Option<FenceFile>, FenceLogError> {
     match std::fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| FenceLogError::Parse(path.to_path_buf(), e)),
+        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| FenceLogError::Parse(path.to_path_buf(), e)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e.into()),
     }

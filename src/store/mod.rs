@@ -7,3 +7,4 @@ pub mod log;
 pub mod producer_ids;
 pub mod producer_state;
 pub mod topics;
+pub mod txn_state;

@@ -1,5 +1,7 @@
-//! Cluster-unique producer ids without coordination: broker N hands out ids from its own range
-//! `N << 40 ..`, reserving blocks on disk before use so no id is reused after a restart.
+//! Cluster-unique producer ids without coordination: broker N hands out idempotent ids from its
+//! own range `N << 40 ..`, and transaction-coordinator shard S (whichever broker owns it) from
+//! `2^50 + (S << 40) ..`. Blocks are reserved on disk before use, so no id is reused after a
+//! restart.
 
 use std::path::{Path, PathBuf};
 
@@ -24,12 +26,18 @@ pub struct ProducerIdAllocator {
 }
 
 impl ProducerIdAllocator {
+    /// The idempotent-producer range of broker `node_id`.
     pub fn open(data_dir: &Path, node_id: i32) -> std::io::Result<Self> {
-        let path = data_dir
-            .join("__cluster")
-            .join("producer_ids")
-            .join(format!("{node_id}.json"));
-        let range_start = (node_id as i64) << RANGE_BITS;
+        Self::open_range(data_dir, &format!("{node_id}"), (node_id as i64) << RANGE_BITS)
+    }
+
+    /// The range of transaction-coordinator shard `shard` (moves with the shard).
+    pub fn open_txn_shard(data_dir: &Path, shard: u32) -> std::io::Result<Self> {
+        Self::open_range(data_dir, &format!("txn-shard-{shard}"), (1i64 << 50) + ((shard as i64) << RANGE_BITS))
+    }
+
+    fn open_range(data_dir: &Path, name: &str, range_start: i64) -> std::io::Result<Self> {
+        let path = data_dir.join("__cluster").join("producer_ids").join(format!("{name}.json"));
         let start = match std::fs::read(&path) {
             Ok(bytes) => serde_json::from_slice::<Reserved>(&bytes)
                 .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?
@@ -38,21 +46,15 @@ impl ProducerIdAllocator {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => range_start,
             Err(e) => return Err(e),
         };
-        Ok(ProducerIdAllocator {
-            path,
-            next: start,
-            block_end: start,
-        })
+        Ok(ProducerIdAllocator { path, next: start, block_end: start })
     }
 
     /// The next id; reserves (durably) a new block when the current one is used up.
     pub fn next_id(&mut self) -> std::io::Result<i64> {
         if self.next >= self.block_end {
             let end = self.next + BLOCK_SIZE;
-            let bytes = serde_json::to_vec(&Reserved {
-                next_block_start: end,
-            })
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+            let bytes = serde_json::to_vec(&Reserved { next_block_start: end })
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
             write_atomic(&self.path, &bytes)?;
             self.block_end = end;
         }
@@ -83,12 +85,9 @@ mod tests {
         let mut n0 = ProducerIdAllocator::open(dir.path(), 0).unwrap();
         let mut n1 = ProducerIdAllocator::open(dir.path(), 1).unwrap();
         assert_ne!(n0.next_id().unwrap(), n1.next_id().unwrap());
-        assert_eq!(
-            ProducerIdAllocator::open(dir.path(), 1)
-                .unwrap()
-                .next_id()
-                .unwrap(),
-            (1 << 40) + BLOCK_SIZE
-        );
+        assert_eq!(ProducerIdAllocator::open(dir.path(), 1).unwrap().next_id().unwrap(), (1 << 40) + BLOCK_SIZE);
+        let t0 = ProducerIdAllocator::open_txn_shard(dir.path(), 0).unwrap().next_id().unwrap();
+        let t1 = ProducerIdAllocator::open_txn_shard(dir.path(), 1).unwrap().next_id().unwrap();
+        assert!(t0 >= 1 << 50 && t1 > t0 && t1 - t0 == 1 << 40);
     }
 }

@@ -19,11 +19,7 @@ pub enum ProducerStateError {
     #[error("invalid record: {0}")]
     InvalidRecord(&'static str),
     #[error("out of order sequence: expected after {last_seq}, got {first_seq} (epoch {epoch})")]
-    OutOfOrderSequence {
-        epoch: i16,
-        first_seq: i32,
-        last_seq: i32,
-    },
+    OutOfOrderSequence { epoch: i16, first_seq: i32, last_seq: i32 },
     #[error("producer epoch {got} is older than the current epoch {current}")]
     InvalidProducerEpoch { got: i16, current: i16 },
     #[error("invalid transaction state: {0}")]
@@ -80,10 +76,7 @@ impl ProducerEntry {
     }
 
     fn last_seq(&self) -> i32 {
-        self.batches
-            .back()
-            .map(|b| b.last_seq)
-            .unwrap_or(NO_SEQUENCE)
+        self.batches.back().map(|b| b.last_seq).unwrap_or(NO_SEQUENCE)
     }
 
     fn find_duplicate(&self, h: &BatchHeader) -> Option<BatchMetadata> {
@@ -91,10 +84,7 @@ impl ProducerEntry {
             return None;
         }
         let last_seq = h.last_sequence();
-        self.batches
-            .iter()
-            .find(|b| b.first_seq == h.base_sequence && b.last_seq == last_seq)
-            .copied()
+        self.batches.iter().find(|b| b.first_seq == h.base_sequence && b.last_seq == last_seq).copied()
     }
 }
 
@@ -148,24 +138,16 @@ impl ProducerStateTable {
     /// eos-rules 14: shape checks on a batch that came from a client.
     pub fn check_client_batch_shape(h: &BatchHeader) -> Result<(), ProducerStateError> {
         if h.base_offset != 0 {
-            return Err(ProducerStateError::InvalidRecord(
-                "client batch must have base offset 0",
-            ));
+            return Err(ProducerStateError::InvalidRecord("client batch must have base offset 0"));
         }
         if h.is_control() {
-            return Err(ProducerStateError::InvalidRecord(
-                "clients may not send control batches",
-            ));
+            return Err(ProducerStateError::InvalidRecord("clients may not send control batches"));
         }
         if h.producer_id >= 0 && h.base_sequence < 0 {
-            return Err(ProducerStateError::InvalidRecord(
-                "idempotent batch without a sequence",
-            ));
+            return Err(ProducerStateError::InvalidRecord("idempotent batch without a sequence"));
         }
         if h.is_transactional() && h.producer_id < 0 {
-            return Err(ProducerStateError::InvalidRecord(
-                "transactional batch without producer id",
-            ));
+            return Err(ProducerStateError::InvalidRecord("transactional batch without producer id"));
         }
         Ok(())
     }
@@ -182,10 +164,7 @@ impl ProducerStateTable {
         };
         // eos-rules 18: a lower epoch is INVALID_PRODUCER_EPOCH, never PRODUCER_FENCED.
         if h.producer_epoch < entry.epoch {
-            return Err(ProducerStateError::InvalidProducerEpoch {
-                got: h.producer_epoch,
-                current: entry.epoch,
-            });
+            return Err(ProducerStateError::InvalidProducerEpoch { got: h.producer_epoch, current: entry.epoch });
         }
         // eos-rules 19: duplicates are found before sequence validation.
         if let Some(dup) = entry.find_duplicate(h) {
@@ -227,10 +206,7 @@ impl ProducerStateTable {
         if !h.has_producer_id() {
             return;
         }
-        let entry = self
-            .producers
-            .entry(h.producer_id)
-            .or_insert_with(|| ProducerEntry::new(h.producer_id));
+        let entry = self.producers.entry(h.producer_id).or_insert_with(|| ProducerEntry::new(h.producer_id));
         if h.producer_epoch != entry.epoch {
             entry.epoch = h.producer_epoch;
             entry.batches.clear();
@@ -256,10 +232,7 @@ impl ProducerStateTable {
     /// Fencing: a coordinator bumped this producer to `epoch`; older batches are rejected from now
     /// on, and the dedupe window of the older epoch is dropped.
     pub fn fence(&mut self, producer_id: i64, epoch: i16, now_ms: i64) {
-        let entry = self
-            .producers
-            .entry(producer_id)
-            .or_insert_with(|| ProducerEntry::new(producer_id));
+        let entry = self.producers.entry(producer_id).or_insert_with(|| ProducerEntry::new(producer_id));
         if epoch > entry.epoch {
             entry.epoch = epoch;
             entry.batches.clear();
@@ -278,10 +251,7 @@ impl ProducerStateTable {
         let Some(entry) = self.producers.get(&producer_id) else {
             return Ok(());
         };
-        let fenced = || ProducerStateError::InvalidProducerEpoch {
-            got: marker_epoch,
-            current: entry.epoch,
-        };
+        let fenced = || ProducerStateError::InvalidProducerEpoch { got: marker_epoch, current: entry.epoch };
         if txn_version >= TV2 {
             // eos-rules 47: strictly greater, except the idempotent retry (no open transaction)
             // and the epoch-exhaustion recovery marker at i16::MAX (KAFKA-20090).
@@ -313,19 +283,13 @@ impl ProducerStateTable {
         commit: bool,
         now_ms: i64,
     ) -> Option<CompletedTxn> {
-        let entry = self
-            .producers
-            .entry(producer_id)
-            .or_insert_with(|| ProducerEntry::new(producer_id));
-        let completed = entry
-            .current_txn_first_offset
-            .take()
-            .map(|first| CompletedTxn {
-                producer_id,
-                first_offset: first,
-                last_offset: marker_offset,
-                aborted: !commit,
-            });
+        let entry = self.producers.entry(producer_id).or_insert_with(|| ProducerEntry::new(producer_id));
+        let completed = entry.current_txn_first_offset.take().map(|first| CompletedTxn {
+            producer_id,
+            first_offset: first,
+            last_offset: marker_offset,
+            aborted: !commit,
+        });
         if marker_epoch != entry.epoch {
             entry.epoch = marker_epoch;
             entry.batches.clear();
@@ -337,25 +301,18 @@ impl ProducerStateTable {
 
     /// Whether `producer_id` has a transaction open here at exactly `epoch` (eos-rules 27).
     pub fn has_ongoing_txn(&self, producer_id: i64, epoch: i16) -> bool {
-        self.producers
-            .get(&producer_id)
-            .is_some_and(|e| e.epoch == epoch && e.current_txn_first_offset.is_some())
+        self.producers.get(&producer_id).is_some_and(|e| e.epoch == epoch && e.current_txn_first_offset.is_some())
     }
 
     /// The first offset of the earliest open transaction (for the last stable offset).
     pub fn first_unstable_offset(&self) -> Option<i64> {
-        self.producers
-            .values()
-            .filter_map(|e| e.current_txn_first_offset)
-            .min()
+        self.producers.values().filter_map(|e| e.current_txn_first_offset).min()
     }
 
     /// eos-rules 23: drop producers idle for `expiration_ms` with no open transaction.
     pub fn expire(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
         let before = self.producers.len();
-        self.producers.retain(|_, e| {
-            e.current_txn_first_offset.is_some() || now_ms - e.last_update_ms < expiration_ms
-        });
+        self.producers.retain(|_, e| e.current_txn_first_offset.is_some() || now_ms - e.last_update_ms < expiration_ms);
         before - self.producers.len()
     }
 
@@ -364,10 +321,7 @@ impl ProducerStateTable {
     pub fn truncate_head(&mut self, log_start_offset: i64) {
         self.producers.retain(|_, e| {
             e.current_txn_first_offset.is_some()
-                || e.batches
-                    .back()
-                    .map(|b| b.last_offset >= log_start_offset)
-                    .unwrap_or(true)
+                || e.batches.back().map(|b| b.last_offset >= log_start_offset).unwrap_or(true)
         });
     }
 }
@@ -403,11 +357,7 @@ mod tests {
     }
 
     /// Appends through the table as the log would: check, then record at `offset`.
-    fn append(
-        t: &mut ProducerStateTable,
-        h: BatchHeader,
-        offset: i64,
-    ) -> Result<AppendDecision, ProducerStateError> {
+    fn append(t: &mut ProducerStateTable, h: BatchHeader, offset: i64) -> Result<AppendDecision, ProducerStateError> {
         let d = t.check_append(&h)?;
         if d == AppendDecision::Append {
             t.record_append(&at(h, offset), 0);
@@ -420,54 +370,26 @@ mod tests {
         let ok = header(1, 0, 0, 1);
         assert!(ProducerStateTable::check_client_batch_shape(&ok).is_ok());
         let nonzero = at(ok, 5);
-        assert_eq!(
-            ProducerStateTable::check_client_batch_shape(&nonzero)
-                .unwrap_err()
-                .code(),
-            87
-        );
+        assert_eq!(ProducerStateTable::check_client_batch_shape(&nonzero).unwrap_err().code(), 87);
         let noseq = header(1, 0, -1, 1);
-        assert_eq!(
-            ProducerStateTable::check_client_batch_shape(&noseq)
-                .unwrap_err()
-                .code(),
-            87
-        );
-        let control = BatchHeader::parse(&batch(Spec {
-            control: true,
-            ..Spec::default()
-        }))
-        .unwrap();
-        assert_eq!(
-            ProducerStateTable::check_client_batch_shape(&control)
-                .unwrap_err()
-                .code(),
-            87
-        );
+        assert_eq!(ProducerStateTable::check_client_batch_shape(&noseq).unwrap_err().code(), 87);
+        let control = BatchHeader::parse(&batch(Spec { control: true, ..Spec::default() })).unwrap();
+        assert_eq!(ProducerStateTable::check_client_batch_shape(&control).unwrap_err().code(), 87);
     }
 
     #[test]
     fn rule_15_unknown_producer_accepts_any_sequence() {
         let mut t = ProducerStateTable::new();
-        assert_eq!(
-            append(&mut t, header(9, 3, 1234, 2), 0),
-            Ok(AppendDecision::Append)
-        );
+        assert_eq!(append(&mut t, header(9, 3, 1234, 2), 0), Ok(AppendDecision::Append));
         assert_eq!(t.get(9).unwrap().epoch, 3);
-        assert_eq!(
-            append(&mut t, header(9, 3, 1236, 1), 2),
-            Ok(AppendDecision::Append)
-        );
+        assert_eq!(append(&mut t, header(9, 3, 1236, 1), 2), Ok(AppendDecision::Append));
     }
 
     #[test]
     fn rule_16_in_order_sequence_same_epoch() {
         let mut t = ProducerStateTable::new();
         append(&mut t, header(1, 0, 0, 3), 0).unwrap();
-        assert_eq!(
-            append(&mut t, header(1, 0, 3, 1), 3),
-            Ok(AppendDecision::Append)
-        );
+        assert_eq!(append(&mut t, header(1, 0, 3, 1), 3), Ok(AppendDecision::Append));
         let gap = append(&mut t, header(1, 0, 5, 1), 4).unwrap_err();
         assert_eq!(gap.code(), 45);
     }
@@ -476,32 +398,20 @@ mod tests {
     fn rule_16_sequence_wraps_after_i32_max() {
         let mut t = ProducerStateTable::new();
         append(&mut t, header(1, 0, i32::MAX - 1, 2), 0).unwrap();
-        assert_eq!(
-            append(&mut t, header(1, 0, 0, 1), 2),
-            Ok(AppendDecision::Append)
-        );
+        assert_eq!(append(&mut t, header(1, 0, 0, 1), 2), Ok(AppendDecision::Append));
         // a batch may straddle the wrap
         let mut t = ProducerStateTable::new();
         append(&mut t, header(1, 0, i32::MAX - 1, 4), 0).unwrap();
         assert_eq!(t.get(1).unwrap().batches.back().unwrap().last_seq, 1);
-        assert_eq!(
-            append(&mut t, header(1, 0, 2, 1), 4),
-            Ok(AppendDecision::Append)
-        );
+        assert_eq!(append(&mut t, header(1, 0, 2, 1), 4), Ok(AppendDecision::Append));
     }
 
     #[test]
     fn rule_17_higher_epoch_must_restart_at_zero() {
         let mut t = ProducerStateTable::new();
         append(&mut t, header(1, 0, 0, 5), 0).unwrap();
-        assert_eq!(
-            append(&mut t, header(1, 1, 5, 1), 5).unwrap_err().code(),
-            45
-        );
-        assert_eq!(
-            append(&mut t, header(1, 1, 0, 1), 5),
-            Ok(AppendDecision::Append)
-        );
+        assert_eq!(append(&mut t, header(1, 1, 5, 1), 5).unwrap_err().code(), 45);
+        assert_eq!(append(&mut t, header(1, 1, 0, 1), 5), Ok(AppendDecision::Append));
         let e = t.get(1).unwrap();
         assert_eq!((e.epoch, e.batches.len()), (1, 1));
     }
@@ -520,10 +430,7 @@ mod tests {
         append(&mut t, header(1, 0, 0, 2), 10).unwrap();
         append(&mut t, header(1, 0, 2, 2), 12).unwrap();
         match append(&mut t, header(1, 0, 0, 2), 99).unwrap() {
-            AppendDecision::Duplicate(m) => assert_eq!(
-                (m.first_offset, m.last_offset, m.timestamp),
-                (10, 11, 1_000)
-            ),
+            AppendDecision::Duplicate(m) => assert_eq!((m.first_offset, m.last_offset, m.timestamp), (10, 11, 1_000)),
             other => panic!("expected duplicate, got {other:?}"),
         }
         // nothing was recorded by the duplicate
@@ -537,14 +444,8 @@ mod tests {
             append(&mut t, header(1, 0, i, 1), i as i64).unwrap();
         }
         assert_eq!(t.get(1).unwrap().batches.len(), BATCHES_TO_RETAIN);
-        assert_eq!(
-            append(&mut t, header(1, 0, 0, 1), 6).unwrap_err().code(),
-            45
-        );
-        assert!(matches!(
-            append(&mut t, header(1, 0, 1, 1), 6),
-            Ok(AppendDecision::Duplicate(_))
-        ));
+        assert_eq!(append(&mut t, header(1, 0, 0, 1), 6).unwrap_err().code(), 45);
+        assert!(matches!(append(&mut t, header(1, 0, 1, 1), 6), Ok(AppendDecision::Duplicate(_))));
     }
 
     #[test]
@@ -553,13 +454,7 @@ mod tests {
         for i in 0..20 {
             append(&mut t, header(1, 0, i, 1), i as i64).unwrap();
         }
-        let seqs: Vec<i32> = t
-            .get(1)
-            .unwrap()
-            .batches
-            .iter()
-            .map(|b| b.first_seq)
-            .collect();
+        let seqs: Vec<i32> = t.get(1).unwrap().batches.iter().map(|b| b.first_seq).collect();
         assert_eq!(seqs, vec![15, 16, 17, 18, 19]);
     }
 
@@ -581,10 +476,7 @@ mod tests {
         assert!(t.get(1).is_none());
         assert!(t.get(2).is_some());
         // after expiry rule 15 applies again
-        assert_eq!(
-            append(&mut t, header(1, 0, 77, 1), 5),
-            Ok(AppendDecision::Append)
-        );
+        assert_eq!(append(&mut t, header(1, 0, 77, 1), 5), Ok(AppendDecision::Append));
     }
 
     #[test]
@@ -600,10 +492,7 @@ mod tests {
         .unwrap();
         t.record_append(&txn, 0);
         assert_eq!(t.first_unstable_offset(), Some(0));
-        assert_eq!(
-            append(&mut t, header(4, 0, 1, 1), 1).unwrap_err().code(),
-            48
-        );
+        assert_eq!(append(&mut t, header(4, 0, 1, 1), 1).unwrap_err().code(), 48);
     }
 
     fn open_txn(t: &mut ProducerStateTable, pid: i64, epoch: i16, offset: i64) {
@@ -625,10 +514,7 @@ mod tests {
         assert_eq!(t.check_marker(1, 2, 0, 1).unwrap_err().code(), 47);
         assert!(t.check_marker(1, 3, 0, 1).is_ok());
         assert!(t.check_marker(1, 4, 0, 0).is_ok());
-        assert!(
-            t.check_marker(99, 0, 0, 1).is_ok(),
-            "unknown producer ids take any marker"
-        );
+        assert!(t.check_marker(99, 0, 0, 1).is_ok(), "unknown producer ids take any marker");
     }
 
     #[test]
@@ -648,10 +534,7 @@ mod tests {
         assert!(t.record_marker(1, 4, 0, 1, true, 0).is_some());
         // the retried marker of the transaction that just ended
         assert!(t.check_marker(1, 4, 0, TV2).is_ok());
-        assert!(
-            t.record_marker(1, 4, 0, 2, true, 0).is_none(),
-            "no transaction to complete twice"
-        );
+        assert!(t.record_marker(1, 4, 0, 2, true, 0).is_none(), "no transaction to complete twice");
         // the exhaustion-recovery marker is always taken (KAFKA-20090)
         assert!(t.check_marker(1, i16::MAX, 0, TV2).is_ok());
     }
@@ -673,15 +556,7 @@ mod tests {
         assert_eq!(t.first_unstable_offset(), Some(10));
         assert!(t.has_ongoing_txn(1, 0));
         let done = t.record_marker(1, 1, 0, 15, false, 0).unwrap();
-        assert_eq!(
-            done,
-            CompletedTxn {
-                producer_id: 1,
-                first_offset: 10,
-                last_offset: 15,
-                aborted: true
-            }
-        );
+        assert_eq!(done, CompletedTxn { producer_id: 1, first_offset: 10, last_offset: 15, aborted: true });
         assert_eq!(t.first_unstable_offset(), Some(12));
         // the marker moved the epoch and cleared the window (TV2 sequences restart, rule 42)
         let e = t.get(1).unwrap();
@@ -694,11 +569,7 @@ mod tests {
         let mut t = ProducerStateTable::new();
         open_txn(&mut t, 1, 0, 0);
         t.record_marker(1, 0, 0, 1, true, 0);
-        assert_eq!(
-            t.get(1).unwrap().batches.len(),
-            1,
-            "same epoch keeps the batch cache"
-        );
+        assert_eq!(t.get(1).unwrap().batches.len(), 1, "same epoch keeps the batch cache");
     }
 
     #[test]
@@ -707,22 +578,13 @@ mod tests {
         append(&mut t, header(1, 0, 0, 1), 0).unwrap();
         t.fence(1, 3, 0);
         assert_eq!(t.get(1).unwrap().batches.len(), 0);
-        assert_eq!(
-            append(&mut t, header(1, 0, 1, 1), 1).unwrap_err().code(),
-            47
-        );
-        assert_eq!(
-            append(&mut t, header(1, 3, 0, 1), 1),
-            Ok(AppendDecision::Append)
-        );
+        assert_eq!(append(&mut t, header(1, 0, 1, 1), 1).unwrap_err().code(), 47);
+        assert_eq!(append(&mut t, header(1, 3, 0, 1), 1), Ok(AppendDecision::Append));
         // a lower fence is a no-op
         t.fence(1, 2, 0);
         assert_eq!(t.get(1).unwrap().epoch, 3);
         // fencing an unknown producer still rejects its zombie batches here
         t.fence(8, 5, 0);
-        assert_eq!(
-            append(&mut t, header(8, 4, 0, 1), 2).unwrap_err().code(),
-            47
-        );
+        assert_eq!(append(&mut t, header(8, 4, 0, 1), 2).unwrap_err().code(), 47);
     }
 }

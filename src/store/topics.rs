@@ -36,9 +36,7 @@ pub fn validate_name(name: &str) -> Result<(), TopicError> {
         && name.len() <= 249
         && name != "."
         && name != ".."
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-');
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-');
     if legal {
         Ok(())
     } else {
@@ -79,8 +77,7 @@ pub fn load_all(data_dir: &Path) -> Result<Vec<TopicMeta>, TopicError> {
             continue;
         }
         let text = std::fs::read(&path)?;
-        let meta: TopicMeta =
-            serde_json::from_slice(&text).map_err(|e| TopicError::Parse(path.clone(), e))?;
+        let meta: TopicMeta = serde_json::from_slice(&text).map_err(|e| TopicError::Parse(path.clone(), e))?;
         out.push(meta);
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
@@ -92,12 +89,8 @@ pub fn save(data_dir: &Path, meta: &TopicMeta) -> Result<(), TopicError> {
     if meta.partitions < 1 {
         return Err(TopicError::InvalidPartitions(meta.partitions));
     }
-    let bytes = serde_json::to_vec_pretty(meta)
-        .map_err(|e| TopicError::Parse(PathBuf::from(&meta.name), e))?;
-    write_atomic(
-        &topics_dir(data_dir).join(format!("{}.json", meta.name)),
-        &bytes,
-    )?;
+    let bytes = serde_json::to_vec_pretty(meta).map_err(|e| TopicError::Parse(PathBuf::from(&meta.name), e))?;
+    write_atomic(&topics_dir(data_dir).join(format!("{}.json", meta.name)), &bytes)?;
     Ok(())
 }
 
@@ -127,12 +120,7 @@ mod tests {
     #[test]
     fn topics_round_trip_and_remove() {
         let dir = tempfile::tempdir().unwrap();
-        let meta = TopicMeta {
-            name: "t".into(),
-            id: Uuid::new_v4(),
-            partitions: 3,
-            configs: BTreeMap::new(),
-        };
+        let meta = TopicMeta { name: "t".into(), id: Uuid::new_v4(), partitions: 3, configs: BTreeMap::new() };
         save(dir.path(), &meta).unwrap();
         assert_eq!(load_all(dir.path()).unwrap(), vec![meta.clone()]);
         std::fs::create_dir_all(partition_dir(dir.path(), "t", 1)).unwrap();

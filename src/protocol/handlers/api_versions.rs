@@ -12,10 +12,7 @@ fn ranges() -> Vec<ApiVersion> {
     SUPPORTED
         .iter()
         .map(|(k, min, max)| {
-            ApiVersion::default()
-                .with_api_key(*k as i16)
-                .with_min_version(*min)
-                .with_max_version(*max)
+            ApiVersion::default().with_api_key(*k as i16).with_min_version(*min).with_max_version(*max)
         })
         .collect()
 }
@@ -27,7 +24,5 @@ pub fn handle(_version: i16, _req: ApiVersionsRequest) -> ApiVersionsResponse {
 /// Apache Kafka answers a too-new ApiVersions with a v0 response carrying code 35 and the
 /// supported ranges, so the client can retry with a version both sides know.
 pub fn unsupported() -> ApiVersionsResponse {
-    ApiVersionsResponse::default()
-        .with_error_code(UNSUPPORTED_VERSION)
-        .with_api_keys(ranges())
+    ApiVersionsResponse::default().with_error_code(UNSUPPORTED_VERSION).with_api_keys(ranges())
 }

@@ -11,11 +11,7 @@ use crate::protocol::{str_bytes, Session};
 const INVALID_REPLICATION_FACTOR: i16 = 38;
 const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
 
-pub async fn handle(
-    s: Rc<Session>,
-    version: i16,
-    req: CreateTopicsRequest,
-) -> CreateTopicsResponse {
+pub async fn handle(s: Rc<Session>, version: i16, req: CreateTopicsRequest) -> CreateTopicsResponse {
     let mut resp = CreateTopicsResponse::default();
     for t in req.topics {
         let mut r = CreatableTopicResult::default();
@@ -28,26 +24,15 @@ pub async fn handle(
             fail(
                 &mut r,
                 INVALID_REPLICATION_FACTOR,
-                format!(
-                    "Replication factor must be 1 on kaas, got {}.",
-                    t.replication_factor
-                ),
+                format!("Replication factor must be 1 on kaas, got {}.", t.replication_factor),
             );
         } else if !t.assignments.is_empty() {
-            fail(
-                &mut r,
-                INVALID_REPLICA_ASSIGNMENT,
-                "Manual replica assignment is not supported.".into(),
-            );
+            fail(&mut r, INVALID_REPLICA_ASSIGNMENT, "Manual replica assignment is not supported.".into());
         } else {
             let configs = t
                 .configs
                 .iter()
-                .filter_map(|c| {
-                    c.value
-                        .as_ref()
-                        .map(|v| (c.name.to_string(), v.to_string()))
-                })
+                .filter_map(|c| c.value.as_ref().map(|v| (c.name.to_string(), v.to_string())))
                 .collect();
             let msg = CreateTopic {
                 name: t.name.0.to_string(),

@@ -8,30 +8,16 @@ use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicN
 use crate::actors::messages::DeleteTopic;
 use crate::protocol::{str_bytes, Session};
 
-pub async fn handle(
-    s: Rc<Session>,
-    version: i16,
-    req: DeleteTopicsRequest,
-) -> DeleteTopicsResponse {
+pub async fn handle(s: Rc<Session>, version: i16, req: DeleteTopicsRequest) -> DeleteTopicsResponse {
     let targets: Vec<(Option<String>, Option<uuid::Uuid>)> = if version >= 6 {
         req.topics
             .iter()
             .map(|t| {
-                (
-                    t.name.as_ref().map(|n| n.0.to_string()),
-                    if t.topic_id.is_nil() {
-                        None
-                    } else {
-                        Some(t.topic_id)
-                    },
-                )
+                (t.name.as_ref().map(|n| n.0.to_string()), if t.topic_id.is_nil() { None } else { Some(t.topic_id) })
             })
             .collect()
     } else {
-        req.topic_names
-            .iter()
-            .map(|n| (Some(n.0.to_string()), None))
-            .collect()
+        req.topic_names.iter().map(|n| (Some(n.0.to_string()), None)).collect()
     };
     let mut resp = DeleteTopicsResponse::default();
     for (name, id) in targets {
@@ -40,14 +26,7 @@ pub async fn handle(
         if version >= 6 {
             r.topic_id = id.unwrap_or_default();
         }
-        match s
-            .cluster
-            .send(DeleteTopic {
-                name: name.clone(),
-                id,
-            })
-            .await
-        {
+        match s.cluster.send(DeleteTopic { name: name.clone(), id }).await {
             Ok(Ok(meta)) => {
                 r.name = Some(TopicName(str_bytes(&meta.name)));
                 if version >= 6 {

@@ -3,9 +3,7 @@
 
 use std::rc::Rc;
 
-use kafka_protocol::messages::describe_configs_response::{
-    DescribeConfigsResourceResult, DescribeConfigsResult,
-};
+use kafka_protocol::messages::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult};
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 
 use crate::protocol::{str_bytes, Session, UNKNOWN_TOPIC_OR_PARTITION};
@@ -28,15 +26,10 @@ fn entry(name: &str, value: &str, source: i8, read_only: bool) -> DescribeConfig
 }
 
 fn wanted(keys: &Option<Vec<kafka_protocol::protocol::StrBytes>>, name: &str) -> bool {
-    keys.as_ref()
-        .is_none_or(|k| k.iter().any(|x| x.as_str() == name))
+    keys.as_ref().is_none_or(|k| k.iter().any(|x| x.as_str() == name))
 }
 
-pub async fn handle(
-    s: Rc<Session>,
-    _version: i16,
-    req: DescribeConfigsRequest,
-) -> DescribeConfigsResponse {
+pub async fn handle(s: Rc<Session>, _version: i16, req: DescribeConfigsRequest) -> DescribeConfigsResponse {
     let st = &s.settings;
     let defaults = [
         ("cleanup.policy", "delete".to_string()),
@@ -72,18 +65,12 @@ pub async fn handle(
                 let broker = [
                     ("broker.id", st.node_id.to_string()),
                     ("num.partitions", st.num_partitions.to_string()),
-                    (
-                        "auto.create.topics.enable",
-                        st.auto_create_topics.to_string(),
-                    ),
+                    ("auto.create.topics.enable", st.auto_create_topics.to_string()),
                     ("message.max.bytes", st.max_message_bytes.to_string()),
                     ("socket.request.max.bytes", st.max_request_bytes.to_string()),
                     ("log.segment.bytes", st.segment_bytes.to_string()),
                     ("log.retention.ms", st.retention_ms.to_string()),
-                    (
-                        "producer.id.expiration.ms",
-                        st.producer_id_expiration_ms.to_string(),
-                    ),
+                    ("producer.id.expiration.ms", st.producer_id_expiration_ms.to_string()),
                 ];
                 for (name, v) in broker {
                     if wanted(&res.configuration_keys, name) {

@@ -6,9 +6,7 @@ use std::time::{Duration, Instant};
 
 use futures::future::select_all;
 use futures::FutureExt;
-use kafka_protocol::messages::fetch_response::{
-    AbortedTransaction, FetchableTopicResponse, PartitionData,
-};
+use kafka_protocol::messages::fetch_response::{AbortedTransaction, FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId, TopicName};
 use tokio::sync::oneshot;
 
@@ -37,17 +35,12 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: FetchRequest) -> FetchRe
         .collect();
     let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
     let min_bytes = req.min_bytes.max(0) as usize;
-    let max_bytes = if req.max_bytes <= 0 {
-        usize::MAX
-    } else {
-        req.max_bytes as usize
-    };
+    let max_bytes = if req.max_bytes <= 0 { usize::MAX } else { req.max_bytes as usize };
     loop {
         let results = read_all(&s, &wanted, max_bytes, req.isolation_level).await;
         let total: usize = results.iter().map(|r| r.records.len()).sum();
         let any_error = results.iter().any(|r| r.error_code != 0);
-        if total >= min_bytes.max(1) || any_error || Instant::now() >= deadline || wanted.is_empty()
-        {
+        if total >= min_bytes.max(1) || any_error || Instant::now() >= deadline || wanted.is_empty() {
             return build(&wanted, results, req.isolation_level);
         }
         // Wait for any partition's readable end to move past what we just saw, or the deadline.
@@ -56,18 +49,8 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: FetchRequest) -> FetchRe
             if let Ok(h) = s.topic(&w.topic, false).await {
                 if let Some(leader) = h.partitions.get(w.partition as usize) {
                     let (tx, rx) = oneshot::channel();
-                    let seen = if w.offset > r.high_watermark {
-                        w.offset
-                    } else {
-                        r.high_watermark
-                    };
-                    if leader
-                        .try_send(WaitForData {
-                            offset: seen,
-                            reply: tx,
-                        })
-                        .is_ok()
-                    {
+                    let seen = if w.offset > r.high_watermark { w.offset } else { r.high_watermark };
+                    if leader.try_send(WaitForData { offset: seen, reply: tx }).is_ok() {
                         waits.push(rx.map(|_| ()).boxed_local());
                     }
                 }
@@ -79,12 +62,7 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: FetchRequest) -> FetchRe
     }
 }
 
-async fn read_all(
-    s: &Session,
-    wanted: &[Wanted],
-    max_bytes: usize,
-    isolation_level: i8,
-) -> Vec<ReadResult> {
+async fn read_all(s: &Session, wanted: &[Wanted], max_bytes: usize, isolation_level: i8) -> Vec<ReadResult> {
     let mut budget = max_bytes;
     let mut out = Vec::with_capacity(wanted.len());
     for w in wanted {

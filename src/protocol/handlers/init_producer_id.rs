@@ -1,15 +1,15 @@
 //! InitProducerId (key 22). The idempotent path (null transactional id, eos-rules 1): a fresh
-//! cluster-unique producer id at epoch 0, no coordinator state. The transactional path belongs to
-//! the transaction coordinator.
+//! cluster-unique producer id at epoch 0, no coordinator state. The transactional path goes to
+//! the coordinator shard of the transactional id (eos-rules 3-13).
 
 use std::rc::Rc;
 
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
-use crate::actors::messages::AllocateProducerId;
+use crate::actors::messages::{AllocateProducerId, TxnOp};
 use crate::protocol::Session;
+use crate::store::txn_state::CoordinatorApi;
 
-const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 const INVALID_REQUEST: i16 = 42;
 const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
 
@@ -21,18 +21,24 @@ fn error(code: i16) -> InitProducerIdResponse {
     r
 }
 
-pub async fn handle(
-    s: Rc<Session>,
-    version: i16,
-    req: InitProducerIdRequest,
-) -> InitProducerIdResponse {
+pub async fn handle(s: Rc<Session>, version: i16, req: InitProducerIdRequest) -> InitProducerIdResponse {
     // eos-rules 3: a half-set claim is refused before anything else.
     if version >= 3 && ((req.producer_id.0 == -1) != (req.producer_epoch == -1)) {
         return error(INVALID_REQUEST);
     }
-    if req.transactional_id.is_some() {
-        // No transaction coordinator on this broker yet: clients retry and eventually give up.
-        return error(COORDINATOR_NOT_AVAILABLE);
+    if let Some(id) = req.transactional_id {
+        // eos-rules 3-13 live in store::txn_state; the claim exists from v3 on.
+        let claim = (version >= 3).then_some((req.producer_id.0, req.producer_epoch));
+        let op = TxnOp::InitProducerId { timeout_ms: req.transaction_timeout_ms, claim };
+        return match s.txn_call(&id.0, op).await {
+            Ok(ids) => {
+                let mut r = InitProducerIdResponse::default();
+                r.producer_id = ProducerId(ids.producer_id);
+                r.producer_epoch = ids.epoch;
+                r
+            }
+            Err(e) => error(e.for_version(CoordinatorApi::InitProducerId, version).code()),
+        };
     }
     // eos-rules 1: no timeout validation and the claim is ignored on the idempotent path.
     match s.cluster.send(AllocateProducerId).await {

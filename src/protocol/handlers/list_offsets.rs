@@ -2,9 +2,7 @@
 
 use std::rc::Rc;
 
-use kafka_protocol::messages::list_offsets_response::{
-    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
-};
+use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use tokio::sync::oneshot;
 
@@ -19,23 +17,11 @@ pub async fn handle(s: Rc<Session>, version: i16, req: ListOffsetsRequest) -> Li
         let mut out = ListOffsetsTopicResponse::default();
         out.name = t.name;
         for p in t.partitions {
-            let missing = OffsetAnswer {
-                error_code: UNKNOWN_TOPIC_OR_PARTITION,
-                offset: -1,
-                timestamp: -1,
-            };
+            let missing = OffsetAnswer { error_code: UNKNOWN_TOPIC_OR_PARTITION, offset: -1, timestamp: -1 };
             let mut answer = missing;
-            if let Some(leader) = handle
-                .as_ref()
-                .ok()
-                .and_then(|h| h.partitions.get(p.partition_index as usize))
-            {
+            if let Some(leader) = handle.as_ref().ok().and_then(|h| h.partitions.get(p.partition_index as usize)) {
                 let (tx, rx) = oneshot::channel();
-                let msg = ListOffset {
-                    timestamp: p.timestamp,
-                    isolation_level: req.isolation_level,
-                    reply: tx,
-                };
+                let msg = ListOffset { timestamp: p.timestamp, isolation_level: req.isolation_level, reply: tx };
                 if leader.send(msg).await.is_ok() {
                     answer = rx.await.unwrap_or(missing);
                 }

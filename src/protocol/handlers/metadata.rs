@@ -70,8 +70,7 @@ pub async fn handle(s: Rc<Session>, version: i16, req: MetadataRequest) -> Metad
         };
         let name = name.0.to_string();
         if validate_name(&name).is_err() {
-            r.topics
-                .push(error_entry(Some(&name), INVALID_TOPIC_EXCEPTION));
+            r.topics.push(error_entry(Some(&name), INVALID_TOPIC_EXCEPTION));
             continue;
         }
         match s.lookup(&name, auto_create).await {

@@ -3,9 +3,7 @@
 
 use std::rc::Rc;
 
-use kafka_protocol::messages::offset_for_leader_epoch_response::{
-    EpochEndOffset, OffsetForLeaderTopicResult,
-};
+use kafka_protocol::messages::offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderTopicResult};
 use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 use tokio::sync::oneshot;
 
@@ -15,11 +13,7 @@ use crate::protocol::{Session, UNKNOWN_TOPIC_OR_PARTITION};
 const FENCED_LEADER_EPOCH: i16 = 74;
 const UNKNOWN_LEADER_EPOCH: i16 = 76;
 
-pub async fn handle(
-    s: Rc<Session>,
-    _version: i16,
-    req: OffsetForLeaderEpochRequest,
-) -> OffsetForLeaderEpochResponse {
+pub async fn handle(s: Rc<Session>, _version: i16, req: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse {
     let mut resp = OffsetForLeaderEpochResponse::default();
     for t in req.topics {
         let handle = s.topic(&t.topic.0, false).await;
@@ -30,10 +24,7 @@ pub async fn handle(
             e.partition = p.partition;
             e.leader_epoch = -1;
             e.end_offset = -1;
-            let leader = handle
-                .as_ref()
-                .ok()
-                .and_then(|h| h.partitions.get(p.partition as usize));
+            let leader = handle.as_ref().ok().and_then(|h| h.partitions.get(p.partition as usize));
             match leader {
                 None => e.error_code = UNKNOWN_TOPIC_OR_PARTITION,
                 Some(_) if p.current_leader_epoch > 0 => e.error_code = UNKNOWN_LEADER_EPOCH,
@@ -41,15 +32,7 @@ pub async fn handle(
                 Some(_) if p.leader_epoch > 0 => {}
                 Some(leader) => {
                     let (tx, rx) = oneshot::channel();
-                    if leader
-                        .send(ListOffset {
-                            timestamp: -1,
-                            isolation_level: 0,
-                            reply: tx,
-                        })
-                        .await
-                        .is_ok()
-                    {
+                    if leader.send(ListOffset { timestamp: -1, isolation_level: 0, reply: tx }).await.is_ok() {
                         if let Ok(a) = rx.await {
                             e.leader_epoch = 0;
                             e.end_offset = a.offset;

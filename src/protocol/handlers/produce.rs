@@ -12,8 +12,10 @@ use kafka_protocol::messages::produce_response::{PartitionProduceResponse, Topic
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TopicName};
 use tokio::sync::oneshot;
 
-use crate::actors::messages::{Append, AppendAck};
+use crate::actors::messages::{Append, AppendAck, BeginVerification, TxnError, VerifyTxn};
+use crate::actors::partition::PartitionLeader;
 use crate::protocol::{str_bytes, Session, UNKNOWN_TOPIC_OR_PARTITION};
+use crate::store::batch::BatchHeader;
 use crate::store::batch::{self, BatchError};
 
 const CORRUPT_MESSAGE: i16 = 2;
@@ -21,6 +23,11 @@ const MESSAGE_TOO_LARGE: i16 = 10;
 const INVALID_REQUIRED_ACKS: i16 = 21;
 const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
 const INVALID_RECORD: i16 = 87;
+const NOT_ENOUGH_REPLICAS: i16 = 19;
+const INVALID_PRODUCER_ID_MAPPING: i16 = 49;
+const INVALID_TXN_STATE: i16 = 48;
+const INVALID_PRODUCER_EPOCH: i16 = 47;
+const TRANSACTION_ABORTABLE: i16 = 120;
 
 enum Slot {
     Done(AppendAck),
@@ -29,47 +36,42 @@ enum Slot {
 
 fn err(code: i16) -> Slot {
     // eos-rules 22: LogStartOffset is -1 for these (the partition was never consulted).
-    Slot::Done(AppendAck {
-        error_code: code,
-        base_offset: -1,
-        log_append_time: -1,
-        log_start_offset: -1,
-    })
+    Slot::Done(AppendAck { error_code: code, base_offset: -1, log_append_time: -1, log_start_offset: -1 })
 }
 
 /// Enqueues every append now; the returned future completes with the response (None for acks=0).
 pub async fn dispatch(
     s: Rc<Session>,
-    _version: i16,
+    version: i16,
     req: ProduceRequest,
 ) -> LocalBoxFuture<'static, Option<ProduceResponse>> {
     let acks = req.acks;
     let valid_acks = matches!(acks, -1..=1);
     // eos-rules 24: transactional batches need a transactional id.
-    let has_txn_batch = req
+    let has_txn_batch = req.topic_data.iter().flat_map(|t| &t.partition_data).any(|p| {
+        p.records.as_ref().and_then(|r| batch::BatchHeader::parse(r).ok()).is_some_and(|h| h.is_transactional())
+    });
+    let txn_denied = has_txn_batch && req.transactional_id.is_none();
+    // eos-rules 25: every transactional batch of one request has the same (pid, epoch).
+    let txn_ids: std::collections::BTreeSet<(i64, i16)> = req
         .topic_data
         .iter()
         .flat_map(|t| &t.partition_data)
-        .any(|p| {
-            p.records
-                .as_ref()
-                .and_then(|r| batch::BatchHeader::parse(r).ok())
-                .is_some_and(|h| h.is_transactional())
-        });
-    let txn_denied = has_txn_batch && req.transactional_id.is_none();
+        .filter_map(|p| p.records.as_ref().and_then(|r| batch::BatchHeader::parse(r).ok()))
+        .filter(|h| h.is_transactional())
+        .map(|h| (h.producer_id, h.producer_epoch))
+        .collect();
+    let mixed_ids = txn_ids.len() > 1;
     let mut topics = Vec::with_capacity(req.topic_data.len());
     for t in req.topic_data {
         let name = t.name.0.to_string();
-        let handle = if valid_acks && !txn_denied {
-            Some(s.topic(&name, false).await)
-        } else {
-            None
-        };
+        let handle = if valid_acks && !txn_denied && !mixed_ids { Some(s.topic(&name, false).await) } else { None };
         let mut slots = Vec::with_capacity(t.partition_data.len());
         for p in t.partition_data {
             let slot = match &handle {
                 _ if !valid_acks => err(INVALID_REQUIRED_ACKS),
                 _ if txn_denied => err(TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+                _ if mixed_ids => err(INVALID_PRODUCER_ID_MAPPING),
                 Some(Err(code)) => err(*code),
                 None => err(UNKNOWN_TOPIC_OR_PARTITION),
                 Some(Ok(h)) => match (h.partitions.get(p.index as usize), p.records) {
@@ -83,19 +85,27 @@ pub async fn dispatch(
                                 Err(BatchError::Crc { .. }) => err(CORRUPT_MESSAGE),
                                 Err(_) => err(INVALID_RECORD),
                                 Ok(header) => {
-                                    let (tx, rx) = oneshot::channel();
-                                    let reply = if acks == 0 { None } else { Some(tx) };
-                                    let msg = Append {
-                                        data: BytesMut::from(&records[..]),
-                                        header,
-                                        verified_guard: None,
-                                        reply,
-                                    };
-                                    if enqueue(leader, msg).await {
-                                        Slot::Waiting(rx)
+                                    let verified = if header.is_transactional() {
+                                        let id =
+                                            req.transactional_id.as_ref().map(|t| t.0.to_string()).unwrap_or_default();
+                                        verify(&s, version, leader, &id, &name, p.index, &header).await
                                     } else {
-                                        s.evict(&name);
-                                        err(UNKNOWN_TOPIC_OR_PARTITION)
+                                        Ok(None)
+                                    };
+                                    match verified {
+                                        Err(code) => err(code),
+                                        Ok(verified_guard) => {
+                                            let (tx, rx) = oneshot::channel();
+                                            let reply = if acks == 0 { None } else { Some(tx) };
+                                            let data = BytesMut::from(&records[..]);
+                                            let msg = Append { data, header, verified_guard, reply };
+                                            if enqueue(leader, msg).await {
+                                                Slot::Waiting(rx)
+                                            } else {
+                                                s.evict(&name);
+                                                err(UNKNOWN_TOPIC_OR_PARTITION)
+                                            }
+                                        }
                                     }
                                 }
                             }
@@ -150,10 +160,7 @@ pub async fn dispatch(
 
 /// Puts the message in the leader's bounded mailbox, waiting while it is full so that the
 /// appends of one connection keep their order. False when the leader is gone.
-async fn enqueue(
-    leader: &actix::Addr<crate::actors::partition::PartitionLeader>,
-    mut msg: Append,
-) -> bool {
+async fn enqueue(leader: &actix::Addr<PartitionLeader>, mut msg: Append) -> bool {
     loop {
         match leader.try_send(msg) {
             Ok(()) => return true,
@@ -163,5 +170,44 @@ async fn enqueue(
             }
             Err(SendError::Closed(_)) => return false,
         }
+    }
+}
+
+/// eos-rules 27-28: before a transaction opens on this partition, the coordinator must confirm
+/// the partition is in it. Returns the partition's verification guard (None when a transaction is
+/// already open here at this epoch) or the Produce error code.
+async fn verify(
+    s: &Session,
+    version: i16,
+    leader: &actix::Addr<PartitionLeader>,
+    transactional_id: &str,
+    topic: &str,
+    partition: i32,
+    h: &BatchHeader,
+) -> Result<Option<u64>, i16> {
+    let (tx, rx) = oneshot::channel();
+    let begin = BeginVerification { producer_id: h.producer_id, producer_epoch: h.producer_epoch, reply: tx };
+    leader.send(begin).await.map_err(|_| UNKNOWN_TOPIC_OR_PARTITION)?;
+    let Some(guard) = rx.await.map_err(|_| UNKNOWN_TOPIC_OR_PARTITION)? else { return Ok(None) };
+    let (tx, rx) = oneshot::channel();
+    let partitions = std::collections::BTreeSet::from([(topic.to_string(), partition)]);
+    let msg = VerifyTxn {
+        transactional_id: transactional_id.to_string(),
+        producer_id: h.producer_id,
+        epoch: h.producer_epoch,
+        partitions,
+        reply: tx,
+    };
+    s.txn_shard(transactional_id).send(msg).await.map_err(|_| NOT_ENOUGH_REPLICAS)?;
+    let answer = rx.await.map_err(|_| NOT_ENOUGH_REPLICAS)?;
+    match answer.into_values().next().unwrap_or(Err(TxnError::NotCoordinator)) {
+        Ok(()) => Ok(Some(guard)),
+        // eos-rules 27: the coordinator's answers mapped as Apache Kafka's leader maps them.
+        Err(TxnError::ProducerFenced) => Err(INVALID_PRODUCER_EPOCH),
+        Err(TxnError::InvalidProducerIdMapping) => Err(INVALID_PRODUCER_ID_MAPPING),
+        Err(TxnError::TransactionAbortable) if version >= 11 => Err(TRANSACTION_ABORTABLE),
+        Err(TxnError::TransactionAbortable) => Err(INVALID_TXN_STATE),
+        Err(TxnError::ConcurrentTransactions | TxnError::NotCoordinator) => Err(NOT_ENOUGH_REPLICAS),
+        Err(e) => Err(e.code()),
     }
 }

@@ -89,22 +89,11 @@ impl Log {
             segments.insert(0, Segment::create(dir, 0)?);
         }
         info.segments = segments.len();
-        Ok((
-            Log {
-                dir: dir.to_path_buf(),
-                segments,
-                config,
-                unsynced: Vec::new(),
-            },
-            info,
-        ))
+        Ok((Log { dir: dir.to_path_buf(), segments, config, unsynced: Vec::new() }, info))
     }
 
     fn active(&self) -> &Segment {
-        self.segments
-            .values()
-            .next_back()
-            .expect("a log always has a segment")
+        self.segments.values().next_back().expect("a log always has a segment")
     }
 
     /// The log end offset: the offset the next batch gets.
@@ -113,11 +102,7 @@ impl Log {
     }
 
     pub fn log_start_offset(&self) -> i64 {
-        self.segments
-            .values()
-            .next()
-            .map(|s| s.base_offset)
-            .unwrap_or(0)
+        self.segments.values().next().map(|s| s.base_offset).unwrap_or(0)
     }
 
     pub fn size_bytes(&self) -> u64 {
@@ -137,15 +122,10 @@ impl Log {
         if roll {
             let handle = self.active().sync_handle()?;
             self.unsynced.push(handle);
-            self.segments
-                .insert(base, Segment::create(&self.dir, base)?);
+            self.segments.insert(base, Segment::create(&self.dir, base)?);
         }
         let interval = self.config.index_interval_bytes;
-        let active = self
-            .segments
-            .values_mut()
-            .next_back()
-            .expect("a log always has a segment");
+        let active = self.segments.values_mut().next_back().expect("a log always has a segment");
         active.append(&data, &h, interval)?;
         Ok(h)
     }
@@ -163,13 +143,7 @@ impl Log {
         if offset < start || offset > end {
             return Err(LogError::OffsetOutOfRange { offset, start, end });
         }
-        for seg in self
-            .segments
-            .range(..=offset)
-            .next_back()
-            .into_iter()
-            .chain(self.segments.range(offset + 1..))
-        {
+        for seg in self.segments.range(..=offset).next_back().into_iter().chain(self.segments.range(offset + 1..)) {
             let (_, seg) = seg;
             if seg.next_offset <= offset {
                 continue;
@@ -191,11 +165,7 @@ impl Log {
 
     /// The batch with the largest max timestamp (ListOffsets MAX_TIMESTAMP).
     pub fn max_timestamp(&self) -> i64 {
-        self.segments
-            .values()
-            .map(|s| s.max_timestamp)
-            .max()
-            .unwrap_or(-1)
+        self.segments.values().map(|s| s.max_timestamp).max().unwrap_or(-1)
     }
 
     /// Headers of every batch from `offset` to the end (producer-state rebuild).
@@ -222,8 +192,7 @@ impl Log {
             let too_old = self.config.retention_ms >= 0
                 && oldest.max_timestamp >= 0
                 && now_ms - oldest.max_timestamp > self.config.retention_ms;
-            let too_big = self.config.retention_bytes >= 0
-                && total - oldest.size as i64 >= self.config.retention_bytes;
+            let too_big = self.config.retention_bytes >= 0 && total - oldest.size as i64 >= self.config.retention_bytes;
             if !(too_old || too_big) {
                 break;
             }
@@ -242,20 +211,11 @@ mod tests {
     use crate::store::batch::testutil::{batch, Spec};
 
     fn cfg(segment_bytes: u64) -> LogConfig {
-        LogConfig {
-            segment_bytes,
-            retention_ms: -1,
-            retention_bytes: -1,
-            index_interval_bytes: 100,
-        }
+        LogConfig { segment_bytes, retention_ms: -1, retention_bytes: -1, index_interval_bytes: 100 }
     }
 
     fn rec(records: i32, ts: i64) -> BytesMut {
-        batch(Spec {
-            records,
-            timestamp: ts,
-            ..Spec::default()
-        })
+        batch(Spec { records, timestamp: ts, ..Spec::default() })
     }
 
     #[test]
@@ -264,23 +224,15 @@ mod tests {
         let (mut log, _) = Log::open(dir.path(), cfg(1 << 20)).unwrap();
         let h1 = log.append(rec(3, 10)).unwrap();
         let h2 = log.append(rec(2, 20)).unwrap();
-        assert_eq!(
-            (h1.base_offset, h2.base_offset, log.next_offset()),
-            (0, 3, 5)
-        );
+        assert_eq!((h1.base_offset, h2.base_offset, log.next_offset()), (0, 3, 5));
         let data = log.read(4, 5, 1 << 20).unwrap();
-        let got: Vec<i64> = batch::iter_batches(&data)
-            .map(|(h, _)| h.base_offset)
-            .collect();
+        let got: Vec<i64> = batch::iter_batches(&data).map(|(h, _)| h.base_offset).collect();
         assert_eq!(got, vec![3]);
         let all = log.read(0, 5, 1 << 20).unwrap();
         assert_eq!(batch::iter_batches(&all).count(), 2);
         // upper bound (high watermark) hides later batches
         assert!(log.read(0, 0, 1 << 20).unwrap().is_empty());
-        assert!(matches!(
-            log.read(9, 9, 10),
-            Err(LogError::OffsetOutOfRange { .. })
-        ));
+        assert!(matches!(log.read(9, 9, 10), Err(LogError::OffsetOutOfRange { .. })));
     }
 
     #[test]
@@ -367,11 +319,7 @@ mod tests {
             log.append(rec(4, 5)).unwrap();
         }
         log.enforce_retention(2000).unwrap();
-        assert_eq!(
-            log.segments.len(),
-            1,
-            "all but the active segment are past retention"
-        );
+        assert_eq!(log.segments.len(), 1, "all but the active segment are past retention");
     }
 
     #[test]

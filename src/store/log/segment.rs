@@ -33,12 +33,7 @@ pub struct Segment {
 impl Segment {
     pub fn create(dir: &Path, base_offset: i64) -> Result<Segment, LogError> {
         let path = segment_file(dir, base_offset);
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .read(true)
-            .write(true)
-            .open(&path)?;
+        let file = OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&path)?;
         Ok(Segment {
             base_offset,
             path,
@@ -55,12 +50,7 @@ impl Segment {
     /// Opens an existing segment, scanning every batch header. With `verify`, CRCs are checked and
     /// a torn or corrupt tail is truncated away (recovery of the active segment). Returns the
     /// segment and the number of bytes truncated.
-    pub fn open(
-        dir: &Path,
-        base_offset: i64,
-        verify: bool,
-        index_interval: usize,
-    ) -> Result<(Segment, u64), LogError> {
+    pub fn open(dir: &Path, base_offset: i64, verify: bool, index_interval: usize) -> Result<(Segment, u64), LogError> {
         let path = segment_file(dir, base_offset);
         let file = OpenOptions::new().read(true).write(true).open(&path)?;
         let len = file.metadata()?.len();
@@ -122,12 +112,7 @@ impl Segment {
     }
 
     /// Appends one batch whose base offset is already patched.
-    pub fn append(
-        &mut self,
-        data: &[u8],
-        h: &BatchHeader,
-        index_interval: usize,
-    ) -> Result<(), LogError> {
+    pub fn append(&mut self, data: &[u8], h: &BatchHeader, index_interval: usize) -> Result<(), LogError> {
         let pos = self.size;
         self.file.write_all_at(data, pos)?;
         self.note_batch(h, pos as u32, index_interval);
@@ -143,17 +128,12 @@ impl Segment {
     fn locate(&self, offset: i64) -> Result<Option<(u64, BatchHeader)>, LogError> {
         // Start at the last indexed batch that ends before `offset`.
         let idx = self.index.partition_point(|(last, _)| *last < offset);
-        let mut pos = if idx == 0 {
-            0
-        } else {
-            self.index[idx - 1].1 as u64
-        };
+        let mut pos = if idx == 0 { 0 } else { self.index[idx - 1].1 as u64 };
         let mut peek = [0u8; HEADER_LEN];
         while pos < self.size {
-            self.file
-                .read_exact_at(&mut peek[..HEADER_LEN.min((self.size - pos) as usize)], pos)?;
-            let h = BatchHeader::parse(&peek)
-                .map_err(|e| LogError::Corrupt(format!("{}: {e}", self.path.display())))?;
+            self.file.read_exact_at(&mut peek[..HEADER_LEN.min((self.size - pos) as usize)], pos)?;
+            let h =
+                BatchHeader::parse(&peek).map_err(|e| LogError::Corrupt(format!("{}: {e}", self.path.display())))?;
             if h.last_offset() >= offset {
                 return Ok(Some((pos, h)));
             }
@@ -171,9 +151,7 @@ impl Segment {
         if first.base_offset >= upper_bound {
             return Ok(Bytes::new());
         }
-        let want = max_bytes
-            .max(first.total_size())
-            .min((self.size - start) as usize);
+        let want = max_bytes.max(first.total_size()).min((self.size - start) as usize);
         let mut buf = BytesMut::zeroed(want);
         self.file.read_exact_at(&mut buf, start)?;
         let buf = buf.freeze();
@@ -196,8 +174,8 @@ impl Segment {
         let mut peek = [0u8; HEADER_LEN];
         while pos + HEADER_LEN as u64 <= self.size {
             self.file.read_exact_at(&mut peek, pos)?;
-            let h = BatchHeader::parse(&peek)
-                .map_err(|e| LogError::Corrupt(format!("{}: {e}", self.path.display())))?;
+            let h =
+                BatchHeader::parse(&peek).map_err(|e| LogError::Corrupt(format!("{}: {e}", self.path.display())))?;
             pos += h.total_size() as u64;
             out.push(h);
         }

@@ -1,0 +1,344 @@
+//! TxnCoordinator: one actor per shard, owning the shard's transactional ids in its own sled
+//! database (`<data>/__cluster/txn/<shard>/`). Rules live in `store::txn_state`; this actor only
+//! persists each decided transition (write + flush on the blocking pool, never on a connection
+//! thread) before answering, then runs the effects: markers to the partition leaders, then
+//! fences. Prepare* entries found at start re-send their markers.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+use std::time::Duration;
+
+use actix::{Actor, ActorFutureExt, Addr, AsyncContext, Context, Handler, WrapFuture};
+use tokio::sync::oneshot;
+
+use super::cluster::ClusterView;
+use super::messages::*;
+use super::partition::now_ms;
+use crate::store::producer_ids::ProducerIdAllocator;
+use crate::store::txn_state::{self as core, Decision, Effect, TxnEntry, TxnState, CONSUMER_OFFSETS_TOPIC};
+
+/// Partition-leader answers after which marker sending stops and the entry stays Prepare*
+/// (eos-rules 50): INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED.
+const STUCK: [i16; 2] = [47, 52];
+const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+
+#[derive(Debug, Clone)]
+pub struct TxnSettings {
+    pub max_timeout_ms: i32,
+    pub expiration_ms: i64,
+    pub abort_check_interval: Duration,
+    /// The finalized transaction.version is 2 (coordinator-driven aborts use it).
+    pub cluster_tv2: bool,
+}
+
+pub struct TxnCoordinator {
+    shard: u32,
+    db: sled::Db,
+    entries: HashMap<String, TxnEntry>,
+    ids: ProducerIdAllocator,
+    cluster: Addr<ClusterView>,
+    settings: TxnSettings,
+}
+
+/// Java's String.hashCode, so a transactional id maps to the same shard as long as the shard
+/// count stays the same (the shard's database is on disk).
+pub fn java_hash(s: &str) -> i32 {
+    s.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32))
+}
+
+pub fn shard_for(transactional_id: &str, shards: usize) -> usize {
+    (java_hash(transactional_id).unsigned_abs() as usize) % shards.max(1)
+}
+
+impl TxnCoordinator {
+    pub fn open(
+        data_dir: &Path,
+        shard: u32,
+        cluster: Addr<ClusterView>,
+        settings: TxnSettings,
+    ) -> Result<TxnCoordinator, String> {
+        let path = data_dir.join("__cluster").join("txn").join(shard.to_string());
+        let db = sled::open(&path).map_err(|e| format!("opening {}: {e}", path.display()))?;
+        let mut entries = HashMap::new();
+        for item in db.iter() {
+            let (k, v) = item.map_err(|e| format!("reading {}: {e}", path.display()))?;
+            match serde_json::from_slice::<TxnEntry>(&v) {
+                Ok(e) => {
+                    entries.insert(String::from_utf8_lossy(&k).into_owned(), e.settled());
+                }
+                Err(e) => return Err(format!("corrupt transaction entry in {}: {e}", path.display())),
+            }
+        }
+        let ids = ProducerIdAllocator::open_txn_shard(data_dir, shard).map_err(|e| format!("producer ids: {e}"))?;
+        Ok(TxnCoordinator { shard, db, entries, ids, cluster, settings })
+    }
+
+    fn alloc(ids: &mut ProducerIdAllocator) -> impl FnMut() -> i64 + '_ {
+        move || match ids.next_id() {
+            Ok(id) => id,
+            Err(e) => {
+                // The block file could not be written: stop rather than risk handing out an
+                // id twice.
+                tracing::error!("cannot reserve producer ids: {e}");
+                std::process::abort();
+            }
+        }
+    }
+
+    /// Persists `decision.write` (if any), then answers and runs the effects.
+    fn apply(&mut self, id: String, decision: Decision, reply: Option<Reply<TxnAnswer>>, ctx: &mut Context<Self>) {
+        let Some(written) = decision.write else {
+            if let Some(r) = reply {
+                let _ = r.send(decision.answer);
+            }
+            return;
+        };
+        let previous = self.entries.get(&id).cloned();
+        match self.entries.get_mut(&id) {
+            Some(e) => e.pending = true,
+            None => {
+                let mut placeholder = written.clone();
+                placeholder.pending = true;
+                self.entries.insert(id.clone(), placeholder);
+            }
+        }
+        let db = self.db.clone();
+        let key = id.clone();
+        let value = serde_json::to_vec(&written);
+        let tombstone = written.state == TxnState::Dead;
+        let write = tokio::task::spawn_blocking(move || -> Result<(), String> {
+            let value = value.map_err(|e| e.to_string())?;
+            if tombstone {
+                db.remove(key.as_bytes()).map_err(|e| e.to_string())?;
+            } else {
+                db.insert(key.as_bytes(), value).map_err(|e| e.to_string())?;
+            }
+            db.flush().map_err(|e| e.to_string())?;
+            Ok(())
+        });
+        ctx.spawn(write.into_actor(self).map(move |res, act, ctx| {
+            let res = res.map_err(|e| e.to_string()).and_then(|r| r);
+            match res {
+                Ok(()) => {
+                    if tombstone {
+                        act.entries.remove(&id);
+                    } else {
+                        act.entries.insert(id.clone(), written.clone().settled());
+                    }
+                    if let Some(r) = reply {
+                        let _ = r.send(decision.answer);
+                    }
+                    act.run_effects(id, decision.effects, ctx);
+                }
+                Err(e) => {
+                    tracing::error!(shard = act.shard, transactional_id = %id, "transaction state not written: {e}");
+                    match previous {
+                        Some(mut p) => {
+                            p.pending = p.state.is_prepare();
+                            act.entries.insert(id, p);
+                        }
+                        None => {
+                            act.entries.remove(&id);
+                        }
+                    }
+                    if let Some(r) = reply {
+                        let _ = r.send(Err(TxnError::NotCoordinator));
+                    }
+                }
+            }
+        }));
+    }
+
+    /// Markers first (eos-rules 41), then fences: a TV2 marker must land at an epoch above the
+    /// partition's, so the in-process fence follows it.
+    fn run_effects(&mut self, id: String, effects: Vec<Effect>, ctx: &mut Context<Self>) {
+        let mut fences = Vec::new();
+        let mut markers = None;
+        for e in effects {
+            match e {
+                Effect::Fence { producer_id, epoch } => fences.push(BroadcastFence { producer_id, epoch }),
+                Effect::WriteMarkers { producer_id, epoch, commit, partitions, txn_version } => {
+                    markers = Some((producer_id, epoch, commit, partitions, txn_version))
+                }
+            }
+        }
+        let Some((producer_id, epoch, commit, partitions, txn_version)) = markers else {
+            for f in fences {
+                self.cluster.do_send(f);
+            }
+            return;
+        };
+        let cluster = self.cluster.clone();
+        let send = write_markers(cluster, producer_id, epoch, commit, partitions, txn_version);
+        ctx.spawn(send.into_actor(self).map(move |ok, act, ctx| {
+            for f in fences {
+                act.cluster.do_send(f);
+            }
+            if !ok {
+                tracing::error!(shard = act.shard, transactional_id = %id, "markers refused; transaction stays in its prepare state");
+                return;
+            }
+            let Some(entry) = act.entries.get(&id) else { return };
+            match core::complete(entry, now_ms()) {
+                Ok(done) => {
+                    let d = Decision { write: Some(done.clone()), answer: Ok(done.pid_epoch()), effects: Vec::new() };
+                    act.apply(id, d, None, ctx);
+                }
+                Err(e) => tracing::error!(transactional_id = %id, "completing: {e}"),
+            }
+        }));
+    }
+
+    fn reap(&mut self, ctx: &mut Context<Self>) {
+        let now = now_ms();
+        let due: Vec<String> = self
+            .entries
+            .values()
+            .filter(|e| core::is_timed_out(e, now) || core::is_expired(e, now, self.settings.expiration_ms))
+            .map(|e| e.transactional_id.clone())
+            .collect();
+        for transactional_id in due {
+            ctx.notify(BumpEpoch { transactional_id });
+        }
+    }
+}
+
+/// Sends one marker to every partition of the transaction and waits for all; false when a
+/// partition refused it for good (eos-rules 50). Deleted partitions are dropped (rule 41);
+/// other failures are retried.
+async fn write_markers(
+    cluster: Addr<ClusterView>,
+    producer_id: i64,
+    epoch: i16,
+    commit: bool,
+    partitions: BTreeSet<TopicPartition>,
+    txn_version: i8,
+) -> bool {
+    let mut ok = true;
+    let mut waits = Vec::new();
+    for (topic, partition) in partitions {
+        if topic == CONSUMER_OFFSETS_TOPIC {
+            // Offsets inside transactions belong to the group coordinator (issue C).
+            continue;
+        }
+        let cluster = cluster.clone();
+        waits.push(async move {
+            let mut backoff = Duration::from_millis(50);
+            loop {
+                let leader = match cluster.send(GetTopic { name: topic.clone(), auto_create: false }).await {
+                    Ok(Ok(h)) => h.partitions.get(partition as usize).cloned(),
+                    _ => None,
+                };
+                let Some(leader) = leader else { return UNKNOWN_TOPIC_OR_PARTITION };
+                let (tx, rx) = oneshot::channel();
+                let msg = WriteMarker {
+                    producer_id,
+                    producer_epoch: epoch,
+                    commit,
+                    coordinator_epoch: 0,
+                    txn_version,
+                    reply: tx,
+                };
+                let code = match leader.send(msg).await {
+                    Ok(()) => rx.await.unwrap_or(-1),
+                    Err(_) => -1,
+                };
+                if code == 0 || code == UNKNOWN_TOPIC_OR_PARTITION || STUCK.contains(&code) {
+                    return code;
+                }
+                tracing::warn!(%topic, partition, code, "marker not written, retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        });
+    }
+    for code in futures::future::join_all(waits).await {
+        if STUCK.contains(&code) {
+            ok = false;
+        }
+    }
+    ok
+}
+
+impl Actor for TxnCoordinator {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.set_mailbox_capacity(1024);
+        // Prepare* entries from before a restart: their markers may not all be in.
+        let unfinished: Vec<TxnEntry> = self.entries.values().filter(|e| e.state.is_prepare()).cloned().collect();
+        for e in unfinished {
+            tracing::info!(shard = self.shard, transactional_id = %e.transactional_id, state = ?e.state, "resending markers");
+            let effect = Effect::WriteMarkers {
+                producer_id: e.producer_id,
+                epoch: e.producer_epoch,
+                commit: e.state == TxnState::PrepareCommit,
+                partitions: e.partitions.clone(),
+                txn_version: e.txn_version,
+            };
+            self.run_effects(e.transactional_id.clone(), vec![effect], ctx);
+        }
+        ctx.run_interval(self.settings.abort_check_interval, |act, ctx| act.reap(ctx));
+    }
+}
+
+impl Handler<TxnCall> for TxnCoordinator {
+    type Result = ();
+
+    fn handle(&mut self, msg: TxnCall, ctx: &mut Self::Context) {
+        let now = now_ms();
+        let id = msg.transactional_id;
+        let entry = self.entries.get(&id);
+        let decision = match msg.op {
+            TxnOp::InitProducerId { timeout_ms, claim } => {
+                let (max, tv2) = (self.settings.max_timeout_ms, self.settings.cluster_tv2);
+                core::init_producer_id(entry, &id, timeout_ms, claim, max, tv2, now, &mut Self::alloc(&mut self.ids))
+            }
+            TxnOp::AddPartitions { producer_id, epoch, partitions, txn_version } => {
+                core::add_partitions(entry, &id, producer_id, epoch, &partitions, now, txn_version)
+            }
+            TxnOp::AddOffsets { producer_id, epoch, offsets_partition } => {
+                core::add_offsets(entry, &id, producer_id, epoch, offsets_partition, now)
+            }
+            TxnOp::EndTxn { producer_id, epoch, commit, tv2 } => {
+                core::end_txn(entry, &id, producer_id, epoch, commit, tv2, now, &mut Self::alloc(&mut self.ids))
+            }
+        };
+        self.apply(id, decision, Some(msg.reply), ctx);
+    }
+}
+
+impl Handler<VerifyTxn> for TxnCoordinator {
+    type Result = ();
+
+    fn handle(&mut self, msg: VerifyTxn, _: &mut Self::Context) {
+        let entry = self.entries.get(&msg.transactional_id);
+        let result = core::verify_partitions(entry, &msg.transactional_id, msg.producer_id, msg.epoch, &msg.partitions);
+        let _ = msg.reply.send(result);
+    }
+}
+
+impl Handler<BumpEpoch> for TxnCoordinator {
+    type Result = ();
+
+    fn handle(&mut self, msg: BumpEpoch, ctx: &mut Self::Context) {
+        let now = now_ms();
+        let Some(entry) = self.entries.get(&msg.transactional_id) else { return };
+        if core::is_expired(entry, now, self.settings.expiration_ms) {
+            // eos-rules 55: write the tombstone; the id then starts afresh.
+            let mut dead = entry.clone();
+            dead.state = TxnState::Dead;
+            dead.pending = false;
+            let d = Decision { write: Some(dead), answer: Ok(entry.pid_epoch()), effects: Vec::new() };
+            tracing::info!(transactional_id = %msg.transactional_id, "transactional id expired");
+            return self.apply(msg.transactional_id, d, None, ctx);
+        }
+        let tv2 = self.settings.cluster_tv2;
+        let entry = entry.clone();
+        let decision = core::timeout_abort(&entry, tv2, now, &mut Self::alloc(&mut self.ids));
+        if let Some(d) = decision {
+            tracing::info!(transactional_id = %msg.transactional_id, "aborting a timed-out transaction");
+            self.apply(msg.transactional_id, d, None, ctx);
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! AddPartitionsToTxn (key 24): v0-3 from clients, v4-5 batched from brokers with VerifyOnly
+//! (eos-rules 30-33).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+use kafka_protocol::messages::add_partitions_to_txn_response::{
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult,
+};
+use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, TopicName, TransactionalId};
+use tokio::sync::oneshot;
+
+use crate::actors::messages::{TopicPartition, TxnOp, VerifyTxn};
+use crate::protocol::{str_bytes, Session, UNKNOWN_TOPIC_OR_PARTITION};
+use crate::store::txn_state::{CoordinatorApi, TxnError, TV_0, TV_2};
+
+const OPERATION_NOT_ATTEMPTED: i16 = 55;
+
+/// eos-rules 31: any unknown partition fails the whole request: 3 on the bad ones, 55 on the rest.
+async fn precheck(s: &Session, topics: &[AddPartitionsToTxnTopic]) -> Option<BTreeMap<TopicPartition, i16>> {
+    let mut bad = BTreeSet::new();
+    for t in topics {
+        let known = s.topic(&t.name.0, false).await.ok().map(|h| h.meta.partitions);
+        for p in &t.partitions {
+            if known.is_none_or(|n| *p < 0 || *p >= n) {
+                bad.insert((t.name.0.to_string(), *p));
+            }
+        }
+    }
+    if bad.is_empty() {
+        return None;
+    }
+    let all = topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.to_string(), *p)));
+    Some(
+        all.map(|tp| {
+            (tp.clone(), if bad.contains(&tp) { UNKNOWN_TOPIC_OR_PARTITION } else { OPERATION_NOT_ATTEMPTED })
+        })
+        .collect(),
+    )
+}
+
+fn partition_set(topics: &[AddPartitionsToTxnTopic]) -> BTreeSet<TopicPartition> {
+    topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.to_string(), *p))).collect()
+}
+
+fn results(codes: &BTreeMap<TopicPartition, i16>) -> Vec<AddPartitionsToTxnTopicResult> {
+    let mut out: Vec<AddPartitionsToTxnTopicResult> = Vec::new();
+    for ((topic, partition), code) in codes {
+        let mut p = AddPartitionsToTxnPartitionResult::default();
+        p.partition_index = *partition;
+        p.partition_error_code = *code;
+        match out.last_mut() {
+            Some(t) if t.name.0.as_str() == topic => t.results_by_partition.push(p),
+            _ => {
+                let mut t = AddPartitionsToTxnTopicResult::default();
+                t.name = TopicName(str_bytes(topic));
+                t.results_by_partition.push(p);
+                out.push(t);
+            }
+        }
+    }
+    out
+}
+
+/// One transaction's add (or verification); per-partition codes.
+async fn one(
+    s: &Session,
+    version: i16,
+    id: &TransactionalId,
+    producer_id: i64,
+    epoch: i16,
+    verify_only: bool,
+    topics: &[AddPartitionsToTxnTopic],
+) -> BTreeMap<TopicPartition, i16> {
+    if let Some(codes) = precheck(s, topics).await {
+        return codes;
+    }
+    let partitions = partition_set(topics);
+    if verify_only {
+        let (tx, rx) = oneshot::channel();
+        let msg = VerifyTxn {
+            transactional_id: id.0.to_string(),
+            producer_id,
+            epoch,
+            partitions: partitions.clone(),
+            reply: tx,
+        };
+        let answer = match s.txn_shard(&id.0).send(msg).await {
+            Ok(()) => rx.await.ok(),
+            Err(_) => None,
+        };
+        return match answer {
+            Some(map) => map.into_iter().map(|(tp, r)| (tp, r.err().map_or(0, |e| e.code()))).collect(),
+            None => partitions.into_iter().map(|tp| (tp, TxnError::NotCoordinator.code())).collect(),
+        };
+    }
+    // eos-rules 0: a broker's v5 add (VerifyOnly=false) is the TV2 implicit add.
+    let txn_version = if version >= 5 { TV_2 } else { TV_0 };
+    let op = TxnOp::AddPartitions { producer_id, epoch, partitions: partitions.clone(), txn_version };
+    let code = match s.txn_call(&id.0, op).await {
+        Ok(_) => 0,
+        Err(e) => e.for_version(CoordinatorApi::AddPartitionsToTxn, version).code(),
+    };
+    partitions.into_iter().map(|tp| (tp, code)).collect()
+}
+
+pub async fn handle(s: Rc<Session>, version: i16, req: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse {
+    let mut resp = AddPartitionsToTxnResponse::default();
+    if version < 4 {
+        let codes = one(
+            &s,
+            version,
+            &req.v3_and_below_transactional_id,
+            req.v3_and_below_producer_id.0,
+            req.v3_and_below_producer_epoch,
+            false,
+            &req.v3_and_below_topics,
+        )
+        .await;
+        resp.results_by_topic_v3_and_below = results(&codes);
+        return resp;
+    }
+    for t in &req.transactions {
+        let codes =
+            one(&s, version, &t.transactional_id, t.producer_id.0, t.producer_epoch, t.verify_only, &t.topics).await;
+        let mut r = AddPartitionsToTxnResult::default();
+        r.transactional_id = t.transactional_id.clone();
+        r.topic_results = results(&codes);
+        resp.results_by_transaction.push(r);
+    }
+    resp
+}

@@ -1,0 +1,34 @@
+//! EndTxn (key 26): v0-4 TV1, v5 TV2 (eos-rules 35-40); v5 answers carry the live pid/epoch.
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse, ProducerId};
+
+use crate::actors::messages::TxnOp;
+use crate::protocol::Session;
+use crate::store::txn_state::CoordinatorApi;
+
+pub async fn handle(s: Rc<Session>, version: i16, req: EndTxnRequest) -> EndTxnResponse {
+    let op = TxnOp::EndTxn {
+        producer_id: req.producer_id.0,
+        epoch: req.producer_epoch,
+        commit: req.committed,
+        // eos-rules 0: AK picks TV2 for EndTxn by request version (v5+).
+        tv2: version >= 5,
+    };
+    let answer = s.txn_call(&req.transactional_id.0, op).await;
+    let mut r = EndTxnResponse::default();
+    // eos-rules 35 / E9: -1/-1 on errors, the live ids on NONE (v5 only has the fields).
+    let (pid, epoch) = match answer {
+        Ok(ids) => (ids.producer_id, ids.epoch),
+        Err(e) => {
+            r.error_code = e.for_version(CoordinatorApi::EndTxn, version).code();
+            (-1, -1)
+        }
+    };
+    if version >= 5 {
+        r.producer_id = ProducerId(pid);
+        r.producer_epoch = epoch;
+    }
+    r
+}
