@@ -27,10 +27,21 @@ pub struct AppendAck {
 pub struct Append {
     pub data: BytesMut,
     pub header: BatchHeader,
-    /// For a transactional batch that opens a transaction here: the guard from
-    /// `BeginVerification`, after the coordinator confirmed the partition (eos-rules 27-29).
-    pub verified_guard: Option<u64>,
+    /// For a transactional batch that opens a transaction here: how the coordinator confirmed
+    /// the partition (eos-rules 27-29).
+    pub verified: Verified,
     pub reply: Option<Reply<AppendAck>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verified {
+    /// Not verified (plain batches, or a transaction already open here at this epoch).
+    No,
+    /// TV1: verified under this guard from `BeginVerification`; a marker in between voids it.
+    Guard(u64),
+    /// TV2: added implicitly (Produce v12). Every transaction has its own epoch and the marker
+    /// raised the partition's, so a late batch of an ended transaction fails the epoch check.
+    Tv2Added,
 }
 
 /// Before the first transactional batch of (producer id, epoch) on a partition: answers None when

@@ -212,7 +212,7 @@ impl Handler<Append> for PartitionLeader {
     type Result = ();
 
     fn handle(&mut self, msg: Append, ctx: &mut Self::Context) {
-        let Append { data, header, verified_guard, reply } = msg;
+        let Append { data, header, verified, reply } = msg;
         let answer = |reply: Option<Reply<AppendAck>>, ack: AppendAck| {
             if let Some(r) = reply {
                 let _ = r.send(ack);
@@ -228,8 +228,11 @@ impl Handler<Append> for PartitionLeader {
         // eos-rules 27/28: a transaction may only open here after the coordinator verified the
         // partition, and only if no marker for this producer slipped in since.
         if header.is_transactional() && !self.producers.has_ongoing_txn(header.producer_id, header.producer_epoch) {
-            let guard_ok =
-                verified_guard.is_some() && self.verifications.get(&header.producer_id) == verified_guard.as_ref();
+            let guard_ok = match verified {
+                Verified::No => false,
+                Verified::Guard(g) => self.verifications.get(&header.producer_id) == Some(&g),
+                Verified::Tv2Added => true,
+            };
             if !guard_ok && header.producer_epoch >= self.producers.get(header.producer_id).map_or(0, |e| e.epoch) {
                 return answer(reply, self.error_ack(48, true));
             }

@@ -160,7 +160,7 @@ pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
             async move { Some(ResponseKind::Metadata(metadata::handle(session, v, r).await)) }.boxed_local()
         }
         RequestKind::ApiVersions(r) => {
-            let resp = api_versions::handle(v, r);
+            let resp = api_versions::handle(v, session.settings.transaction_version, r);
             async move { Some(ResponseKind::ApiVersions(resp)) }.boxed_local()
         }
         RequestKind::CreateTopics(r) => {

@@ -2,9 +2,11 @@
 
 use kafka_protocol::messages::ApiKey;
 
-/// (api, min, max). Produce stops at v11 and Fetch at v12: v12+/v13+ need TV2 / topic ids.
+/// (api, min, max) kaas decodes. Fetch stops at v12 (v13+ need topic ids), Produce at v12.
+/// Produce v12 and EndTxn v5 are the TV2 versions: advertised only with transaction.version=2
+/// finalized (eos-rules 60), see [`advertised`].
 pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
-    (ApiKey::Produce, 3, 11),
+    (ApiKey::Produce, 3, 12),
     (ApiKey::Fetch, 4, 12),
     (ApiKey::ListOffsets, 1, 7),
     (ApiKey::Metadata, 0, 12),
@@ -17,8 +19,21 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeCluster, 0, 1),
     (ApiKey::FindCoordinator, 0, 4),
     (ApiKey::AddPartitionsToTxn, 0, 5),
-    (ApiKey::EndTxn, 0, 4),
+    (ApiKey::EndTxn, 0, 5),
 ];
+
+/// What ApiVersions lists: with TV1 Java caps Produce at v11 and EndTxn at v4 itself, but
+/// other clients pick the highest advertised version, so the TV2 versions are hidden.
+pub fn advertised(tv2: bool) -> Vec<(ApiKey, i16, i16)> {
+    SUPPORTED
+        .iter()
+        .map(|&(k, min, max)| match k {
+            ApiKey::Produce if !tv2 => (k, min, 11),
+            ApiKey::EndTxn if !tv2 => (k, min, 4),
+            _ => (k, min, max),
+        })
+        .collect()
+}
 
 pub fn supported_range(key: ApiKey) -> Option<(i16, i16)> {
     SUPPORTED.iter().find(|(k, _, _)| *k == key).map(|(_, min, max)| (*min, *max))
@@ -34,6 +49,15 @@ mod tests {
     use kafka_protocol::messages::ApiKey;
 
     #[test]
+    fn rule_60_tv2_versions_only_with_tv2() {
+        let find = |tv2, key| advertised(tv2).into_iter().find(|(k, _, _)| *k == key).map(|(_, _, max)| max);
+        assert_eq!(find(false, ApiKey::Produce), Some(11));
+        assert_eq!(find(false, ApiKey::EndTxn), Some(4));
+        assert_eq!(find(true, ApiKey::Produce), Some(12));
+        assert_eq!(find(true, ApiKey::EndTxn), Some(5));
+    }
+
+    #[test]
     fn advertised_versions_are_decodable_by_kafka_protocol() {
         for (key, min, max) in SUPPORTED {
             let lib = key.valid_versions();
@@ -44,7 +68,7 @@ mod tests {
     #[test]
     fn unknown_versions_are_not_supported() {
         assert!(is_supported(ApiKey::Produce, 9));
-        assert!(!is_supported(ApiKey::Produce, 12));
+        assert!(!is_supported(ApiKey::Produce, 13));
         assert!(!is_supported(ApiKey::ApiVersions, 99));
         assert!(!is_supported(ApiKey::JoinGroup, 0));
     }

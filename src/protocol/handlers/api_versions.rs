@@ -1,28 +1,44 @@
-//! ApiVersions (key 18): the advertised ranges from versions.rs.
+//! ApiVersions (key 18): the advertised ranges from versions.rs and the finalized
+//! transaction.version feature.
 
-use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::api_versions_response::{ApiVersion, FinalizedFeatureKey, SupportedFeatureKey};
 use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
 
-use crate::protocol::versions::SUPPORTED;
+use crate::protocol::str_bytes;
+use crate::protocol::versions::advertised;
 
 /// UNSUPPORTED_VERSION: a client asked for a version newer than this broker speaks.
 pub const UNSUPPORTED_VERSION: i16 = 35;
 
-fn ranges() -> Vec<ApiVersion> {
-    SUPPORTED
-        .iter()
-        .map(|(k, min, max)| {
-            ApiVersion::default().with_api_key(*k as i16).with_min_version(*min).with_max_version(*max)
-        })
+fn ranges(tv2: bool) -> Vec<ApiVersion> {
+    advertised(tv2)
+        .into_iter()
+        .map(|(k, min, max)| ApiVersion::default().with_api_key(k as i16).with_min_version(min).with_max_version(max))
         .collect()
 }
 
-pub fn handle(_version: i16, _req: ApiVersionsRequest) -> ApiVersionsResponse {
-    ApiVersionsResponse::default().with_api_keys(ranges())
+/// `transaction_version`: the finalized transaction.version (1 or 2).
+pub fn handle(version: i16, transaction_version: i16, _req: ApiVersionsRequest) -> ApiVersionsResponse {
+    let mut r = ApiVersionsResponse::default().with_api_keys(ranges(transaction_version >= 2));
+    if version >= 3 {
+        // eos-rules 60: Java switches to TV2 only when the finalized level is >= 2.
+        let mut supported = SupportedFeatureKey::default();
+        supported.name = str_bytes("transaction.version");
+        supported.min_version = 0;
+        supported.max_version = 2;
+        r.supported_features = vec![supported];
+        let mut finalized = FinalizedFeatureKey::default();
+        finalized.name = str_bytes("transaction.version");
+        finalized.min_version_level = transaction_version;
+        finalized.max_version_level = transaction_version;
+        r.finalized_features = vec![finalized];
+        r.finalized_features_epoch = 1;
+    }
+    r
 }
 
 /// Apache Kafka answers a too-new ApiVersions with a v0 response carrying code 35 and the
 /// supported ranges, so the client can retry with a version both sides know.
 pub fn unsupported() -> ApiVersionsResponse {
-    ApiVersionsResponse::default().with_error_code(UNSUPPORTED_VERSION).with_api_keys(ranges())
+    ApiVersionsResponse::default().with_error_code(UNSUPPORTED_VERSION).with_api_keys(ranges(false))
 }

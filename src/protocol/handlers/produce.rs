@@ -12,11 +12,12 @@ use kafka_protocol::messages::produce_response::{PartitionProduceResponse, Topic
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TopicName};
 use tokio::sync::oneshot;
 
-use crate::actors::messages::{Append, AppendAck, BeginVerification, TxnError, VerifyTxn};
+use crate::actors::messages::{Append, AppendAck, BeginVerification, TxnError, TxnOp, Verified, VerifyTxn};
 use crate::actors::partition::PartitionLeader;
 use crate::protocol::{str_bytes, Session, UNKNOWN_TOPIC_OR_PARTITION};
 use crate::store::batch::BatchHeader;
 use crate::store::batch::{self, BatchError};
+use crate::store::txn_state::TV_2;
 
 const CORRUPT_MESSAGE: i16 = 2;
 const MESSAGE_TOO_LARGE: i16 = 10;
@@ -28,6 +29,7 @@ const INVALID_PRODUCER_ID_MAPPING: i16 = 49;
 const INVALID_TXN_STATE: i16 = 48;
 const INVALID_PRODUCER_EPOCH: i16 = 47;
 const TRANSACTION_ABORTABLE: i16 = 120;
+const CONCURRENT_TRANSACTIONS: i16 = 51;
 
 enum Slot {
     Done(AppendAck),
@@ -90,15 +92,15 @@ pub async fn dispatch(
                                             req.transactional_id.as_ref().map(|t| t.0.to_string()).unwrap_or_default();
                                         verify(&s, version, leader, &id, &name, p.index, &header).await
                                     } else {
-                                        Ok(None)
+                                        Ok(Verified::No)
                                     };
                                     match verified {
                                         Err(code) => err(code),
-                                        Ok(verified_guard) => {
+                                        Ok(verified) => {
                                             let (tx, rx) = oneshot::channel();
                                             let reply = if acks == 0 { None } else { Some(tx) };
                                             let data = BytesMut::from(&records[..]);
-                                            let msg = Append { data, header, verified_guard, reply };
+                                            let msg = Append { data, header, verified, reply };
                                             if enqueue(leader, msg).await {
                                                 Slot::Waiting(rx)
                                             } else {
@@ -174,8 +176,7 @@ async fn enqueue(leader: &actix::Addr<PartitionLeader>, mut msg: Append) -> bool
 }
 
 /// eos-rules 27-28: before a transaction opens on this partition, the coordinator must confirm
-/// the partition is in it. Returns the partition's verification guard (None when a transaction is
-/// already open here at this epoch) or the Produce error code.
+/// the partition is in it (TV2: adds it). Returns how it was verified or the Produce error code.
 async fn verify(
     s: &Session,
     version: i16,
@@ -184,13 +185,36 @@ async fn verify(
     topic: &str,
     partition: i32,
     h: &BatchHeader,
-) -> Result<Option<u64>, i16> {
+) -> Result<Verified, i16> {
     let (tx, rx) = oneshot::channel();
     let begin = BeginVerification { producer_id: h.producer_id, producer_epoch: h.producer_epoch, reply: tx };
     leader.send(begin).await.map_err(|_| UNKNOWN_TOPIC_OR_PARTITION)?;
-    let Some(guard) = rx.await.map_err(|_| UNKNOWN_TOPIC_OR_PARTITION)? else { return Ok(None) };
-    let (tx, rx) = oneshot::channel();
+    let Some(guard) = rx.await.map_err(|_| UNKNOWN_TOPIC_OR_PARTITION)? else { return Ok(Verified::No) };
     let partitions = std::collections::BTreeSet::from([(topic.to_string(), partition)]);
+    if version >= 12 {
+        // eos-rules 29: Produce v12 (TV2) adds the partition implicitly; CONCURRENT_TRANSACTIONS
+        // is retried here for a while (20 ms backoff within 100 ms), then returned unmapped.
+        let deadline = std::time::Instant::now() + Duration::from_millis(100);
+        loop {
+            let op = TxnOp::AddPartitions {
+                producer_id: h.producer_id,
+                epoch: h.producer_epoch,
+                partitions: partitions.clone(),
+                txn_version: TV_2,
+            };
+            match s.txn_call(transactional_id, op).await {
+                Ok(_) => return Ok(Verified::Tv2Added),
+                Err(TxnError::ConcurrentTransactions) if std::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(TxnError::ConcurrentTransactions) => return Err(CONCURRENT_TRANSACTIONS),
+                Err(TxnError::ProducerFenced) => return Err(INVALID_PRODUCER_EPOCH),
+                Err(TxnError::NotCoordinator) => return Err(NOT_ENOUGH_REPLICAS),
+                Err(e) => return Err(e.code()),
+            }
+        }
+    }
+    let (tx, rx) = oneshot::channel();
     let msg = VerifyTxn {
         transactional_id: transactional_id.to_string(),
         producer_id: h.producer_id,
@@ -201,7 +225,7 @@ async fn verify(
     s.txn_shard(transactional_id).send(msg).await.map_err(|_| NOT_ENOUGH_REPLICAS)?;
     let answer = rx.await.map_err(|_| NOT_ENOUGH_REPLICAS)?;
     match answer.into_values().next().unwrap_or(Err(TxnError::NotCoordinator)) {
-        Ok(()) => Ok(Some(guard)),
+        Ok(()) => Ok(Verified::Guard(guard)),
         // eos-rules 27: the coordinator's answers mapped as Apache Kafka's leader maps them.
         Err(TxnError::ProducerFenced) => Err(INVALID_PRODUCER_EPOCH),
         Err(TxnError::InvalidProducerIdMapping) => Err(INVALID_PRODUCER_ID_MAPPING),
