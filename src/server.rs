@@ -11,12 +11,14 @@ use tokio::net::TcpListener;
 
 use crate::actors::cluster::ClusterView;
 use crate::actors::connection::Connection;
+use crate::actors::group_coordinator::GroupCoordinator;
 use crate::actors::messages::ShutdownAll;
 use crate::actors::partition::MAILBOX_CAPACITY;
 use crate::actors::syncer::Syncer;
 use crate::actors::txn_coordinator::{TxnCoordinator, TxnSettings};
 use crate::config::Settings;
 use crate::protocol::Session;
+use crate::store::group_state::GroupConfig;
 use crate::store::topics::write_atomic;
 
 #[derive(Debug, Error)]
@@ -81,9 +83,12 @@ async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>) -> Result<(), Serv
         abort_check_interval: std::time::Duration::from_millis(settings.transaction_abort_check_interval_ms.max(10)),
         cluster_tv2: settings.transaction_version >= 2,
     };
+    let group_coordinator =
+        GroupCoordinator::open(&settings.data_dir, GroupConfig::default()).map_err(ServerError::Startup)?;
+    let groups = GroupCoordinator::start_in_arbiter(&coordinator_arbiter.handle(), move |_| group_coordinator);
     let mut shards = Vec::with_capacity(settings.txn_shards);
     for shard in 0..settings.txn_shards as u32 {
-        let c = TxnCoordinator::open(&settings.data_dir, shard, cluster.clone(), txn_settings.clone())
+        let c = TxnCoordinator::open(&settings.data_dir, shard, cluster.clone(), groups.clone(), txn_settings.clone())
             .map_err(ServerError::Startup)?;
         shards.push(TxnCoordinator::start_in_arbiter(&coordinator_arbiter.handle(), move |_| c));
     }
@@ -111,10 +116,11 @@ async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>) -> Result<(), Serv
                 };
                 let arbiter = &conn_arbiters[next % conn_arbiters.len()];
                 next += 1;
-                let (cluster, txn, settings, cluster_id) = (cluster.clone(), txn.clone(), settings.clone(), cluster_id.clone());
+                let (cluster, txn, groups) = (cluster.clone(), txn.clone(), groups.clone());
+                let (settings, cluster_id) = (settings.clone(), cluster_id.clone());
                 let (max_frame, max_inflight) = (settings.max_request_bytes, settings.max_inflight_requests);
                 Connection::start_in_arbiter(&arbiter.handle(), move |_| {
-                    Connection::new(std_stream, peer, Session::new(cluster, txn, settings, cluster_id), max_frame, max_inflight)
+                    Connection::new(std_stream, peer, Session::new(cluster, txn, groups, settings, cluster_id, peer.ip().to_string()), max_frame, max_inflight)
                 });
             }
             _ = tokio::signal::ctrl_c() => { tracing::info!("SIGINT: shutting down"); break; }

@@ -2,6 +2,7 @@
 
 pub mod cluster;
 pub mod connection;
+pub mod group_coordinator;
 pub mod messages;
 pub mod partition;
 pub mod syncer;

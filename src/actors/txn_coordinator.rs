@@ -12,6 +12,7 @@ use actix::{Actor, ActorFutureExt, Addr, AsyncContext, Context, Handler, WrapFut
 use tokio::sync::oneshot;
 
 use super::cluster::ClusterView;
+use super::group_coordinator::GroupCoordinator;
 use super::messages::*;
 use super::partition::now_ms;
 use crate::store::producer_ids::ProducerIdAllocator;
@@ -37,6 +38,7 @@ pub struct TxnCoordinator {
     entries: HashMap<String, TxnEntry>,
     ids: ProducerIdAllocator,
     cluster: Addr<ClusterView>,
+    groups: Addr<GroupCoordinator>,
     settings: TxnSettings,
 }
 
@@ -55,6 +57,7 @@ impl TxnCoordinator {
         data_dir: &Path,
         shard: u32,
         cluster: Addr<ClusterView>,
+        groups: Addr<GroupCoordinator>,
         settings: TxnSettings,
     ) -> Result<TxnCoordinator, String> {
         let path = data_dir.join("__cluster").join("txn").join(shard.to_string());
@@ -70,7 +73,7 @@ impl TxnCoordinator {
             }
         }
         let ids = ProducerIdAllocator::open_txn_shard(data_dir, shard).map_err(|e| format!("producer ids: {e}"))?;
-        Ok(TxnCoordinator { shard, db, entries, ids, cluster, settings })
+        Ok(TxnCoordinator { shard, db, entries, ids, cluster, groups, settings })
     }
 
     fn alloc(ids: &mut ProducerIdAllocator) -> impl FnMut() -> i64 + '_ {
@@ -168,8 +171,15 @@ impl TxnCoordinator {
             }
             return;
         };
-        let cluster = self.cluster.clone();
-        let send = write_markers(cluster, producer_id, epoch, commit, partitions, txn_version);
+        let send = write_markers(
+            self.cluster.clone(),
+            self.groups.clone(),
+            producer_id,
+            epoch,
+            commit,
+            partitions,
+            txn_version,
+        );
         ctx.spawn(send.into_actor(self).map(move |ok, act, ctx| {
             for f in fences {
                 act.cluster.do_send(f);
@@ -208,6 +218,7 @@ impl TxnCoordinator {
 /// other failures are retried.
 async fn write_markers(
     cluster: Addr<ClusterView>,
+    groups: Addr<GroupCoordinator>,
     producer_id: i64,
     epoch: i16,
     commit: bool,
@@ -217,12 +228,18 @@ async fn write_markers(
     let mut ok = true;
     let mut waits = Vec::new();
     for (topic, partition) in partitions {
-        if topic == CONSUMER_OFFSETS_TOPIC {
-            // Offsets inside transactions belong to the group coordinator (issue C).
-            continue;
-        }
         let cluster = cluster.clone();
+        let groups = groups.clone();
         waits.push(async move {
+            if topic == CONSUMER_OFFSETS_TOPIC {
+                // eos-rules 59: the marker makes the group's pending offsets visible or drops them.
+                let (tx, rx) = oneshot::channel();
+                let msg = CompleteTxnOffsets { offsets_partition: partition, producer_id, commit, reply: tx };
+                return match groups.send(msg).await {
+                    Ok(()) => rx.await.map(|_| 0).unwrap_or(-1),
+                    Err(_) => -1,
+                };
+            }
             let mut backoff = Duration::from_millis(50);
             loop {
                 let leader = match cluster.send(GetTopic { name: topic.clone(), auto_create: false }).await {

@@ -19,7 +19,10 @@ use kafka_protocol::protocol::StrBytes;
 use thiserror::Error;
 
 use crate::actors::cluster::ClusterView;
-use crate::actors::messages::{GetTopic, TopicHandle, TxnAnswer, TxnCall, TxnError, TxnOp};
+use crate::actors::group_coordinator::GroupCoordinator;
+use crate::actors::messages::{
+    GetTopic, GroupCall, GroupOp, GroupResponse, TopicHandle, TxnAnswer, TxnCall, TxnError, TxnOp,
+};
 use crate::actors::txn_coordinator::{shard_for, TxnCoordinator};
 use crate::config::Settings;
 
@@ -42,8 +45,13 @@ pub struct Session {
     pub cluster: Addr<ClusterView>,
     /// Transaction-coordinator shards, indexed by `shard_for(transactional_id)`.
     pub txn: Arc<Vec<Addr<TxnCoordinator>>>,
+    pub groups: Addr<GroupCoordinator>,
     pub settings: Arc<Settings>,
     pub cluster_id: Arc<str>,
+    /// The client's address (DescribeGroups' client host).
+    pub peer: String,
+    /// The client id of the latest request (JoinGroup records it per member).
+    pub client_id: RefCell<String>,
     topics: RefCell<HashMap<String, TopicHandle>>,
 }
 
@@ -51,10 +59,29 @@ impl Session {
     pub fn new(
         cluster: Addr<ClusterView>,
         txn: Arc<Vec<Addr<TxnCoordinator>>>,
+        groups: Addr<GroupCoordinator>,
         settings: Arc<Settings>,
         cluster_id: Arc<str>,
+        peer: String,
     ) -> Rc<Session> {
-        Rc::new(Session { cluster, txn, settings, cluster_id, topics: RefCell::new(HashMap::new()) })
+        Rc::new(Session {
+            cluster,
+            txn,
+            groups,
+            settings,
+            cluster_id,
+            peer,
+            client_id: RefCell::new(String::new()),
+            topics: RefCell::new(HashMap::new()),
+        })
+    }
+
+    /// Sends a membership request to the group coordinator and waits (rebalances park it).
+    pub async fn group_call(&self, group_id: &str, op: GroupOp) -> Option<GroupResponse> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let msg = GroupCall { group_id: group_id.to_string(), op, reply: tx };
+        self.groups.send(msg).await.ok()?;
+        rx.await.ok()
     }
 
     /// The coordinator shard owning `transactional_id`.
@@ -145,6 +172,11 @@ pub fn decode(frame: Bytes) -> Result<Decoded, (Option<RequestHeader>, RequestEr
 /// returned future.
 pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
     let v = d.header.request_api_version;
+    if let Some(c) = &d.header.client_id {
+        if session.client_id.borrow().as_str() != c.as_str() {
+            *session.client_id.borrow_mut() = c.to_string();
+        }
+    }
     use handlers::*;
     match d.request {
         RequestKind::Produce(r) => {
@@ -187,6 +219,45 @@ pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
         }
         RequestKind::EndTxn(r) => {
             async move { Some(ResponseKind::EndTxn(end_txn::handle(session, v, r).await)) }.boxed_local()
+        }
+        RequestKind::JoinGroup(r) => {
+            async move { Some(ResponseKind::JoinGroup(join_group::handle(session, v, r).await)) }.boxed_local()
+        }
+        RequestKind::SyncGroup(r) => {
+            async move { Some(ResponseKind::SyncGroup(sync_group::handle(session, v, r).await)) }.boxed_local()
+        }
+        RequestKind::Heartbeat(r) => {
+            async move { Some(ResponseKind::Heartbeat(heartbeat::handle(session, v, r).await)) }.boxed_local()
+        }
+        RequestKind::LeaveGroup(r) => {
+            async move { Some(ResponseKind::LeaveGroup(leave_group::handle(session, v, r).await)) }.boxed_local()
+        }
+        RequestKind::OffsetCommit(r) => {
+            async move { Some(ResponseKind::OffsetCommit(offset_commit::handle(session, v, r).await)) }.boxed_local()
+        }
+        RequestKind::OffsetFetch(r) => {
+            async move { Some(ResponseKind::OffsetFetch(offset_fetch::handle(session, v, r).await)) }.boxed_local()
+        }
+        RequestKind::ListGroups(r) => {
+            async move { Some(ResponseKind::ListGroups(list_groups::handle(session, v, r).await)) }.boxed_local()
+        }
+        RequestKind::DescribeGroups(r) => {
+            async move { Some(ResponseKind::DescribeGroups(describe_groups::handle(session, v, r).await)) }
+                .boxed_local()
+        }
+        RequestKind::DeleteGroups(r) => {
+            async move { Some(ResponseKind::DeleteGroups(delete_groups::handle(session, v, r).await)) }.boxed_local()
+        }
+        RequestKind::OffsetDelete(r) => {
+            async move { Some(ResponseKind::OffsetDelete(offset_delete::handle(session, v, r).await)) }.boxed_local()
+        }
+        RequestKind::AddOffsetsToTxn(r) => {
+            async move { Some(ResponseKind::AddOffsetsToTxn(add_offsets_to_txn::handle(session, v, r).await)) }
+                .boxed_local()
+        }
+        RequestKind::TxnOffsetCommit(r) => {
+            async move { Some(ResponseKind::TxnOffsetCommit(txn_offset_commit::handle(session, v, r).await)) }
+                .boxed_local()
         }
         RequestKind::FindCoordinator(r) => {
             let resp = find_coordinator::handle(&session, v, r);

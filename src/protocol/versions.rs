@@ -20,6 +20,18 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::FindCoordinator, 0, 4),
     (ApiKey::AddPartitionsToTxn, 0, 5),
     (ApiKey::EndTxn, 0, 5),
+    (ApiKey::JoinGroup, 0, 9),
+    (ApiKey::SyncGroup, 0, 5),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 5),
+    (ApiKey::OffsetCommit, 2, 9),
+    (ApiKey::OffsetFetch, 1, 9),
+    (ApiKey::ListGroups, 0, 5),
+    (ApiKey::DescribeGroups, 0, 5),
+    (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::OffsetDelete, 0, 0),
+    (ApiKey::AddOffsetsToTxn, 0, 4),
+    (ApiKey::TxnOffsetCommit, 0, 5),
 ];
 
 /// What ApiVersions lists: with TV1 Java caps Produce at v11 and EndTxn at v4 itself, but
@@ -30,6 +42,7 @@ pub fn advertised(tv2: bool) -> Vec<(ApiKey, i16, i16)> {
         .map(|&(k, min, max)| match k {
             ApiKey::Produce if !tv2 => (k, min, 11),
             ApiKey::EndTxn if !tv2 => (k, min, 4),
+            ApiKey::TxnOffsetCommit if !tv2 => (k, min, 4),
             _ => (k, min, max),
         })
         .collect()

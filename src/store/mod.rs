@@ -3,6 +3,7 @@
 pub mod batch;
 pub mod control;
 pub mod fence_log;
+pub mod group_state;
 pub mod log;
 pub mod producer_ids;
 pub mod producer_state;

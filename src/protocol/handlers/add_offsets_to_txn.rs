@@ -1,0 +1,24 @@
+//! AddOffsetsToTxn (key 25): adds the group's `__consumer_offsets` partition to the transaction
+//! (eos-rules 34, behaving as rule 32).
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};
+
+use crate::actors::group_coordinator::offsets_partition;
+use crate::actors::messages::TxnOp;
+use crate::protocol::Session;
+use crate::store::txn_state::CoordinatorApi;
+
+pub async fn handle(s: Rc<Session>, version: i16, req: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse {
+    let op = TxnOp::AddOffsets {
+        producer_id: req.producer_id.0,
+        epoch: req.producer_epoch,
+        offsets_partition: offsets_partition(&req.group_id.0),
+    };
+    let mut r = AddOffsetsToTxnResponse::default();
+    if let Err(e) = s.txn_call(&req.transactional_id.0, op).await {
+        r.error_code = e.for_version(CoordinatorApi::AddOffsetsToTxn, version).code();
+    }
+    r
+}

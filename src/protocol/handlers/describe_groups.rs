@@ -1,0 +1,56 @@
+//! DescribeGroups (key 15): state, protocol and members (metadata and assignment when Stable).
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
+use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse, GroupId};
+use tokio::sync::oneshot;
+
+use crate::actors::messages::{GroupAdmin, GroupAdminAnswer, GroupAdminOp};
+use crate::protocol::{str_bytes, Session};
+
+pub async fn handle(s: Rc<Session>, version: i16, req: DescribeGroupsRequest) -> DescribeGroupsResponse {
+    let mut r = DescribeGroupsResponse::default();
+    let ids: Vec<String> = req.groups.iter().map(|g| g.0.to_string()).collect();
+    let (tx, rx) = oneshot::channel();
+    let answer = match s.groups.send(GroupAdmin { op: GroupAdminOp::Describe(ids.clone()), reply: tx }).await {
+        Ok(()) => rx.await.ok(),
+        Err(_) => None,
+    };
+    let described = match answer {
+        Some(GroupAdminAnswer::Describe(d)) => d,
+        _ => {
+            ids.into_iter().map(|id| (id, Err(crate::actors::messages::GroupError::CoordinatorNotAvailable))).collect()
+        }
+    };
+    for (id, d) in described {
+        let mut g = DescribedGroup::default();
+        g.group_id = GroupId(str_bytes(&id));
+        match d {
+            Ok(d) => {
+                g.group_state = str_bytes(d.state.name());
+                g.protocol_type = str_bytes(&d.protocol_type);
+                g.protocol_data = str_bytes(&d.protocol);
+                g.members = d
+                    .members
+                    .into_iter()
+                    .map(|m| {
+                        let mut dm = DescribedGroupMember::default();
+                        dm.member_id = str_bytes(&m.member_id);
+                        if version >= 4 {
+                            dm.group_instance_id = m.group_instance_id.as_deref().map(str_bytes);
+                        }
+                        dm.client_id = str_bytes(&m.client_id);
+                        dm.client_host = str_bytes(&m.client_host);
+                        dm.member_metadata = m.metadata.into();
+                        dm.member_assignment = m.assignment.into();
+                        dm
+                    })
+                    .collect();
+            }
+            Err(e) => g.error_code = e.code(),
+        }
+        r.groups.push(g);
+    }
+    r
+}

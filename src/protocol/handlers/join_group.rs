@@ -1,0 +1,68 @@
+//! JoinGroup (key 11), classic protocol: rules in store::group_state; the answer may wait for the
+//! rebalance to finish.
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
+use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
+
+use crate::actors::messages::{GroupOp, GroupResponse, JoinRequest};
+use crate::protocol::{str_bytes, Session};
+use crate::store::group_state::error_code;
+
+const INVALID_GROUP_ID: i16 = 24;
+const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+
+pub async fn handle(s: Rc<Session>, version: i16, req: JoinGroupRequest) -> JoinGroupResponse {
+    let mut r = JoinGroupResponse::default();
+    if version < 7 {
+        r.protocol_name = Some(str_bytes(""));
+    }
+    if req.group_id.0.is_empty() {
+        r.error_code = INVALID_GROUP_ID;
+        return r;
+    }
+    let join = JoinRequest {
+        version,
+        member_id: req.member_id.to_string(),
+        group_instance_id: req.group_instance_id.as_ref().map(|i| i.to_string()),
+        client_id: s.client_id.borrow().clone(),
+        client_host: format!("/{}", s.peer),
+        session_timeout_ms: req.session_timeout_ms,
+        // v0 has no rebalance timeout: it is the session timeout.
+        rebalance_timeout_ms: if version == 0 { req.session_timeout_ms } else { req.rebalance_timeout_ms },
+        protocol_type: req.protocol_type.to_string(),
+        protocols: req.protocols.iter().map(|p| (p.name.to_string(), p.metadata.to_vec())).collect(),
+    };
+    let Some(GroupResponse::Join(j)) = s.group_call(&req.group_id.0, GroupOp::Join(join)).await else {
+        r.error_code = COORDINATOR_NOT_AVAILABLE;
+        return r;
+    };
+    r.error_code = error_code(j.error);
+    r.generation_id = j.generation_id;
+    if version >= 7 {
+        r.protocol_type = j.protocol_type.as_deref().map(str_bytes);
+        r.protocol_name = j.protocol_name.as_deref().map(str_bytes);
+    } else {
+        r.protocol_name = Some(str_bytes(j.protocol_name.as_deref().unwrap_or("")));
+    }
+    r.leader = str_bytes(&j.leader);
+    if version >= 9 {
+        r.skip_assignment = j.skip_assignment;
+    }
+    r.member_id = str_bytes(&j.member_id);
+    r.members = j
+        .members
+        .into_iter()
+        .map(|m| {
+            let mut jm = JoinGroupResponseMember::default();
+            jm.member_id = str_bytes(&m.member_id);
+            if version >= 5 {
+                jm.group_instance_id = m.group_instance_id.as_deref().map(str_bytes);
+            }
+            jm.metadata = m.metadata.into();
+            jm
+        })
+        .collect();
+    r
+}

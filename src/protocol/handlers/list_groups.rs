@@ -1,0 +1,44 @@
+//! ListGroups (key 16), with the v4 state filter and the v5 type filter.
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::list_groups_response::ListedGroup;
+use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
+use tokio::sync::oneshot;
+
+use crate::actors::messages::{GroupAdmin, GroupAdminAnswer, GroupAdminOp};
+use crate::protocol::{str_bytes, Session};
+
+pub async fn handle(s: Rc<Session>, version: i16, req: ListGroupsRequest) -> ListGroupsResponse {
+    let mut r = ListGroupsResponse::default();
+    let (tx, rx) = oneshot::channel();
+    let answer = match s.groups.send(GroupAdmin { op: GroupAdminOp::List, reply: tx }).await {
+        Ok(()) => rx.await.ok(),
+        Err(_) => None,
+    };
+    let Some(GroupAdminAnswer::List(groups)) = answer else {
+        r.error_code = 15;
+        return r;
+    };
+    let states: Vec<String> = req.states_filter.iter().map(|s| s.to_lowercase()).collect();
+    let types: Vec<String> = req.types_filter.iter().map(|s| s.to_lowercase()).collect();
+    for (id, protocol_type, state) in groups {
+        if version >= 4 && !states.is_empty() && !states.contains(&state.to_lowercase()) {
+            continue;
+        }
+        if version >= 5 && !types.is_empty() && !types.contains(&"classic".to_string()) {
+            continue;
+        }
+        let mut g = ListedGroup::default();
+        g.group_id = GroupId(str_bytes(&id));
+        g.protocol_type = str_bytes(&protocol_type);
+        if version >= 4 {
+            g.group_state = str_bytes(&state);
+        }
+        if version >= 5 {
+            g.group_type = str_bytes("classic");
+        }
+        r.groups.push(g);
+    }
+    r
+}

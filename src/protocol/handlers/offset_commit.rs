@@ -1,0 +1,72 @@
+//! OffsetCommit (key 8): answered once the offsets are flushed.
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::offset_commit_response::{OffsetCommitResponsePartition, OffsetCommitResponseTopic};
+use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
+use tokio::sync::oneshot;
+
+use crate::actors::messages::{CommitOffsets, OffsetCommit};
+use crate::protocol::Session;
+
+const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+const INVALID_GROUP_ID: i16 = 24;
+
+pub async fn handle(s: Rc<Session>, _version: i16, req: OffsetCommitRequest) -> OffsetCommitResponse {
+    let offsets: Vec<OffsetCommit> = req
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(move |p| OffsetCommit {
+                topic: t.name.0.to_string(),
+                partition: p.partition_index,
+                offset: p.committed_offset,
+                leader_epoch: p.committed_leader_epoch,
+                metadata: p.committed_metadata.as_ref().map(|m| m.to_string()).unwrap_or_default(),
+            })
+        })
+        .collect();
+    let code = if req.group_id.0.is_empty() {
+        INVALID_GROUP_ID
+    } else {
+        let (tx, rx) = oneshot::channel();
+        let msg = CommitOffsets {
+            group_id: req.group_id.0.to_string(),
+            generation_id: req.generation_id_or_member_epoch,
+            member_id: req.member_id.to_string(),
+            group_instance_id: req.group_instance_id.as_ref().map(|i| i.to_string()),
+            offsets,
+            txn: None,
+            reply: tx,
+        };
+        match s.groups.send(msg).await {
+            Ok(()) => match rx.await {
+                Ok(Ok(())) => 0,
+                Ok(Err(e)) => e.code(),
+                Err(_) => COORDINATOR_NOT_AVAILABLE,
+            },
+            Err(_) => COORDINATOR_NOT_AVAILABLE,
+        }
+    };
+    let mut r = OffsetCommitResponse::default();
+    r.topics = req
+        .topics
+        .iter()
+        .map(|t| {
+            let mut rt = OffsetCommitResponseTopic::default();
+            rt.name = t.name.clone();
+            rt.partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let mut rp = OffsetCommitResponsePartition::default();
+                    rp.partition_index = p.partition_index;
+                    rp.error_code = code;
+                    rp
+                })
+                .collect();
+            rt
+        })
+        .collect();
+    r
+}

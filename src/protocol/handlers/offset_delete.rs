@@ -1,0 +1,46 @@
+//! OffsetDelete (key 47): GROUP_SUBSCRIBED_TO_TOPIC for topics a member still consumes.
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::offset_delete_response::{OffsetDeleteResponsePartition, OffsetDeleteResponseTopic};
+use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse, TopicName};
+use tokio::sync::oneshot;
+
+use crate::actors::messages::{GroupAdmin, GroupAdminAnswer, GroupAdminOp};
+use crate::protocol::{str_bytes, Session};
+
+pub async fn handle(s: Rc<Session>, _version: i16, req: OffsetDeleteRequest) -> OffsetDeleteResponse {
+    let partitions: Vec<(String, i32)> = req
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.to_string(), p.partition_index)))
+        .collect();
+    let (tx, rx) = oneshot::channel();
+    let op = GroupAdminOp::DeleteOffsets { group_id: req.group_id.0.to_string(), partitions };
+    let answer = match s.groups.send(GroupAdmin { op, reply: tx }).await {
+        Ok(()) => rx.await.ok(),
+        Err(_) => None,
+    };
+    let mut r = OffsetDeleteResponse::default();
+    match answer {
+        Some(GroupAdminAnswer::DeleteOffsets(Ok(results))) => {
+            for (topic, partition, code) in results {
+                let mut p = OffsetDeleteResponsePartition::default();
+                p.partition_index = partition;
+                p.error_code = code;
+                match r.topics.iter_mut().find(|t| t.name.0.as_str() == topic) {
+                    Some(t) => t.partitions.push(p),
+                    None => {
+                        let mut t = OffsetDeleteResponseTopic::default();
+                        t.name = TopicName(str_bytes(&topic));
+                        t.partitions.push(p);
+                        r.topics.push(t);
+                    }
+                }
+            }
+        }
+        Some(GroupAdminAnswer::DeleteOffsets(Err(e))) => r.error_code = e.code(),
+        _ => r.error_code = 15,
+    }
+    r
+}

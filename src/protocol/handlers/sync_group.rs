@@ -1,0 +1,35 @@
+//! SyncGroup (key 14): the leader hands out assignments; followers wait for them.
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
+
+use crate::actors::messages::{GroupOp, GroupResponse, SyncRequest};
+use crate::protocol::{str_bytes, Session};
+use crate::store::group_state::error_code;
+
+const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+
+pub async fn handle(s: Rc<Session>, version: i16, req: SyncGroupRequest) -> SyncGroupResponse {
+    let mut r = SyncGroupResponse::default();
+    let sync = SyncRequest {
+        generation_id: req.generation_id,
+        member_id: req.member_id.to_string(),
+        group_instance_id: req.group_instance_id.as_ref().map(|i| i.to_string()),
+        protocol_type: if version >= 5 { req.protocol_type.as_ref().map(|p| p.to_string()) } else { None },
+        protocol_name: if version >= 5 { req.protocol_name.as_ref().map(|p| p.to_string()) } else { None },
+        assignments: req.assignments.iter().map(|a| (a.member_id.to_string(), a.assignment.to_vec())).collect(),
+    };
+    match s.group_call(&req.group_id.0, GroupOp::Sync(sync)).await {
+        Some(GroupResponse::Sync(sr)) => {
+            r.error_code = error_code(sr.error);
+            if version >= 5 {
+                r.protocol_type = sr.protocol_type.as_deref().map(str_bytes);
+                r.protocol_name = sr.protocol_name.as_deref().map(str_bytes);
+            }
+            r.assignment = sr.assignment.into();
+        }
+        _ => r.error_code = COORDINATOR_NOT_AVAILABLE,
+    }
+    r
+}

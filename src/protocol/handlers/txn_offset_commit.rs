@@ -1,0 +1,122 @@
+//! TxnOffsetCommit (key 28): offsets that become visible with the transaction's COMMIT marker
+//! (eos-rules 56-59). v0-4 need the offsets partition added by AddOffsetsToTxn; v5 (TV2) adds it.
+
+use std::collections::BTreeSet;
+use std::rc::Rc;
+
+use kafka_protocol::messages::txn_offset_commit_response::{
+    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
+use tokio::sync::oneshot;
+
+use crate::actors::group_coordinator::offsets_partition;
+use crate::actors::messages::{CommitOffsets, OffsetCommit, TxnError, TxnOp, VerifyTxn};
+use crate::protocol::Session;
+use crate::store::txn_state::{CONSUMER_OFFSETS_TOPIC, TV_2};
+
+const INVALID_TXN_STATE: i16 = 48;
+const INVALID_PRODUCER_EPOCH: i16 = 47;
+const TRANSACTION_ABORTABLE: i16 = 120;
+const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+
+/// eos-rules 58: is the group's offsets partition part of the transaction? (error code if not)
+async fn check_membership(s: &Session, version: i16, req: &TxnOffsetCommitRequest) -> i16 {
+    let id = req.transactional_id.0.to_string();
+    let partitions = BTreeSet::from([(CONSUMER_OFFSETS_TOPIC.to_string(), offsets_partition(&req.group_id.0))]);
+    let result = if version >= 5 {
+        let op = TxnOp::AddPartitions {
+            producer_id: req.producer_id.0,
+            epoch: req.producer_epoch,
+            partitions,
+            txn_version: TV_2,
+        };
+        s.txn_call(&id, op).await.map(|_| ())
+    } else {
+        let (tx, rx) = oneshot::channel();
+        let msg = VerifyTxn {
+            transactional_id: id.clone(),
+            producer_id: req.producer_id.0,
+            epoch: req.producer_epoch,
+            partitions,
+            reply: tx,
+        };
+        match s.txn_shard(&id).send(msg).await {
+            Ok(()) => rx.await.ok().and_then(|m| m.into_values().next()).unwrap_or(Err(TxnError::NotCoordinator)),
+            Err(_) => Err(TxnError::NotCoordinator),
+        }
+    };
+    match result {
+        Ok(()) => 0,
+        Err(TxnError::TransactionAbortable) if version >= 4 => TRANSACTION_ABORTABLE,
+        Err(TxnError::TransactionAbortable) => INVALID_TXN_STATE,
+        // The coordinator's PRODUCER_FENCED is remapped (eos-rules 58).
+        Err(TxnError::ProducerFenced) => INVALID_PRODUCER_EPOCH,
+        Err(TxnError::NotCoordinator) => COORDINATOR_NOT_AVAILABLE,
+        Err(e) => e.code(),
+    }
+}
+
+pub async fn handle(s: Rc<Session>, version: i16, req: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse {
+    let mut code = check_membership(&s, version, &req).await;
+    if code == 0 {
+        let offsets: Vec<OffsetCommit> = req
+            .topics
+            .iter()
+            .flat_map(|t| {
+                t.partitions.iter().map(move |p| OffsetCommit {
+                    topic: t.name.0.to_string(),
+                    partition: p.partition_index,
+                    offset: p.committed_offset,
+                    leader_epoch: p.committed_leader_epoch,
+                    metadata: p.committed_metadata.as_ref().map(|m| m.to_string()).unwrap_or_default(),
+                })
+            })
+            .collect();
+        // eos-rules 57: member and generation are checked from v3 on.
+        let (generation_id, member_id, instance) = if version >= 3 {
+            (req.generation_id, req.member_id.to_string(), req.group_instance_id.as_ref().map(|i| i.to_string()))
+        } else {
+            (-1, String::new(), None)
+        };
+        let (tx, rx) = oneshot::channel();
+        let msg = CommitOffsets {
+            group_id: req.group_id.0.to_string(),
+            generation_id,
+            member_id,
+            group_instance_id: instance,
+            offsets,
+            txn: Some((req.producer_id.0, req.producer_epoch)),
+            reply: tx,
+        };
+        code = match s.groups.send(msg).await {
+            Ok(()) => match rx.await {
+                Ok(Ok(())) => 0,
+                Ok(Err(e)) => e.code(),
+                Err(_) => COORDINATOR_NOT_AVAILABLE,
+            },
+            Err(_) => COORDINATOR_NOT_AVAILABLE,
+        };
+    }
+    let mut r = TxnOffsetCommitResponse::default();
+    r.topics = req
+        .topics
+        .iter()
+        .map(|t| {
+            let mut rt = TxnOffsetCommitResponseTopic::default();
+            rt.name = t.name.clone();
+            rt.partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let mut rp = TxnOffsetCommitResponsePartition::default();
+                    rp.partition_index = p.partition_index;
+                    rp.error_code = code;
+                    rp
+                })
+                .collect();
+            rt
+        })
+        .collect();
+    r
+}
