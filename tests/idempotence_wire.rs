@@ -75,10 +75,7 @@ fn idempotence_rules_hold_on_the_wire_and_across_a_crash() {
     create_topic(&mut c, "idem");
     let pid = init_pid(&mut c);
     let second = init_pid(&mut c);
-    assert_ne!(
-        pid, second,
-        "eos-rules 1: every idempotent InitProducerId gets a fresh id"
-    );
+    assert_ne!(pid, second, "eos-rules 1: every idempotent InitProducerId gets a fresh id");
 
     // rule 15: the first write of an unknown producer id is accepted at any sequence
     assert_eq!(produce(&mut c, "idem", batch(pid, 0, 0, 5, "a")), (0, 0, 0));
@@ -87,16 +84,10 @@ fn idempotence_rules_hold_on_the_wire_and_across_a_crash() {
     assert_eq!(produce(&mut c, "idem", batch(pid, 0, 0, 5, "a")), (0, 0, 0));
     assert_eq!(latest_offset(&mut c, "idem"), 10);
     // rule 16 + 22: a gap is OUT_OF_ORDER_SEQUENCE_NUMBER, with LogStartOffset filled
-    assert_eq!(
-        produce(&mut c, "idem", batch(pid, 0, 42, 1, "gap")),
-        (45, -1, 0)
-    );
+    assert_eq!(produce(&mut c, "idem", batch(pid, 0, 42, 1, "gap")), (45, -1, 0));
     // rule 17: a higher epoch must start at 0
     assert_eq!(produce(&mut c, "idem", batch(pid, 1, 10, 1, "e1")).0, 45);
-    assert_eq!(
-        produce(&mut c, "idem", batch(pid, 1, 0, 2, "e1")),
-        (0, 10, 0)
-    );
+    assert_eq!(produce(&mut c, "idem", batch(pid, 1, 0, 2, "e1")), (0, 10, 0));
     // rule 18: a lower epoch is INVALID_PRODUCER_EPOCH
     assert_eq!(produce(&mut c, "idem", batch(pid, 0, 10, 1, "old")).0, 47);
     // rule 14: a corrupt batch is refused (CORRUPT_MESSAGE), nothing appended
@@ -109,23 +100,10 @@ fn idempotence_rules_hold_on_the_wire_and_across_a_crash() {
     // A crash: the producer's retry of its last acknowledged batch must still be recognised.
     broker.crash_and_restart();
     let mut c = broker.client();
-    assert_eq!(
-        latest_offset(&mut c, "idem"),
-        12,
-        "acknowledged data survives SIGKILL"
-    );
-    assert_eq!(
-        produce(&mut c, "idem", batch(pid, 1, 0, 2, "e1")),
-        (0, 10, 0)
-    );
-    assert_eq!(
-        produce(&mut c, "idem", batch(pid, 1, 2, 1, "next")),
-        (0, 12, 0)
-    );
+    assert_eq!(latest_offset(&mut c, "idem"), 12, "acknowledged data survives SIGKILL");
+    assert_eq!(produce(&mut c, "idem", batch(pid, 1, 0, 2, "e1")), (0, 10, 0));
+    assert_eq!(produce(&mut c, "idem", batch(pid, 1, 2, 1, "next")), (0, 12, 0));
     let fresh = init_pid(&mut c);
-    assert!(
-        fresh != pid && fresh != second,
-        "eos-rules 1: ids are not reused after a restart"
-    );
+    assert!(fresh != pid && fresh != second, "eos-rules 1: ids are not reused after a restart");
     assert!(broker.is_running());
 }

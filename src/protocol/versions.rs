@@ -83,6 +83,7 @@ mod tests {
         assert!(is_supported(ApiKey::Produce, 9));
         assert!(!is_supported(ApiKey::Produce, 13));
         assert!(!is_supported(ApiKey::ApiVersions, 99));
-        assert!(!is_supported(ApiKey::JoinGroup, 0));
+        assert!(!is_supported(ApiKey::JoinGroup, 10));
+        assert!(!is_supported(ApiKey::SaslHandshake, 0));
     }
 }

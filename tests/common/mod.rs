@@ -12,9 +12,7 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use indexmap::IndexMap;
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
 
 pub struct Broker {
     pub dir: tempfile::TempDir,
@@ -23,19 +21,12 @@ pub struct Broker {
 }
 
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("free port")
 }
 
 impl Broker {
     pub fn start() -> Broker {
-        let mut b = Broker {
-            dir: tempfile::tempdir().expect("tempdir"),
-            port: free_port(),
-            child: None,
-        };
+        let mut b = Broker { dir: tempfile::tempdir().expect("tempdir"), port: free_port(), child: None };
         b.spawn();
         b
     }
@@ -53,12 +44,7 @@ impl Broker {
         let child = Command::new(env!("CARGO_BIN_EXE_kaas"))
             .args(["serve", "--data-dir"])
             .arg(self.data_dir())
-            .args([
-                "--listen",
-                &format!("127.0.0.1:{}", self.port),
-                "--node-id",
-                "0",
-            ])
+            .args(["--listen", &format!("127.0.0.1:{}", self.port), "--node-id", "0"])
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -106,13 +92,8 @@ pub struct Client {
 impl Client {
     pub fn connect(port: u16) -> Client {
         let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .expect("timeout");
-        Client {
-            stream,
-            correlation: 0,
-        }
+        stream.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+        Client { stream, correlation: 0 }
     }
 
     /// Sends one request and decodes its response.
@@ -128,9 +109,7 @@ impl Client {
             .with_correlation_id(self.correlation)
             .with_client_id(Some(StrBytes::from_static_str("kaas-test")));
         let mut body = BytesMut::new();
-        header
-            .encode(&mut body, key.request_header_version(version))
-            .expect("header");
+        header.encode(&mut body, key.request_header_version(version)).expect("header");
         req.into().encode(&mut body, version).expect("body");
         let mut frame = BytesMut::new();
         frame.put_i32(body.len() as i32);
@@ -141,8 +120,7 @@ impl Client {
         let mut buf = vec![0u8; i32::from_be_bytes(len) as usize];
         self.stream.read_exact(&mut buf).expect("response body");
         let mut buf = Bytes::from(buf);
-        let rh = ResponseHeader::decode(&mut buf, key.response_header_version(version))
-            .expect("response header");
+        let rh = ResponseHeader::decode(&mut buf, key.response_header_version(version)).expect("response header");
         assert_eq!(rh.correlation_id, self.correlation);
         let resp = Resp::decode(&mut buf, version).expect("response");
         assert_eq!(buf.remaining(), 0, "response has trailing bytes");
@@ -162,11 +140,7 @@ pub fn batch(producer_id: i64, epoch: i16, base_sequence: i32, n: usize, tag: &s
             producer_epoch: epoch,
             timestamp_type: TimestampType::Creation,
             offset: i as i64,
-            sequence: if base_sequence < 0 {
-                -1
-            } else {
-                base_sequence + i as i32
-            },
+            sequence: if base_sequence < 0 { -1 } else { base_sequence + i as i32 },
             timestamp: 1_700_000_000_000 + i as i64,
             key: Some(Bytes::from(format!("k{i}"))),
             value: Some(Bytes::from(format!("{tag}-{i}"))),
@@ -174,14 +148,7 @@ pub fn batch(producer_id: i64, epoch: i16, base_sequence: i32, n: usize, tag: &s
         })
         .collect();
     let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        &records,
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .expect("encode batch");
+    RecordBatchEncoder::encode(&mut buf, &records, &RecordEncodeOptions { version: 2, compression: Compression::None })
+        .expect("encode batch");
     buf.freeze()
 }

@@ -147,3 +147,56 @@ def producer_performance(bootstrap: str, topic: str, num_records: int, record_si
             summary["sent"] = int(m.group("sent"))
     exceptions = [ln for ln in r.stderr.splitlines() if EXCEPTION_LINE_RE.match(ln)]
     return PerfResult(r, summary, exceptions)
+
+
+# ----------------------------------------------------------------------------- transactions
+
+@dataclass
+class JsonRun:
+    run: JavaRun
+    summary: Optional[dict]
+
+
+def transactions_run(bootstrap: str, topic: str, txns: int, partitions: int, per_partition: int,
+                     timeout: float = 300) -> JsonRun:
+    """kaas.interop.Transactions run: transactional KafkaProducer, commit/abort mix, verified
+    with read_committed and read_uncommitted assign() consumers."""
+    r = run_java("kaas.interop.Transactions", "run", bootstrap, topic, str(txns), str(partitions),
+                 str(per_partition), timeout=timeout)
+    return JsonRun(r, last_json_line(r.stdout))
+
+
+def transactions_zombie(bootstrap: str, topic: str, timeout: float = 300) -> JsonRun:
+    """kaas.interop.Transactions zombie: a second producer with the same transactional.id
+    fences the first (two scenarios)."""
+    r = run_java("kaas.interop.Transactions", "zombie", bootstrap, topic, timeout=timeout)
+    return JsonRun(r, last_json_line(r.stdout))
+
+
+def transactions_count(bootstrap: str, topic: str, isolation: str = "read_committed",
+                       timeout: float = 300) -> JsonRun:
+    """kaas.interop.Transactions count: records visible with the isolation level, read from the
+    beginning up to the high watermark (JSON: records, per_partition, high_watermarks, lso)."""
+    r = run_java("kaas.interop.Transactions", "count", bootstrap, topic, isolation, timeout=timeout)
+    return JsonRun(r, last_json_line(r.stdout))
+
+
+def producer_performance_with_args(bootstrap: str, topic: str, num_records: int,
+                                   record_size: int = 1024, acks: str = "all",
+                                   throughput: int = -1, tool_args: List[str] = (),
+                                   extra_props: List[str] = (), timeout: float = 900) -> PerfResult:
+    """Like producer_performance, plus tool options (e.g. ["--transactional-id", "x",
+    "--transaction-duration-ms", "100"]) placed before --producer-props."""
+    r = run_java("org.apache.kafka.tools.ProducerPerformance",
+                 "--topic", topic, "--num-records", str(num_records),
+                 "--record-size", str(record_size), "--throughput", str(throughput), *tool_args,
+                 "--producer-props", f"bootstrap.servers={bootstrap}", f"acks={acks}", *extra_props,
+                 timeout=timeout)
+    summary = None
+    for line in r.stdout.splitlines():
+        m = SUMMARY_RE.match(line.strip())
+        if m:
+            summary = {k: float(v) for k, v in m.groupdict().items()}
+            summary["sent"] = int(m.group("sent"))
+    exceptions = [ln for ln in r.stderr.splitlines() if EXCEPTION_LINE_RE.match(ln)]
+    return PerfResult(r, summary, exceptions)

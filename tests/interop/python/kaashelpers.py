@@ -219,3 +219,76 @@ def send_ignoring_reset(sock: socket.socket, data: bytes) -> None:
         sock.sendall(data)
     except (ConnectionResetError, BrokenPipeError):
         pass
+
+
+# ------------------------------------------------------------ transactions (read side)
+
+def end_offsets(bootstrap: str, topic: str, partitions: int, isolation: str = "read_uncommitted",
+                timeout: float = 30.0):
+    """ListOffsets(LATEST) per partition with the given isolation level: the high watermark for
+    read_uncommitted, the last stable offset (LSO) for read_committed.
+
+    (librdkafka's query_watermark_offsets sends the consumer's isolation.level; librdkafka
+    needs a group.id to create a Consumer even when it never joins a group.)"""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_topic("eo"),
+                  "enable.auto.commit": False, "isolation.level": isolation})
+    try:
+        out = {}
+        deadline = time.time() + timeout
+        for p in range(partitions):
+            while True:
+                try:
+                    _, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=5)
+                    out[p] = high
+                    break
+                except KafkaException:
+                    if time.time() > deadline:
+                        raise
+                    time.sleep(0.2)
+        return out
+    finally:
+        c.close()
+
+
+def consume_to_end(bootstrap: str, topic: str, partitions: int, isolation: str,
+                   timeout: float = 60.0, targets=None):
+    """Read every partition from offset 0 with a confluent-kafka Consumer (assign(), no group
+    membership, nothing committed) and the given isolation.level, until each partition reports
+    end-of-partition at or beyond its target offset (default: the current read_uncommitted high
+    watermark, so a read_committed reader only finishes once the LSO has reached it).
+
+    Control records (transaction markers) are never delivered to the application, which is why
+    this waits for _PARTITION_EOF instead of for the last offset.
+
+    Returns {partition: [(offset, key, value), ...]} in read order. Raises AssertionError when
+    the targets are not reached in time (e.g. an LSO stuck behind an open transaction)."""
+    if targets is None:
+        targets = end_offsets(bootstrap, topic, partitions, "read_uncommitted")
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_topic("reader"),
+                  "enable.auto.commit": False, "enable.auto.offset.store": False,
+                  "auto.offset.reset": "earliest", "fetch.wait.max.ms": 100,
+                  "enable.partition.eof": True, "isolation.level": isolation})
+    out = {p: [] for p in range(partitions)}
+    eof_at = {p: None for p in range(partitions)}
+    try:
+        c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        deadline = time.time() + timeout
+        while not all(eof_at[p] is not None and eof_at[p] >= targets[p] for p in range(partitions)):
+            if time.time() > deadline:
+                got = {p: len(v) for p, v in out.items()}
+                raise AssertionError(
+                    f"{isolation} reader of {topic} did not reach offsets {targets} within "
+                    f"{timeout}s; last end-of-partition offsets {eof_at}; records read per "
+                    f"partition: {got}")
+            msg = c.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    eof_at[msg.partition()] = msg.offset()
+                    continue
+                raise AssertionError(f"{isolation} consumer error: {msg.error()}")
+            out[msg.partition()].append((msg.offset(), msg.key(), msg.value()))
+        return out
+    finally:
+        c.close()
