@@ -335,3 +335,19 @@ pub struct CompleteTxnOffsets {
     pub commit: bool,
     pub reply: Reply<()>,
 }
+
+/// DescribeTransactions / ListTransactions: the shard's entries (all, or the named ones).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct InspectTxns {
+    /// None = every entry of the shard.
+    pub ids: Option<Vec<String>>,
+    pub reply: Reply<Vec<(String, Option<crate::store::txn_state::TxnEntry>)>>,
+}
+
+/// DescribeProducers: the active producers of one partition.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct InspectProducers {
+    pub reply: Reply<Vec<crate::store::producer_state::ProducerEntry>>,
+}

@@ -492,3 +492,11 @@ impl Handler<Shutdown> for PartitionLeader {
         ctx.stop();
     }
 }
+
+impl Handler<InspectProducers> for PartitionLeader {
+    type Result = ();
+
+    fn handle(&mut self, msg: InspectProducers, _: &mut Self::Context) {
+        let _ = msg.reply.send(self.producers.entries().cloned().collect());
+    }
+}

@@ -359,3 +359,15 @@ impl Handler<BumpEpoch> for TxnCoordinator {
         }
     }
 }
+
+impl Handler<InspectTxns> for TxnCoordinator {
+    type Result = ();
+
+    fn handle(&mut self, msg: InspectTxns, _: &mut Self::Context) {
+        let out = match msg.ids {
+            Some(ids) => ids.into_iter().map(|id| (id.clone(), self.entries.get(&id).cloned())).collect(),
+            None => self.entries.iter().map(|(id, e)| (id.clone(), Some(e.clone()))).collect(),
+        };
+        let _ = msg.reply.send(out);
+    }
+}

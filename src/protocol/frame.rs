@@ -46,11 +46,16 @@ pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, max_len: usize) -> Resu
 
 /// Encodes a response with its header into one length-prefixed frame.
 pub fn encode_response(header: &RequestHeader, api_key: ApiKey, response: &ResponseKind) -> Result<Bytes, FrameError> {
-    let version = header.request_api_version;
+    // WriteTxnMarkers v2 answers with the v1 response (KIP-1228 left it unchanged).
+    let version = match api_key {
+        ApiKey::WriteTxnMarkers => header.request_api_version.min(1),
+        _ => header.request_api_version,
+    };
     let mut buf = BytesMut::with_capacity(256);
     buf.put_i32(0);
     let rh = ResponseHeader::default().with_correlation_id(header.correlation_id);
-    rh.encode(&mut buf, api_key.response_header_version(version)).map_err(|e| FrameError::Encode(e.to_string()))?;
+    rh.encode(&mut buf, api_key.response_header_version(header.request_api_version.max(version)))
+        .map_err(|e| FrameError::Encode(e.to_string()))?;
     response.encode(&mut buf, version).map_err(|e| FrameError::Encode(e.to_string()))?;
     let len = (buf.len() - 4) as i32;
     buf[..4].copy_from_slice(&len.to_be_bytes());

@@ -139,7 +139,13 @@ pub type Pending = LocalBoxFuture<'static, Option<ResponseKind>>;
 pub struct Decoded {
     pub header: RequestHeader,
     pub api_key: ApiKey,
-    pub request: RequestKind,
+    pub request: Request,
+}
+
+pub enum Request {
+    Kafka(RequestKind),
+    /// WriteTxnMarkers v1/v2, decoded by hand (kafka-protocol 0.18 lacks v2).
+    WriteTxnMarkers(Vec<write_txn_markers::TxnMarker>),
 }
 
 /// Decodes a frame's header and body. Unknown keys and versions are refused before the body is
@@ -162,8 +168,16 @@ pub fn decode(frame: Bytes) -> Result<Decoded, (Option<RequestHeader>, RequestEr
     if !versions::is_supported(api_key, version) {
         return Err((Some(header), RequestError::UnsupportedVersion(api_key, version)));
     }
-    let request = RequestKind::decode(api_key, &mut buf, version)
-        .map_err(|e| (Some(header.clone()), RequestError::Body(api_key, version, e.to_string())))?;
+    let request = if api_key == ApiKey::WriteTxnMarkers {
+        let markers = write_txn_markers::decode_request(buf, version)
+            .map_err(|e| (Some(header.clone()), RequestError::Body(api_key, version, e.to_string())))?;
+        Request::WriteTxnMarkers(markers)
+    } else {
+        Request::Kafka(
+            RequestKind::decode(api_key, &mut buf, version)
+                .map_err(|e| (Some(header.clone()), RequestError::Body(api_key, version, e.to_string())))?,
+        )
+    };
     Ok(Decoded { header, api_key, request })
 }
 
@@ -178,7 +192,14 @@ pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
         }
     }
     use handlers::*;
-    match d.request {
+    let request = match d.request {
+        Request::WriteTxnMarkers(markers) => {
+            return async move { Some(ResponseKind::WriteTxnMarkers(write_txn_markers::handle(session, v, markers).await)) }
+                .boxed_local();
+        }
+        Request::Kafka(r) => r,
+    };
+    match request {
         RequestKind::Produce(r) => {
             produce::dispatch(session, v, r).await.map(|o| o.map(ResponseKind::Produce)).boxed_local()
         }
@@ -257,6 +278,18 @@ pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
         }
         RequestKind::TxnOffsetCommit(r) => {
             async move { Some(ResponseKind::TxnOffsetCommit(txn_offset_commit::handle(session, v, r).await)) }
+                .boxed_local()
+        }
+        RequestKind::DescribeTransactions(r) => {
+            async move { Some(ResponseKind::DescribeTransactions(describe_transactions::handle(session, v, r).await)) }
+                .boxed_local()
+        }
+        RequestKind::ListTransactions(r) => {
+            async move { Some(ResponseKind::ListTransactions(list_transactions::handle(session, v, r).await)) }
+                .boxed_local()
+        }
+        RequestKind::DescribeProducers(r) => {
+            async move { Some(ResponseKind::DescribeProducers(describe_producers::handle(session, v, r).await)) }
                 .boxed_local()
         }
         RequestKind::FindCoordinator(r) => {

@@ -127,6 +127,10 @@ impl ProducerStateTable {
         self.producers.get(&producer_id)
     }
 
+    pub fn entries(&self) -> impl Iterator<Item = &ProducerEntry> {
+        self.producers.values()
+    }
+
     pub fn len(&self) -> usize {
         self.producers.len()
     }

@@ -1,0 +1,56 @@
+//! DescribeProducers (key 61): the producer state of partitions (kafka-transactions
+//! `describe-producers`, and finding hanging transactions).
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::describe_producers_response::{PartitionResponse, ProducerState, TopicResponse};
+use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse, ProducerId};
+use tokio::sync::oneshot;
+
+use crate::actors::messages::InspectProducers;
+use crate::protocol::{Session, UNKNOWN_TOPIC_OR_PARTITION};
+
+pub async fn handle(s: Rc<Session>, _version: i16, req: DescribeProducersRequest) -> DescribeProducersResponse {
+    let mut r = DescribeProducersResponse::default();
+    for t in req.topics {
+        let handle = s.topic(&t.name.0, false).await.ok();
+        let mut out = TopicResponse::default();
+        out.name = t.name;
+        for p in t.partition_indexes {
+            let mut pr = PartitionResponse::default();
+            pr.partition_index = p;
+            let leader = handle.as_ref().and_then(|h| h.partitions.get(p as usize));
+            let entries = match leader {
+                Some(l) => {
+                    let (tx, rx) = oneshot::channel();
+                    match l.send(InspectProducers { reply: tx }).await {
+                        Ok(()) => rx.await.ok(),
+                        Err(_) => None,
+                    }
+                }
+                None => None,
+            };
+            match entries {
+                None => pr.error_code = UNKNOWN_TOPIC_OR_PARTITION,
+                Some(entries) => {
+                    pr.active_producers = entries
+                        .into_iter()
+                        .map(|e| {
+                            let mut ps = ProducerState::default();
+                            ps.producer_id = ProducerId(e.producer_id);
+                            ps.producer_epoch = e.epoch as i32;
+                            ps.last_sequence = e.batches.back().map_or(-1, |b| b.last_seq);
+                            ps.last_timestamp = e.batches.back().map_or(-1, |b| b.timestamp);
+                            ps.coordinator_epoch = e.coordinator_epoch;
+                            ps.current_txn_start_offset = e.current_txn_first_offset.unwrap_or(-1);
+                            ps
+                        })
+                        .collect();
+                }
+            }
+            out.partitions.push(pr);
+        }
+        r.topics.push(out);
+    }
+    r
+}

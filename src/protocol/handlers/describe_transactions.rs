@@ -1,0 +1,66 @@
+//! DescribeTransactions (key 65): what kafka-transactions' `describe` shows.
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::describe_transactions_response::{TopicData, TransactionState};
+use kafka_protocol::messages::{DescribeTransactionsRequest, DescribeTransactionsResponse, ProducerId, TopicName};
+use tokio::sync::oneshot;
+
+use crate::actors::messages::InspectTxns;
+use crate::protocol::{str_bytes, Session};
+use crate::store::txn_state::TxnEntry;
+
+const TRANSACTIONAL_ID_NOT_FOUND: i16 = 105;
+
+/// Kafka's names for the states (TransactionState.stateName).
+pub fn state_name(e: &TxnEntry) -> &'static str {
+    use crate::store::txn_state::TxnState::*;
+    match e.state {
+        Empty => "Empty",
+        Ongoing => "Ongoing",
+        PrepareCommit => "PrepareCommit",
+        PrepareAbort => "PrepareAbort",
+        CompleteCommit => "CompleteCommit",
+        CompleteAbort => "CompleteAbort",
+        PrepareEpochFence => "PrepareEpochFence",
+        Dead => "Dead",
+    }
+}
+
+pub async fn handle(s: Rc<Session>, _version: i16, req: DescribeTransactionsRequest) -> DescribeTransactionsResponse {
+    let mut r = DescribeTransactionsResponse::default();
+    for id in req.transactional_ids {
+        let (tx, rx) = oneshot::channel();
+        let found = match s.txn_shard(&id.0).send(InspectTxns { ids: Some(vec![id.0.to_string()]), reply: tx }).await {
+            Ok(()) => rx.await.ok().and_then(|mut v| v.pop()).and_then(|(_, e)| e),
+            Err(_) => None,
+        };
+        let mut t = TransactionState::default();
+        t.transactional_id = id;
+        match found {
+            None => t.error_code = TRANSACTIONAL_ID_NOT_FOUND,
+            Some(e) => {
+                t.transaction_state = str_bytes(state_name(&e));
+                t.transaction_timeout_ms = e.timeout_ms;
+                t.transaction_start_time_ms = e.txn_start_ms;
+                t.producer_id = ProducerId(e.producer_id);
+                t.producer_epoch = e.producer_epoch;
+                let mut topics: Vec<TopicData> = Vec::new();
+                for (topic, p) in &e.partitions {
+                    match topics.iter_mut().find(|d| d.topic.0.as_str() == topic) {
+                        Some(d) => d.partitions.push(*p),
+                        None => {
+                            let mut d = TopicData::default();
+                            d.topic = TopicName(str_bytes(topic));
+                            d.partitions.push(*p);
+                            topics.push(d);
+                        }
+                    }
+                }
+                t.topics = topics;
+            }
+        }
+        r.transaction_states.push(t);
+    }
+    r
+}

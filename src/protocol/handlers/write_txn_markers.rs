@@ -1,0 +1,58 @@
+//! WriteTxnMarkers (key 27) v1/v2: a coordinator (a peer broker, or kafka-transactions' abort)
+//! asks this broker's partition leaders to write markers (eos-rules 43-49). The response is sent
+//! once every marker of the request is durable, grouped by producer id.
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::write_txn_markers_response::{
+    WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
+};
+use kafka_protocol::messages::{ProducerId, TopicName, WriteTxnMarkersResponse};
+use tokio::sync::oneshot;
+
+use crate::actors::messages::WriteMarker;
+use crate::protocol::write_txn_markers::TxnMarker;
+use crate::protocol::{str_bytes, Session, UNKNOWN_TOPIC_OR_PARTITION};
+
+pub async fn handle(s: Rc<Session>, version: i16, markers: Vec<TxnMarker>) -> WriteTxnMarkersResponse {
+    let mut r = WriteTxnMarkersResponse::default();
+    for m in markers {
+        let mut mr = WritableTxnMarkerResult::default();
+        mr.producer_id = ProducerId(m.producer_id);
+        for t in &m.topics {
+            let handle = s.topic(&t.name, false).await.ok();
+            let mut tr = WritableTxnMarkerTopicResult::default();
+            tr.name = TopicName(str_bytes(&t.name));
+            for &p in &t.partitions {
+                let leader = handle.as_ref().and_then(|h| h.partitions.get(p as usize));
+                let code = match leader {
+                    // eos-rules 44: a partition not hosted here.
+                    None => UNKNOWN_TOPIC_OR_PARTITION,
+                    Some(l) => {
+                        let (tx, rx) = oneshot::channel();
+                        let msg = WriteMarker {
+                            producer_id: m.producer_id,
+                            producer_epoch: m.producer_epoch,
+                            commit: m.commit,
+                            coordinator_epoch: m.coordinator_epoch,
+                            // eos-rules 46/47: v1 carries no version: legacy validation.
+                            txn_version: if version >= 2 { m.transaction_version } else { 0 },
+                            reply: tx,
+                        };
+                        match l.send(msg).await {
+                            Ok(()) => rx.await.unwrap_or(UNKNOWN_TOPIC_OR_PARTITION),
+                            Err(_) => UNKNOWN_TOPIC_OR_PARTITION,
+                        }
+                    }
+                };
+                let mut pr = WritableTxnMarkerPartitionResult::default();
+                pr.partition_index = p;
+                pr.error_code = code;
+                tr.partitions.push(pr);
+            }
+            mr.topics.push(tr);
+        }
+        r.markers.push(mr);
+    }
+    r
+}
