@@ -143,7 +143,7 @@ pub struct Decoded {
 }
 
 pub enum Request {
-    Kafka(RequestKind),
+    Kafka(Box<RequestKind>),
     /// WriteTxnMarkers v1/v2, decoded by hand (kafka-protocol 0.18 lacks v2).
     WriteTxnMarkers(Vec<write_txn_markers::TxnMarker>),
 }
@@ -173,10 +173,10 @@ pub fn decode(frame: Bytes) -> Result<Decoded, (Option<RequestHeader>, RequestEr
             .map_err(|e| (Some(header.clone()), RequestError::Body(api_key, version, e.to_string())))?;
         Request::WriteTxnMarkers(markers)
     } else {
-        Request::Kafka(
+        Request::Kafka(Box::new(
             RequestKind::decode(api_key, &mut buf, version)
                 .map_err(|e| (Some(header.clone()), RequestError::Body(api_key, version, e.to_string())))?,
-        )
+        ))
     };
     Ok(Decoded { header, api_key, request })
 }
@@ -197,7 +197,7 @@ pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
             return async move { Some(ResponseKind::WriteTxnMarkers(write_txn_markers::handle(session, v, markers).await)) }
                 .boxed_local();
         }
-        Request::Kafka(r) => r,
+        Request::Kafka(r) => *r,
     };
     match request {
         RequestKind::Produce(r) => {
