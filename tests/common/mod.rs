@@ -96,6 +96,30 @@ impl Client {
         Client { stream, correlation: 0 }
     }
 
+    /// Sends a request whose body is already encoded; returns the response body.
+    pub fn call_raw(&mut self, key: ApiKey, version: i16, body: &[u8]) -> Bytes {
+        self.correlation += 1;
+        let header = RequestHeader::default()
+            .with_request_api_key(key as i16)
+            .with_request_api_version(version)
+            .with_correlation_id(self.correlation);
+        let mut msg = BytesMut::new();
+        header.encode(&mut msg, key.request_header_version(version)).expect("header");
+        msg.extend_from_slice(body);
+        let mut frame = BytesMut::new();
+        frame.put_i32(msg.len() as i32);
+        frame.extend_from_slice(&msg);
+        self.stream.write_all(&frame).expect("write");
+        let mut len = [0u8; 4];
+        self.stream.read_exact(&mut len).expect("response length");
+        let mut buf = vec![0u8; i32::from_be_bytes(len) as usize];
+        self.stream.read_exact(&mut buf).expect("response body");
+        let mut buf = Bytes::from(buf);
+        let rh = ResponseHeader::decode(&mut buf, key.response_header_version(version)).expect("response header");
+        assert_eq!(rh.correlation_id, self.correlation);
+        buf
+    }
+
     /// Sends one request and decodes its response.
     pub fn call<Req, Resp>(&mut self, key: ApiKey, version: i16, req: Req) -> Resp
     where
@@ -130,9 +154,18 @@ impl Client {
 
 /// A real v2 batch of `n` records (as a producer builds it).
 pub fn batch(producer_id: i64, epoch: i16, base_sequence: i32, n: usize, tag: &str) -> Bytes {
+    build_batch(producer_id, epoch, base_sequence, n, tag, false)
+}
+
+/// The same, marked transactional.
+pub fn txn_batch(producer_id: i64, epoch: i16, base_sequence: i32, n: usize, tag: &str) -> Bytes {
+    build_batch(producer_id, epoch, base_sequence, n, tag, true)
+}
+
+fn build_batch(producer_id: i64, epoch: i16, base_sequence: i32, n: usize, tag: &str, transactional: bool) -> Bytes {
     let records: Vec<Record> = (0..n)
         .map(|i| Record {
-            transactional: false,
+            transactional,
             control: false,
             delete_horizon: false,
             partition_leader_epoch: -1,

@@ -1,0 +1,243 @@
+//! Transactions over the wire against the real binary: LSO and aborted-transaction lists
+//! (eos-rules 51-52), KIP-1228 marker validation through WriteTxnMarkers v1/v2 (46-47),
+//! sequences across TV1 transactions (42), fencing (13, 18) and DescribeTransactions.
+
+mod common;
+
+use bytes::Bytes;
+use common::{txn_batch, Broker, Client};
+use kaas::protocol::write_txn_markers::{encode_request, MarkerTopic, TxnMarker};
+use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::{Decodable, StrBytes};
+
+const TOPIC: &str = "tw";
+const TXN: &str = "wire-txn";
+
+fn name(s: &str) -> TopicName {
+    TopicName(StrBytes::from_string(s.to_string()))
+}
+fn txn_id() -> TransactionalId {
+    TransactionalId(StrBytes::from_static_str(TXN))
+}
+
+fn create_topic(c: &mut Client) {
+    let mut t = CreatableTopic::default();
+    t.name = name(TOPIC);
+    t.num_partitions = 1;
+    t.replication_factor = 1;
+    let mut req = CreateTopicsRequest::default();
+    req.topics = vec![t];
+    let resp: CreateTopicsResponse = c.call(ApiKey::CreateTopics, 5, req);
+    assert_eq!(resp.topics[0].error_code, 0);
+}
+
+/// (error, pid, epoch)
+fn init_pid(c: &mut Client) -> (i16, i64, i16) {
+    let mut req = InitProducerIdRequest::default();
+    req.transactional_id = Some(txn_id());
+    req.transaction_timeout_ms = 60_000;
+    let resp: InitProducerIdResponse = c.call(ApiKey::InitProducerId, 2, req);
+    (resp.error_code, resp.producer_id.0, resp.producer_epoch)
+}
+
+fn add_partition(c: &mut Client, pid: i64, epoch: i16) -> i16 {
+    let mut t = AddPartitionsToTxnTopic::default();
+    t.name = name(TOPIC);
+    t.partitions = vec![0];
+    let mut req = AddPartitionsToTxnRequest::default();
+    req.v3_and_below_transactional_id = txn_id();
+    req.v3_and_below_producer_id = ProducerId(pid);
+    req.v3_and_below_producer_epoch = epoch;
+    req.v3_and_below_topics = vec![t];
+    let resp: AddPartitionsToTxnResponse = c.call(ApiKey::AddPartitionsToTxn, 3, req);
+    resp.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+}
+
+fn produce(c: &mut Client, records: Bytes) -> (i16, i64) {
+    let mut p = PartitionProduceData::default();
+    p.index = 0;
+    p.records = Some(records);
+    let mut t = TopicProduceData::default();
+    t.name = name(TOPIC);
+    t.partition_data = vec![p];
+    let mut req = ProduceRequest::default();
+    req.transactional_id = Some(txn_id());
+    req.acks = -1;
+    req.timeout_ms = 30_000;
+    req.topic_data = vec![t];
+    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
+    let p = &resp.responses[0].partition_responses[0];
+    (p.error_code, p.base_offset)
+}
+
+fn end_txn(c: &mut Client, pid: i64, epoch: i16, commit: bool) -> i16 {
+    let mut req = EndTxnRequest::default();
+    req.transactional_id = txn_id();
+    req.producer_id = ProducerId(pid);
+    req.producer_epoch = epoch;
+    req.committed = commit;
+    let resp: EndTxnResponse = c.call(ApiKey::EndTxn, 3, req);
+    resp.error_code
+}
+
+/// (high watermark, last stable offset, aborted (pid, first offset), records a read_committed
+/// consumer keeps: it drops aborted transactions' records as Kafka consumers do)
+fn fetch(c: &mut Client, isolation_level: i8) -> (i64, i64, Vec<(i64, i64)>, usize) {
+    let mut p = FetchPartition::default();
+    p.partition = 0;
+    p.fetch_offset = 0;
+    p.partition_max_bytes = 1 << 20;
+    let mut t = FetchTopic::default();
+    t.topic = name(TOPIC);
+    t.partitions = vec![p];
+    let mut req = FetchRequest::default();
+    req.replica_id = BrokerId(-1);
+    req.max_wait_ms = 0;
+    req.min_bytes = 0;
+    req.max_bytes = 1 << 20;
+    req.isolation_level = isolation_level;
+    req.topics = vec![t];
+    let resp: FetchResponse = c.call(ApiKey::Fetch, 11, req);
+    let p = &resp.responses[0].partitions[0];
+    assert_eq!(p.error_code, 0);
+    let aborted: Vec<(i64, i64)> =
+        p.aborted_transactions.iter().flatten().map(|a| (a.producer_id.0, a.first_offset)).collect();
+    let mut records = p.records.clone().unwrap_or_default();
+    let mut n = 0;
+    let mut pending_aborts: Vec<(i64, i64)> = aborted.clone();
+    let mut aborting = std::collections::HashSet::new();
+    if !records.is_empty() {
+        for set in kafka_protocol::records::RecordBatchDecoder::decode_all(&mut records).expect("batches") {
+            for r in &set.records {
+                if let Some(i) =
+                    pending_aborts.iter().position(|(pid, first)| *pid == r.producer_id && r.offset >= *first)
+                {
+                    aborting.insert(pending_aborts.remove(i).0);
+                }
+                if r.control {
+                    aborting.remove(&r.producer_id);
+                } else if !(r.transactional && aborting.contains(&r.producer_id)) {
+                    n += 1;
+                }
+            }
+        }
+    }
+    (p.high_watermark, p.last_stable_offset, aborted, n)
+}
+
+fn write_marker(c: &mut Client, version: i16, pid: i64, epoch: i16, commit: bool, tv: i8) -> i16 {
+    let marker = TxnMarker {
+        producer_id: pid,
+        producer_epoch: epoch,
+        commit,
+        topics: vec![MarkerTopic { name: TOPIC.into(), partitions: vec![0] }],
+        coordinator_epoch: 0,
+        transaction_version: tv,
+    };
+    let mut body = c.call_raw(ApiKey::WriteTxnMarkers, version, &encode_request(&[marker], version));
+    let resp = WriteTxnMarkersResponse::decode(&mut body, 1).expect("response");
+    resp.markers[0].topics[0].partitions[0].error_code
+}
+
+fn describe(c: &mut Client) -> (String, Vec<i32>) {
+    let mut req = DescribeTransactionsRequest::default();
+    req.transactional_ids = vec![txn_id()];
+    let resp: DescribeTransactionsResponse = c.call(ApiKey::DescribeTransactions, 0, req);
+    let t = &resp.transaction_states[0];
+    assert_eq!(t.error_code, 0);
+    (t.transaction_state.to_string(), t.topics.iter().flat_map(|d| d.partitions.clone()).collect())
+}
+
+#[test]
+fn transactions_markers_and_fencing_on_the_wire() {
+    let broker = Broker::start();
+    let mut c = broker.client();
+    create_topic(&mut c);
+    let (code, pid, epoch) = init_pid(&mut c);
+    assert_eq!((code, epoch), (0, 0), "eos-rules 7: a new transactional id starts at epoch 0");
+
+    // eos-rules 27: a transactional batch for a partition not in the transaction is refused.
+    assert_eq!(produce(&mut c, txn_batch(pid, 0, 0, 3, "early")).0, 48);
+    assert_eq!(add_partition(&mut c, pid, 0), 0);
+    assert_eq!(produce(&mut c, txn_batch(pid, 0, 0, 3, "t1")), (0, 0));
+    assert_eq!(describe(&mut c), ("Ongoing".to_string(), vec![0]));
+    // eos-rules 51: the open transaction holds the LSO at its first offset.
+    let (hw, lso, _, n) = fetch(&mut c, 1);
+    assert_eq!((hw, lso, n), (3, 0, 0));
+    assert_eq!(fetch(&mut c, 0).3, 3, "read_uncommitted sees the open transaction");
+
+    // eos-rules 47: a TV2 marker at the current epoch with the transaction open is late: refused.
+    assert_eq!(write_marker(&mut c, 2, pid, 0, false, 2), 47);
+    // eos-rules 46: a legacy (v1) marker at the same epoch is accepted: it aborts it here.
+    assert_eq!(write_marker(&mut c, 1, pid, 0, false, 0), 0);
+    // eos-rules 52: the abort is listed and the LSO moved past the marker.
+    let (hw, lso, aborted, _) = fetch(&mut c, 1);
+    assert_eq!((hw, lso, aborted), (4, 4, vec![(pid, 0)]));
+    assert_eq!(fetch(&mut c, 0).2, Vec::<(i64, i64)>::new(), "no aborted list for read_uncommitted");
+
+    // The coordinator still finishes its transaction; then a second one, with TV1 sequences
+    // continuing (eos-rules 42).
+    assert_eq!(end_txn(&mut c, pid, 0, false), 0);
+    let mut ongoing_add = 51;
+    for _ in 0..100 {
+        ongoing_add = add_partition(&mut c, pid, 0);
+        if ongoing_add != 51 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(ongoing_add, 0, "eos-rules 41: CONCURRENT_TRANSACTIONS only until the markers are in");
+    let (code, base) = produce(&mut c, txn_batch(pid, 0, 3, 2, "t2"));
+    assert_eq!(code, 0);
+    assert!(base >= 5, "after the two markers");
+    assert_eq!(end_txn(&mut c, pid, 0, true), 0);
+    let mut visible = 0;
+    for _ in 0..100 {
+        let (_, _, aborted, n) = fetch(&mut c, 1);
+        assert_eq!(aborted, vec![(pid, 0)]);
+        visible = n;
+        if n == 2 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(visible, 2, "only the committed transaction is visible read_committed");
+
+    // eos-rules 13: a new instance while a transaction is open: 51, then epoch + 2; the open
+    // transaction is aborted and the zombie's old epoch is refused (eos-rules 18).
+    let mut epoch1 = -1;
+    for _ in 0..100 {
+        let (code, _, e) = init_pid(&mut c);
+        if code == 0 {
+            epoch1 = e;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(epoch1, 1, "eos-rules 8: re-init bumps the epoch");
+    assert_eq!(add_partition(&mut c, pid, 1), 0);
+    assert_eq!(produce(&mut c, txn_batch(pid, 1, 0, 1, "t3")).0, 0);
+    assert_eq!(init_pid(&mut c).0, 51, "rejoin while Ongoing answers CONCURRENT_TRANSACTIONS");
+    let mut epoch3 = -1;
+    for _ in 0..100 {
+        let (code, p, e) = init_pid(&mut c);
+        if code == 0 {
+            assert_eq!(p, pid);
+            epoch3 = e;
+            break;
+        }
+        assert_eq!(code, 51);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(epoch3, 3, "the fence epoch (2) is never handed out");
+    assert_eq!(produce(&mut c, txn_batch(pid, 1, 1, 1, "zombie")).0, 47);
+    assert_eq!(add_partition(&mut c, pid, 1), 90, "the zombie is fenced at the coordinator");
+    let (_, lso, aborted, n) = fetch(&mut c, 1);
+    assert_eq!(n, 2, "the fenced transaction was aborted");
+    assert_eq!(aborted.len(), 2);
+    assert_eq!(lso, fetch(&mut c, 0).0);
+}
