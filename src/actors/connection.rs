@@ -106,7 +106,7 @@ async fn serve(
                         pending.push_back(async move { (header, key, response.await) }.boxed_local());
                     }
                     Err((Some(mut header), RequestError::UnsupportedVersion(ApiKey::ApiVersions, v))) => {
-                        tracing::info!(%peer, "ApiVersions v{v} is not supported; answering with v0");
+                        tracing::debug!(%peer, "ApiVersions v{v} is not supported; answering with v0");
                         header.request_api_version = 0;
                         let resp = ResponseKind::ApiVersions(api_versions::unsupported());
                         pending.push_back(async move { (header, ApiKey::ApiVersions, Some(resp)) }.boxed_local());
