@@ -102,6 +102,7 @@ async fn serve(
                 Some(Ok(frame)) => match decode(frame) {
                     Ok(d) => {
                         let (header, key) = (d.header.clone(), d.api_key);
+                        tracing::trace!(%peer, api = ?key, version = header.request_api_version, "request");
                         let response = dispatch(session.clone(), d).await;
                         pending.push_back(async move { (header, key, response.await) }.boxed_local());
                     }

@@ -1,11 +1,23 @@
-"""Apache Kafka's Java client (kafka-clients 4.4) transactional producer against kaas, which
-finalizes transaction.version=1, so the client speaks TV1 (explicit AddPartitionsToTxn,
-EndTxn <= v4, one epoch per producer session).
+"""Apache Kafka's Java client (kafka-clients 4.4) transactional producer against kaas, once
+with transaction.version=1 finalized (TV1: explicit AddPartitionsToTxn, EndTxn <= v4, one epoch
+per producer session) and once with transaction.version=2 (KIP-890: Produce v12 adds
+partitions implicitly, EndTxn v5 bumps the epoch every transaction).
 
 Needs java and the built Maven project tests/interop/java (built on demand by javaharness).
 """
+import pytest
+
 import javaharness as jh
+from conftest import Broker, free_port
 from kaashelpers import assert_no_panic
+
+
+@pytest.fixture(params=["tv1", "tv2"])
+def tv_broker(request, tmp_path):
+    env = {"KAAS_TRANSACTION_VERSION": "2"} if request.param == "tv2" else {}
+    b = Broker(tmp_path / "data", free_port(), extra_env=env).start()
+    yield b
+    b.stop()
 
 
 def _ctx(broker, *runs) -> str:
@@ -16,9 +28,10 @@ def _ctx(broker, *runs) -> str:
     return "\n".join(parts)
 
 
-def test_java_transactions_commit_abort(broker):
+def test_java_transactions_commit_abort(tv_broker):
     """45 transactions over 3 partitions, every 3rd aborted: read_committed shows exactly the
     committed records once each and in order; read_uncommitted shows the aborted ones too."""
+    broker = tv_broker
     txns, partitions, per = 45, 3, 20
     res = jh.transactions_run(broker.bootstrap, "java-txn", txns, partitions, per)
     ctx = _ctx(broker, res.run)
@@ -33,10 +46,11 @@ def test_java_transactions_commit_abort(broker):
     assert_no_panic(broker)
 
 
-def test_java_zombie_fencing(broker):
+def test_java_zombie_fencing(tv_broker):
     """A second KafkaProducer with the same transactional.id fences the first: its
     commitTransaction()/send() throw ProducerFencedException or InvalidProducerEpochException,
     and only the new producer's transaction is visible read_committed."""
+    broker = tv_broker
     res = jh.transactions_zombie(broker.bootstrap, "java-zombie")
     ctx = _ctx(broker, res.run)
     s = res.summary
