@@ -76,20 +76,27 @@ impl TxnCoordinator {
         Ok(TxnCoordinator { shard, db, entries, ids, cluster, groups, settings })
     }
 
+    /// The core asks for at most one fresh id per decision; `ensure_reserved` ran before, so
+    /// the id is already durable. Should it not be (a second id in one decision, and the disk
+    /// failing), -1 comes back and the decision fails as NOT_COORDINATOR at persistence time.
     fn alloc(ids: &mut ProducerIdAllocator) -> impl FnMut() -> i64 + '_ {
-        move || match ids.next_id() {
-            Ok(id) => id,
-            Err(e) => {
-                // The block file could not be written: stop rather than risk handing out an
-                // id twice.
+        move || {
+            ids.next_id().unwrap_or_else(|e| {
                 tracing::error!("cannot reserve producer ids: {e}");
-                std::process::abort();
-            }
+                -1
+            })
         }
     }
 
     /// Persists `decision.write` (if any), then answers and runs the effects.
     fn apply(&mut self, id: String, decision: Decision, reply: Option<Reply<TxnAnswer>>, ctx: &mut Context<Self>) {
+        if decision.write.as_ref().is_some_and(|w| w.producer_id < 0) {
+            // A producer id could not be reserved (see `alloc`): refuse rather than persist it.
+            if let Some(r) = reply {
+                let _ = r.send(Err(TxnError::NotCoordinator));
+            }
+            return;
+        }
         let Some(written) = decision.write else {
             if let Some(r) = reply {
                 let _ = r.send(decision.answer);
@@ -303,6 +310,12 @@ impl Handler<TxnCall> for TxnCoordinator {
     type Result = ();
 
     fn handle(&mut self, msg: TxnCall, ctx: &mut Self::Context) {
+        // eos-rules 1/6: no producer id block on disk, no answer that would need one.
+        if let Err(e) = self.ids.ensure_reserved() {
+            tracing::error!(shard = self.shard, "producer id block: {e}");
+            let _ = msg.reply.send(Err(TxnError::NotCoordinator));
+            return;
+        }
         let now = now_ms();
         let id = msg.transactional_id;
         let entry = self.entries.get(&id);
@@ -352,6 +365,10 @@ impl Handler<BumpEpoch> for TxnCoordinator {
         }
         let tv2 = self.settings.cluster_tv2;
         let entry = entry.clone();
+        if let Err(e) = self.ids.ensure_reserved() {
+            tracing::error!(shard = self.shard, "producer id block: {e}");
+            return;
+        }
         let decision = core::timeout_abort(&entry, tv2, now, &mut Self::alloc(&mut self.ids));
         if let Some(d) = decision {
             tracing::info!(transactional_id = %msg.transactional_id, "aborting a timed-out transaction");

@@ -49,6 +49,18 @@ impl ProducerIdAllocator {
         Ok(ProducerIdAllocator { path, next: start, block_end: start })
     }
 
+    /// Makes sure the next id is already reserved on disk, so that `next_id` cannot fail.
+    pub fn ensure_reserved(&mut self) -> std::io::Result<()> {
+        if self.next >= self.block_end {
+            let end = self.next + BLOCK_SIZE;
+            let bytes = serde_json::to_vec(&Reserved { next_block_start: end })
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+            write_atomic(&self.path, &bytes)?;
+            self.block_end = end;
+        }
+        Ok(())
+    }
+
     /// The next id; reserves (durably) a new block when the current one is used up.
     pub fn next_id(&mut self) -> std::io::Result<i64> {
         if self.next >= self.block_end {
