@@ -102,7 +102,8 @@ impl Client {
         let header = RequestHeader::default()
             .with_request_api_key(key as i16)
             .with_request_api_version(version)
-            .with_correlation_id(self.correlation);
+            .with_correlation_id(self.correlation)
+            .with_client_id(Some(StrBytes::from_static_str("kaas-test")));
         let mut msg = BytesMut::new();
         header.encode(&mut msg, key.request_header_version(version)).expect("header");
         msg.extend_from_slice(body);
@@ -126,26 +127,9 @@ impl Client {
         Req: Into<RequestKind>,
         Resp: Decodable,
     {
-        self.correlation += 1;
-        let header = RequestHeader::default()
-            .with_request_api_key(key as i16)
-            .with_request_api_version(version)
-            .with_correlation_id(self.correlation)
-            .with_client_id(Some(StrBytes::from_static_str("kaas-test")));
         let mut body = BytesMut::new();
-        header.encode(&mut body, key.request_header_version(version)).expect("header");
         req.into().encode(&mut body, version).expect("body");
-        let mut frame = BytesMut::new();
-        frame.put_i32(body.len() as i32);
-        frame.extend_from_slice(&body);
-        self.stream.write_all(&frame).expect("write");
-        let mut len = [0u8; 4];
-        self.stream.read_exact(&mut len).expect("response length");
-        let mut buf = vec![0u8; i32::from_be_bytes(len) as usize];
-        self.stream.read_exact(&mut buf).expect("response body");
-        let mut buf = Bytes::from(buf);
-        let rh = ResponseHeader::decode(&mut buf, key.response_header_version(version)).expect("response header");
-        assert_eq!(rh.correlation_id, self.correlation);
+        let mut buf = self.call_raw(key, version, &body);
         let resp = Resp::decode(&mut buf, version).expect("response");
         assert_eq!(buf.remaining(), 0, "response has trailing bytes");
         resp

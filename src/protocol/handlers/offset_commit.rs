@@ -12,6 +12,38 @@ use crate::protocol::Session;
 const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 const INVALID_GROUP_ID: i16 = 24;
 
+/// A commit for the group coordinator (plain, or transactional with `txn`).
+pub struct Commit {
+    pub group_id: String,
+    pub generation_id: i32,
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    pub offsets: Vec<OffsetCommit>,
+    pub txn: Option<(i64, i16)>,
+}
+
+/// Sends a commit and waits until it is durable; the Kafka error code.
+pub async fn send(s: &Session, c: Commit) -> i16 {
+    let (tx, rx) = oneshot::channel();
+    let msg = CommitOffsets {
+        group_id: c.group_id,
+        generation_id: c.generation_id,
+        member_id: c.member_id,
+        group_instance_id: c.group_instance_id,
+        offsets: c.offsets,
+        txn: c.txn,
+        reply: tx,
+    };
+    match s.groups.send(msg).await {
+        Ok(()) => match rx.await {
+            Ok(Ok(())) => 0,
+            Ok(Err(e)) => e.code(),
+            Err(_) => COORDINATOR_NOT_AVAILABLE,
+        },
+        Err(_) => COORDINATOR_NOT_AVAILABLE,
+    }
+}
+
 pub async fn handle(s: Rc<Session>, _version: i16, req: OffsetCommitRequest) -> OffsetCommitResponse {
     let offsets: Vec<OffsetCommit> = req
         .topics
@@ -29,24 +61,15 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: OffsetCommitRequest) -> 
     let code = if req.group_id.0.is_empty() {
         INVALID_GROUP_ID
     } else {
-        let (tx, rx) = oneshot::channel();
-        let msg = CommitOffsets {
+        let commit = Commit {
             group_id: req.group_id.0.to_string(),
             generation_id: req.generation_id_or_member_epoch,
             member_id: req.member_id.to_string(),
             group_instance_id: req.group_instance_id.as_ref().map(|i| i.to_string()),
             offsets,
             txn: None,
-            reply: tx,
         };
-        match s.groups.send(msg).await {
-            Ok(()) => match rx.await {
-                Ok(Ok(())) => 0,
-                Ok(Err(e)) => e.code(),
-                Err(_) => COORDINATOR_NOT_AVAILABLE,
-            },
-            Err(_) => COORDINATOR_NOT_AVAILABLE,
-        }
+        send(&s, commit).await
     };
     let mut r = OffsetCommitResponse::default();
     r.topics = req

@@ -10,8 +10,9 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 use tokio::sync::oneshot;
 
+use super::offset_commit::{send, Commit};
 use crate::actors::group_coordinator::offsets_partition;
-use crate::actors::messages::{CommitOffsets, OffsetCommit, TxnError, TxnOp, VerifyTxn};
+use crate::actors::messages::{OffsetCommit, TxnError, TxnOp, VerifyTxn};
 use crate::protocol::Session;
 use crate::store::txn_state::{CONSUMER_OFFSETS_TOPIC, TV_2};
 
@@ -79,24 +80,15 @@ pub async fn handle(s: Rc<Session>, version: i16, req: TxnOffsetCommitRequest) -
         } else {
             (-1, String::new(), None)
         };
-        let (tx, rx) = oneshot::channel();
-        let msg = CommitOffsets {
+        let commit = Commit {
             group_id: req.group_id.0.to_string(),
             generation_id,
             member_id,
             group_instance_id: instance,
             offsets,
             txn: Some((req.producer_id.0, req.producer_epoch)),
-            reply: tx,
         };
-        code = match s.groups.send(msg).await {
-            Ok(()) => match rx.await {
-                Ok(Ok(())) => 0,
-                Ok(Err(e)) => e.code(),
-                Err(_) => COORDINATOR_NOT_AVAILABLE,
-            },
-            Err(_) => COORDINATOR_NOT_AVAILABLE,
-        };
+        code = send(&s, commit).await;
     }
     let mut r = TxnOffsetCommitResponse::default();
     r.topics = req
