@@ -241,3 +241,70 @@ fn transactions_markers_and_fencing_on_the_wire() {
     assert_eq!(aborted.len(), 2);
     assert_eq!(lso, fetch(&mut c, 0).0);
 }
+
+#[test]
+fn produce_and_add_partitions_prechecks() {
+    let broker = Broker::start();
+    let mut c = broker.client();
+    create_topic(&mut c);
+    let (_, pid, _) = init_pid(&mut c);
+
+    // eos-rules 24: transactional batches without a transactional id.
+    let mut p = PartitionProduceData::default();
+    p.index = 0;
+    p.records = Some(txn_batch(pid, 0, 0, 1, "x"));
+    let mut t = TopicProduceData::default();
+    t.name = name(TOPIC);
+    t.partition_data = vec![p.clone()];
+    let mut req = ProduceRequest::default();
+    req.transactional_id = None;
+    req.acks = -1;
+    req.timeout_ms = 1000;
+    req.topic_data = vec![t.clone()];
+    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req.clone());
+    assert_eq!(resp.responses[0].partition_responses[0].error_code, 53);
+
+    // eos-rules 25: two (pid, epoch) pairs in one request.
+    let mut p2 = p.clone();
+    p2.records = Some(txn_batch(pid + 1, 0, 0, 1, "y"));
+    let mut t2 = t.clone();
+    t2.partition_data = vec![p, p2];
+    req.transactional_id = Some(txn_id());
+    req.topic_data = vec![t2];
+    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
+    assert!(resp.responses[0].partition_responses.iter().all(|p| p.error_code == 49));
+
+    // eos-rules 31: one unknown partition fails the whole add: 3 there, 55 on the rest.
+    let mut known = AddPartitionsToTxnTopic::default();
+    known.name = name(TOPIC);
+    known.partitions = vec![0];
+    let mut unknown = AddPartitionsToTxnTopic::default();
+    unknown.name = name("no-such-topic");
+    unknown.partitions = vec![0];
+    let mut add = AddPartitionsToTxnRequest::default();
+    add.v3_and_below_transactional_id = txn_id();
+    add.v3_and_below_producer_id = ProducerId(pid);
+    add.v3_and_below_producer_epoch = 0;
+    add.v3_and_below_topics = vec![known, unknown];
+    let resp: AddPartitionsToTxnResponse = c.call(ApiKey::AddPartitionsToTxn, 3, add);
+    let codes: Vec<(String, i16)> = resp
+        .results_by_topic_v3_and_below
+        .iter()
+        .flat_map(|t| t.results_by_partition.iter().map(move |p| (t.name.0.to_string(), p.partition_error_code)))
+        .collect();
+    assert!(codes.contains(&(TOPIC.to_string(), 55)) && codes.contains(&("no-such-topic".to_string(), 3)), "{codes:?}");
+    assert_eq!(describe(&mut c).0, "Empty", "nothing was added");
+
+    // eos-rules 44: a marker for a partition this broker does not host.
+    let marker = TxnMarker {
+        producer_id: pid,
+        producer_epoch: 0,
+        commit: true,
+        topics: vec![MarkerTopic { name: "no-such-topic".into(), partitions: vec![0] }],
+        coordinator_epoch: 0,
+        transaction_version: 2,
+    };
+    let mut body = c.call_raw(ApiKey::WriteTxnMarkers, 2, &encode_request(&[marker], 2));
+    let resp = WriteTxnMarkersResponse::decode(&mut body, 1).expect("response");
+    assert_eq!(resp.markers[0].topics[0].partitions[0].error_code, 3);
+}

@@ -33,16 +33,7 @@ pub struct Append {
     pub reply: Option<Reply<AppendAck>>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verified {
-    /// Not verified (plain batches, or a transaction already open here at this epoch).
-    No,
-    /// TV1: verified under this guard from `BeginVerification`; a marker in between voids it.
-    Guard(u64),
-    /// TV2: added implicitly (Produce v12). Every transaction has its own epoch and the marker
-    /// raised the partition's, so a late batch of an ended transaction fails the epoch check.
-    Tv2Added,
-}
+pub use crate::store::producer_state::Verified;
 
 /// Before the first transactional batch of (producer id, epoch) on a partition: answers None when
 /// a transaction is already open here at that epoch, else a guard to verify with the

@@ -54,9 +54,6 @@ pub struct PartitionLeader {
     waiters: Vec<(i64, Reply<()>)>,
     sync_in_flight: bool,
     failed: bool,
-    /// Verification guards by producer id (eos-rules 28); a marker removes the producer's guard.
-    verifications: std::collections::HashMap<i64, u64>,
-    next_guard: u64,
     syncer: Syncer,
     retention_check: Duration,
     producer_expiration_ms: i64,
@@ -114,8 +111,6 @@ impl PartitionLeader {
             waiters: Vec::new(),
             sync_in_flight: false,
             failed: false,
-            verifications: std::collections::HashMap::new(),
-            next_guard: 1,
             syncer,
             retention_check,
             producer_expiration_ms,
@@ -227,15 +222,8 @@ impl Handler<Append> for PartitionLeader {
         }
         // eos-rules 27/28: a transaction may only open here after the coordinator verified the
         // partition, and only if no marker for this producer slipped in since.
-        if header.is_transactional() && !self.producers.has_ongoing_txn(header.producer_id, header.producer_epoch) {
-            let guard_ok = match verified {
-                Verified::No => false,
-                Verified::Guard(g) => self.verifications.get(&header.producer_id) == Some(&g),
-                Verified::Tv2Added => true,
-            };
-            if !guard_ok && header.producer_epoch >= self.producers.get(header.producer_id).map_or(0, |e| e.epoch) {
-                return answer(reply, self.error_ack(48, true));
-            }
+        if let Err(e) = self.producers.check_verification(&header, verified) {
+            return answer(reply, self.error_ack(e.code(), true));
         }
         match self.producers.check_append(&header) {
             Err(e) => {
@@ -427,7 +415,6 @@ impl Handler<WriteMarker> for PartitionLeader {
         match self.log.append(control::marker_batch(msg.producer_id, msg.producer_epoch, marker, now)) {
             Ok(h) => {
                 // eos-rules 49: the marker ends the open transaction; aborts enter the index.
-                self.verifications.remove(&msg.producer_id);
                 let done = self.producers.record_marker(
                     msg.producer_id,
                     msg.producer_epoch,
@@ -452,14 +439,7 @@ impl Handler<BeginVerification> for PartitionLeader {
     type Result = ();
 
     fn handle(&mut self, msg: BeginVerification, _: &mut Self::Context) {
-        if self.producers.has_ongoing_txn(msg.producer_id, msg.producer_epoch) {
-            let _ = msg.reply.send(None);
-            return;
-        }
-        let guard = self.next_guard;
-        self.next_guard += 1;
-        self.verifications.insert(msg.producer_id, guard);
-        let _ = msg.reply.send(Some(guard));
+        let _ = msg.reply.send(self.producers.begin_verification(msg.producer_id, msg.producer_epoch));
     }
 }
 

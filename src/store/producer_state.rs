@@ -113,9 +113,27 @@ pub struct CompletedTxn {
 /// Transaction version of a marker: 0/1 legacy, 2+ strict (KIP-1228).
 pub const TV2: i8 = 2;
 
+/// How a transactional batch that opens a transaction on this partition was confirmed by the
+/// coordinator (eos-rules 27-29).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verified {
+    /// Not verified (plain batches, or a transaction already open here at this epoch).
+    No,
+    /// TV1: verified under this guard from `begin_verification`; a marker in between voids it.
+    Guard(u64),
+    /// TV2: added implicitly (Produce v12). Every transaction has its own epoch and the marker
+    /// raised the partition's, so a late batch of an ended transaction fails the epoch check.
+    Tv2Added,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProducerStateTable {
     producers: HashMap<i64, ProducerEntry>,
+    /// Verification guards by producer id (eos-rules 28); in memory only, like Apache Kafka's.
+    #[serde(skip)]
+    verifications: HashMap<i64, u64>,
+    #[serde(skip)]
+    next_guard: u64,
 }
 
 impl ProducerStateTable {
@@ -244,6 +262,40 @@ impl ProducerStateTable {
         }
     }
 
+    /// eos-rules 27/28: before a transactional batch may open a transaction here the coordinator
+    /// must confirm the partition. None: a transaction is already open at this epoch (no check
+    /// needed); otherwise a guard that a marker for the producer will void.
+    pub fn begin_verification(&mut self, producer_id: i64, epoch: i16) -> Option<u64> {
+        if self.has_ongoing_txn(producer_id, epoch) {
+            return None;
+        }
+        self.next_guard += 1;
+        self.verifications.insert(producer_id, self.next_guard);
+        Some(self.next_guard)
+    }
+
+    /// eos-rules 27/28: a transactional batch that would open a transaction needs a verification
+    /// whose guard is still valid (INVALID_TXN_STATE otherwise). A lower epoch is left to
+    /// `check_append` (INVALID_PRODUCER_EPOCH, rule 18).
+    pub fn check_verification(&self, h: &BatchHeader, verified: Verified) -> Result<(), ProducerStateError> {
+        if !h.is_transactional() || self.has_ongoing_txn(h.producer_id, h.producer_epoch) {
+            return Ok(());
+        }
+        if h.producer_epoch < self.get(h.producer_id).map_or(NO_PRODUCER_EPOCH, |e| e.epoch) {
+            return Ok(());
+        }
+        let ok = match verified {
+            Verified::No => false,
+            Verified::Guard(g) => self.verifications.get(&h.producer_id) == Some(&g),
+            Verified::Tv2Added => true,
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(ProducerStateError::InvalidTxnState("record was not part of an ongoing transaction"))
+        }
+    }
+
     /// Marker epoch and coordinator epoch checks (eos-rules 46-48). Pure.
     pub fn check_marker(
         &self,
@@ -287,6 +339,8 @@ impl ProducerStateTable {
         commit: bool,
         now_ms: i64,
     ) -> Option<CompletedTxn> {
+        // eos-rules 28: a verification that raced with this marker is void.
+        self.verifications.remove(&producer_id);
         let entry = self.producers.entry(producer_id).or_insert_with(|| ProducerEntry::new(producer_id));
         let completed = entry.current_txn_first_offset.take().map(|first| CompletedTxn {
             producer_id,
@@ -574,6 +628,47 @@ mod tests {
         open_txn(&mut t, 1, 0, 0);
         t.record_marker(1, 0, 0, 1, true, 0);
         assert_eq!(t.get(1).unwrap().batches.len(), 1, "same epoch keeps the batch cache");
+    }
+
+    fn txn_header(pid: i64, epoch: i16, seq: i32) -> BatchHeader {
+        BatchHeader::parse(&batch(Spec {
+            producer_id: pid,
+            producer_epoch: epoch,
+            base_sequence: seq,
+            transactional: true,
+            ..Spec::default()
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn rule_27_transactional_batch_needs_verification() {
+        let mut t = ProducerStateTable::new();
+        let h = txn_header(1, 0, 0);
+        assert_eq!(t.check_verification(&h, Verified::No).unwrap_err().code(), 48);
+        let g = t.begin_verification(1, 0).unwrap();
+        assert!(t.check_verification(&h, Verified::Guard(g)).is_ok());
+        assert!(t.check_verification(&h, Verified::Tv2Added).is_ok());
+        // once the transaction is open here, later batches need no verification
+        open_txn(&mut t, 1, 0, 0);
+        assert_eq!(t.begin_verification(1, 0), None);
+        assert!(t.check_verification(&txn_header(1, 0, 1), Verified::No).is_ok());
+    }
+
+    #[test]
+    fn rule_28_marker_between_verification_and_append_voids_the_guard() {
+        let mut t = ProducerStateTable::new();
+        open_txn(&mut t, 1, 0, 0);
+        t.record_marker(1, 0, 0, 1, true, 0);
+        let g = t.begin_verification(1, 0).unwrap();
+        // the transaction being verified ended (a marker) before the batch arrived
+        t.record_marker(1, 0, 0, 2, true, 0);
+        assert_eq!(t.check_verification(&txn_header(1, 0, 1), Verified::Guard(g)).unwrap_err().code(), 48);
+        // a stale guard from an older verification is refused too
+        let g2 = t.begin_verification(1, 0).unwrap();
+        assert_ne!(g, g2);
+        assert!(t.check_verification(&txn_header(1, 0, 1), Verified::Guard(g)).is_err());
+        assert!(t.check_verification(&txn_header(1, 0, 1), Verified::Guard(g2)).is_ok());
     }
 
     #[test]
