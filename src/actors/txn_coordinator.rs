@@ -16,11 +16,10 @@ use super::group_coordinator::GroupCoordinator;
 use super::messages::*;
 use super::partition::now_ms;
 use crate::store::producer_ids::ProducerIdAllocator;
-use crate::store::txn_state::{self as core, Decision, Effect, TxnEntry, TxnState, CONSUMER_OFFSETS_TOPIC};
+use crate::store::txn_state::{
+    self as core, Decision, Effect, MarkerOutcome, TxnEntry, TxnState, CONSUMER_OFFSETS_TOPIC,
+};
 
-/// Partition-leader answers after which marker sending stops and the entry stays Prepare*
-/// (eos-rules 50): INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED.
-const STUCK: [i16; 2] = [47, 52];
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 
 #[derive(Debug, Clone)]
@@ -267,7 +266,7 @@ async fn write_markers(
                     Ok(()) => rx.await.unwrap_or(-1),
                     Err(_) => -1,
                 };
-                if code == 0 || code == UNKNOWN_TOPIC_OR_PARTITION || STUCK.contains(&code) {
+                if core::marker_outcome(code) != MarkerOutcome::Retry {
                     return code;
                 }
                 tracing::warn!(%topic, partition, code, "marker not written, retrying");
@@ -277,7 +276,7 @@ async fn write_markers(
         });
     }
     for code in futures::future::join_all(waits).await {
-        if STUCK.contains(&code) {
+        if core::marker_outcome(code) == MarkerOutcome::Stuck {
             ok = false;
         }
     }

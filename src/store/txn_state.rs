@@ -713,6 +713,28 @@ pub fn is_expired(entry: &TxnEntry, now_ms: i64, expiration_ms: i64) -> bool {
     !entry.pending && entry.state.expiration_allowed() && entry.last_update_ms <= now_ms.saturating_sub(expiration_ms)
 }
 
+/// What the coordinator does with a partition leader's answer to a marker (eos-rules 50).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MarkerOutcome {
+    Written,
+    /// The partition is gone (deleted): drop it from the transaction (eos-rules 41).
+    Dropped,
+    /// INVALID_PRODUCER_EPOCH / TRANSACTION_COORDINATOR_FENCED: stop sending; the transaction
+    /// stays in its Prepare state.
+    Stuck,
+    /// Anything else (storage, leadership, timeouts): send again.
+    Retry,
+}
+
+pub fn marker_outcome(code: i16) -> MarkerOutcome {
+    match code {
+        0 => MarkerOutcome::Written,
+        3 => MarkerOutcome::Dropped,
+        47 | 52 => MarkerOutcome::Stuck,
+        _ => MarkerOutcome::Retry,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -815,6 +837,17 @@ mod tests {
             Effect::Fence { .. } => None,
         });
         found.expect("markers")
+    }
+
+    #[test]
+    fn rule_50_marker_answers() {
+        assert_eq!(marker_outcome(0), MarkerOutcome::Written);
+        assert_eq!(marker_outcome(3), MarkerOutcome::Dropped);
+        assert_eq!(marker_outcome(47), MarkerOutcome::Stuck);
+        assert_eq!(marker_outcome(52), MarkerOutcome::Stuck);
+        for retried in [6, 7, 19, 20, 56, -1] {
+            assert_eq!(marker_outcome(retried), MarkerOutcome::Retry);
+        }
     }
 
     #[test]
