@@ -14,7 +14,7 @@ from kaashelpers import assert_no_panic
 
 @pytest.fixture(params=["tv1", "tv2"])
 def tv_broker(request, tmp_path):
-    env = {"KAAS_TRANSACTION_VERSION": "2"} if request.param == "tv2" else {}
+    env = {"KAAS_TRANSACTION_VERSION": "2" if request.param == "tv2" else "1"}
     b = Broker(tmp_path / "data", free_port(), extra_env=env).start()
     yield b
     b.stop()
