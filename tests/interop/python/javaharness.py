@@ -200,3 +200,31 @@ def producer_performance_with_args(bootstrap: str, topic: str, num_records: int,
             summary["sent"] = int(m.group("sent"))
     exceptions = [ln for ln in r.stderr.splitlines() if EXCEPTION_LINE_RE.match(ln)]
     return PerfResult(r, summary, exceptions)
+
+
+# ----------------------------------------------------------------------------- consumer groups
+
+def group_consume(bootstrap: str, topic: str, group: str, count: int, partitions: int,
+                  timeout: float = 300) -> JsonRun:
+    """kaas.interop.GroupConsume: two cooperative-sticky KafkaConsumers split TOPIC, one leaves,
+    the other takes over; every record consumed, committed offsets == end offsets."""
+    r = run_java("kaas.interop.GroupConsume", bootstrap, topic, group, str(count), str(partitions),
+                 timeout=timeout)
+    return JsonRun(r, last_json_line(r.stdout))
+
+
+def ctp(bootstrap: str, in_topic: str, out_topic: str, group: str, transactional_id: str,
+        count: int, partitions: int, timeout: float = 300) -> JsonRun:
+    """kaas.interop.Ctp: exactly-once consume-transform-produce with sendOffsetsToTransaction,
+    a second instance with the same transactional.id fences the first halfway."""
+    r = run_java("kaas.interop.Ctp", bootstrap, in_topic, out_topic, group, transactional_id,
+                 str(count), str(partitions), timeout=timeout)
+    return JsonRun(r, last_json_line(r.stdout))
+
+
+def console_consumer(bootstrap: str, topic: str, *args: str, timeout: float = 120) -> JavaRun:
+    """Apache Kafka's console consumer (kafka-tools 4.x: org.apache.kafka.tools.consumer.
+    ConsoleConsumer; kafka.tools.ConsoleConsumer no longer exists). Extra args, e.g.
+    "--group", "g", "--from-beginning", "--max-messages", "100"."""
+    return run_java("org.apache.kafka.tools.consumer.ConsoleConsumer",
+                    "--bootstrap-server", bootstrap, "--topic", topic, *args, timeout=timeout)
