@@ -55,7 +55,8 @@ pub struct Settings {
     pub transactional_id_expiration_ms: i64,
     /// Kafka's transaction.abort.timed.out.transaction.cleanup.interval.ms.
     pub transaction_abort_check_interval_ms: u64,
-    /// Finalized transaction.version advertised to clients: 1 (legacy) or 2 (KIP-890).
+    /// Finalized transaction.version advertised to clients: 1 (legacy) or 2 (KIP-890, the
+    /// default of new Apache Kafka 4.x clusters).
     pub transaction_version: i16,
 }
 
@@ -83,7 +84,7 @@ impl Default for Settings {
             transaction_max_timeout_ms: 900_000,
             transactional_id_expiration_ms: 7 * 24 * 3600 * 1000,
             transaction_abort_check_interval_ms: 10_000,
-            transaction_version: 1,
+            transaction_version: 2,
         }
     }
 }

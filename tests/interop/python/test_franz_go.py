@@ -96,8 +96,7 @@ RESULT_RE = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (Test\w+)(/\S+)? \(([\d.]+)s\
 def test_franz_go_group_and_txn_etl(franz_go_src, tmp_path, txn_version):
     # Per-request trace lines (api, version) show which transaction protocol franz-go used.
     env_broker = {"RUST_LOG": "info,kaas::actors::connection=trace"}
-    if txn_version == "2":
-        env_broker["KAAS_TRANSACTION_VERSION"] = "2"
+    env_broker["KAAS_TRANSACTION_VERSION"] = txn_version
     broker = Broker(tmp_path / "data", free_port(), extra_env=env_broker).start()
     try:
         env = dict(os.environ)

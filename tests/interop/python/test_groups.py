@@ -18,7 +18,7 @@ c. Consume-transform-produce with exactly-once (transactional.id "ctp", group "c
    transaction; instance 2 takes over the group and processes the rest. The output, read
    read_committed, holds every input record exactly once (transformed); read_uncommitted also
    shows the aborted batch; the group's committed offsets equal the input end offsets.
-   Run against the default broker (transaction version 1) and with KAAS_TRANSACTION_VERSION=2.
+   Run with KAAS_TRANSACTION_VERSION=1 and =2 (the default).
 """
 import collections
 import time
@@ -438,7 +438,7 @@ class CtpInstance:
 
 @pytest.mark.parametrize("txn_version", ["1", "2"], ids=["tv1", "tv2"])
 def test_consume_transform_produce_fencing(tmp_path, txn_version):
-    extra = {"KAAS_TRANSACTION_VERSION": "2"} if txn_version == "2" else {}
+    extra = {"KAAS_TRANSACTION_VERSION": txn_version}
     broker = Broker(tmp_path / "data", free_port(), extra_env=extra).start()
     inst1 = inst2 = None
     try:

@@ -5,8 +5,8 @@
    all partitions; every record consumed, no duplicates, committed offsets == end offsets.
 2. kaas.interop.Ctp: exactly-once consume-transform-produce with sendOffsetsToTransaction; a
    second instance with the same transactional.id fences the first (ProducerFencedException)
-   halfway while the first has a transaction open. Run against the default broker (TV1:
-   AddOffsetsToTxn + TxnOffsetCommit v4, EndTxn v4) and with KAAS_TRANSACTION_VERSION=2, where
+   halfway while the first has a transaction open. Run with KAAS_TRANSACTION_VERSION=1 (TV1:
+   AddOffsetsToTxn + TxnOffsetCommit v4, EndTxn v4) and with =2 (the default), where
    Java 4.4 uses KIP-890 part 2 (Produce v12, TxnOffsetCommit v5, EndTxn v5); the request
    versions actually used are read from the broker's trace log.
 3. Apache Kafka's console consumer (org.apache.kafka.tools.consumer.ConsoleConsumer) with a
@@ -94,8 +94,7 @@ def test_java_group_cooperative_split_and_takeover(broker):
 @pytest.mark.parametrize("txn_version", ["1", "2"], ids=["tv1", "tv2"])
 def test_java_consume_transform_produce(tmp_path, txn_version):
     env = {"RUST_LOG": "info,kaas::actors::connection=trace"}
-    if txn_version == "2":
-        env["KAAS_TRANSACTION_VERSION"] = "2"
+    env["KAAS_TRANSACTION_VERSION"] = txn_version
     broker = Broker(tmp_path / "data", free_port(), extra_env=env).start()
     try:
         count, partitions = 4_000, 4
