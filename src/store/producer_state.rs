@@ -287,6 +287,14 @@ impl ProducerStateTable {
         let ok = match verified {
             Verified::No => false,
             Verified::Guard(g) => self.verifications.get(&h.producer_id) == Some(&g),
+            // eos-rules 15 (4.1+, KAFKA-18202): a TV2 transaction on empty state starts at 0.
+            Verified::Tv2Added if self.get(h.producer_id).is_none() && h.base_sequence != 0 => {
+                return Err(ProducerStateError::OutOfOrderSequence {
+                    epoch: h.producer_epoch,
+                    first_seq: h.base_sequence,
+                    last_seq: NO_SEQUENCE,
+                });
+            }
             Verified::Tv2Added => true,
         };
         if ok {
@@ -653,6 +661,17 @@ mod tests {
         open_txn(&mut t, 1, 0, 0);
         assert_eq!(t.begin_verification(1, 0), None);
         assert!(t.check_verification(&txn_header(1, 0, 1), Verified::No).is_ok());
+    }
+
+    #[test]
+    fn rule_15_tv2_transaction_on_empty_state_must_start_at_zero() {
+        let t = ProducerStateTable::new();
+        assert_eq!(t.check_verification(&txn_header(1, 0, 5), Verified::Tv2Added).unwrap_err().code(), 45);
+        assert!(t.check_verification(&txn_header(1, 0, 0), Verified::Tv2Added).is_ok());
+        // TV1 keeps rule 15 proper: any sequence for an unknown producer id
+        let mut t = ProducerStateTable::new();
+        let g = t.begin_verification(1, 0).unwrap();
+        assert!(t.check_verification(&txn_header(1, 0, 5), Verified::Guard(g)).is_ok());
     }
 
     #[test]
