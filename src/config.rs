@@ -55,6 +55,8 @@ pub struct Settings {
     pub transactional_id_expiration_ms: i64,
     /// Kafka's transaction.abort.timed.out.transaction.cleanup.interval.ms.
     pub transaction_abort_check_interval_ms: u64,
+    /// Kafka's group.initial.rebalance.delay.ms: how long a new group waits for more members.
+    pub group_initial_rebalance_delay_ms: u64,
     /// Finalized transaction.version advertised to clients: 1 (legacy) or 2 (KIP-890, the
     /// default of new Apache Kafka 4.x clusters).
     pub transaction_version: i16,
@@ -85,6 +87,7 @@ impl Default for Settings {
             transactional_id_expiration_ms: 7 * 24 * 3600 * 1000,
             transaction_abort_check_interval_ms: 10_000,
             transaction_version: 2,
+            group_initial_rebalance_delay_ms: 3000,
         }
     }
 }

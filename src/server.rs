@@ -83,8 +83,11 @@ async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>) -> Result<(), Serv
         abort_check_interval: std::time::Duration::from_millis(settings.transaction_abort_check_interval_ms.max(10)),
         cluster_tv2: settings.transaction_version >= 2,
     };
-    let group_coordinator =
-        GroupCoordinator::open(&settings.data_dir, GroupConfig::default()).map_err(ServerError::Startup)?;
+    let group_coordinator = GroupCoordinator::open(
+        &settings.data_dir,
+        GroupConfig { initial_rebalance_delay_ms: settings.group_initial_rebalance_delay_ms, ..GroupConfig::default() },
+    )
+    .map_err(ServerError::Startup)?;
     let groups = GroupCoordinator::start_in_arbiter(&coordinator_arbiter.handle(), move |_| group_coordinator);
     let mut shards = Vec::with_capacity(settings.txn_shards);
     for shard in 0..settings.txn_shards as u32 {

@@ -107,3 +107,30 @@ fn idempotence_rules_hold_on_the_wire_and_across_a_crash() {
     assert!(fresh != pid && fresh != second, "eos-rules 1: ids are not reused after a restart");
     assert!(broker.is_running());
 }
+
+#[test]
+fn duplicates_are_recognised_from_a_periodic_snapshot_after_a_crash() {
+    // Housekeeping (and so the producer-state snapshot) every 100 ms.
+    let mut broker = Broker::start_with_env(&[("KAAS_RETENTION_CHECK_INTERVAL_MS", "100")]);
+    let mut c = broker.client();
+    create_topic(&mut c, "snap");
+    let pid = init_pid(&mut c);
+    for i in 0..3 {
+        assert_eq!(produce(&mut c, "snap", batch(pid, 0, i * 2, 2, "before")).0, 0);
+    }
+    let snapshot = broker.data_dir().join("topics").join("snap-0").join("producer-state.json");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !snapshot.exists() {
+        assert!(std::time::Instant::now() < deadline, "no periodic producer-state snapshot");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // After the snapshot: more batches, then a crash before any clean shutdown.
+    assert_eq!(produce(&mut c, "snap", batch(pid, 0, 6, 2, "after")), (0, 6, 0));
+    broker.crash_and_restart();
+    let mut c = broker.client();
+    // eos-rules 19 across the crash: one batch from before the snapshot, one replayed after it.
+    assert_eq!(produce(&mut c, "snap", batch(pid, 0, 2, 2, "before")), (0, 2, 0));
+    assert_eq!(produce(&mut c, "snap", batch(pid, 0, 6, 2, "after")), (0, 6, 0));
+    assert_eq!(produce(&mut c, "snap", batch(pid, 0, 8, 1, "next")), (0, 8, 0));
+    assert_eq!(produce(&mut c, "snap", batch(pid, 0, 20, 1, "gap")).0, 45);
+}

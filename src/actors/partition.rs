@@ -54,6 +54,8 @@ pub struct PartitionLeader {
     waiters: Vec<(i64, Reply<()>)>,
     sync_in_flight: bool,
     failed: bool,
+    /// Log end offset at the last producer-state snapshot.
+    snapshot_offset: i64,
     syncer: Syncer,
     retention_check: Duration,
     producer_expiration_ms: i64,
@@ -111,6 +113,7 @@ impl PartitionLeader {
             waiters: Vec::new(),
             sync_in_flight: false,
             failed: false,
+            snapshot_offset: from,
             syncer,
             retention_check,
             producer_expiration_ms,
@@ -166,7 +169,8 @@ impl PartitionLeader {
         }
     }
 
-    fn write_snapshot(&self) {
+    fn write_snapshot(&mut self) {
+        self.snapshot_offset = self.log.next_offset();
         let snap =
             Snapshot { offset: self.log.next_offset(), table: self.producers.clone(), aborted: self.aborted.clone() };
         match serde_json::to_vec(&snap) {
@@ -191,6 +195,10 @@ impl PartitionLeader {
             Err(e) => tracing::warn!(partition = %self.name, "retention: {e}"),
         }
         self.producers.expire(now_ms(), self.producer_expiration_ms);
+        // Bound the replay after a crash: snapshot the producer state when the log moved.
+        if self.log.next_offset() != self.snapshot_offset {
+            self.write_snapshot();
+        }
     }
 }
 

@@ -17,6 +17,7 @@ use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEnc
 pub struct Broker {
     pub dir: tempfile::TempDir,
     pub port: u16,
+    env: Vec<(String, String)>,
     child: Option<Child>,
 }
 
@@ -26,7 +27,13 @@ pub fn free_port() -> u16 {
 
 impl Broker {
     pub fn start() -> Broker {
-        let mut b = Broker { dir: tempfile::tempdir().expect("tempdir"), port: free_port(), child: None };
+        Self::start_with_env(&[])
+    }
+
+    /// Starts with extra `KAAS_*` settings in the environment.
+    pub fn start_with_env(env: &[(&str, &str)]) -> Broker {
+        let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let mut b = Broker { dir: tempfile::tempdir().expect("tempdir"), port: free_port(), env, child: None };
         b.spawn();
         b
     }
@@ -42,6 +49,7 @@ impl Broker {
             .open(self.dir.path().join("kaas.log"))
             .expect("log file");
         let child = Command::new(env!("CARGO_BIN_EXE_kaas"))
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .args(["serve", "--data-dir"])
             .arg(self.data_dir())
             .args(["--listen", &format!("127.0.0.1:{}", self.port), "--node-id", "0"])
