@@ -605,7 +605,11 @@ impl Group {
         req: JoinRequest,
         out: &mut Vec<Reply>,
     ) {
-        let i = self.idx(old_id).expect("static member present");
+        let Some(i) = self.idx(old_id) else {
+            // The instance map and the member list disagree: refuse rather than guess.
+            reply(out, token, Response::Join(JoinResponse::err(&new_id, GroupError::UnknownMemberId)));
+            return;
+        };
         let old_leader = self.leader_id.clone().unwrap_or_default();
         let m = &mut self.members[i];
         if let Some(t) = m.awaiting_join.take() {
@@ -952,7 +956,7 @@ impl Group {
                 if !lm.member_id.is_empty() && id != lm.member_id {
                     return Err(GroupError::FencedInstanceId);
                 }
-                self.idx(id).expect("static member present")
+                self.idx(id).ok_or(GroupError::UnknownMemberId)?
             }
         };
         self.remove_member_and_update(now, i, out);

@@ -42,6 +42,11 @@ GARBAGE = {
     "c_random_frame": _random_frame(),
     # (d) well-formed header, unknown api key 9999
     "d_unknown_api_key": request_frame(9999, 0, 4242, "kaas-raw"),
+    # (e) a 22-byte Metadata request claiming 2^31-1 topics (an allocation of ~150 GB if the
+    # decoder trusted the count), in the classic and the flexible (compact array) encoding
+    "e_huge_array_count": request_frame(3, 1, 4243, "kaas-raw", body=struct.pack(">i", 0x7FFFFFFF)),
+    "e_huge_compact_array_count": request_frame(3, 9, 4244, "kaas-raw", body=b"\xff\xff\xff\xff\x07",
+                                                flexible_header=True),
 }
 
 
