@@ -29,6 +29,8 @@ pub struct Settings {
     pub max_request_bytes: usize,
     /// Largest record batch accepted (Kafka's message.max.bytes).
     pub max_message_bytes: usize,
+    /// Cap on one Fetch response (Kafka's fetch.max.bytes), whatever the client asks for.
+    pub fetch_max_bytes: usize,
     /// Requests of one connection being worked on at once; reading pauses beyond it.
     pub max_inflight_requests: usize,
     pub auto_create_topics: bool,
@@ -71,6 +73,7 @@ impl Default for Settings {
             advertised_listener: None,
             max_request_bytes: 100 * 1024 * 1024,
             max_message_bytes: 1_048_588,
+            fetch_max_bytes: 57_671_680,
             max_inflight_requests: 64,
             auto_create_topics: true,
             num_partitions: 1,

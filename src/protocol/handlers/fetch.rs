@@ -21,6 +21,8 @@ struct Wanted {
 }
 
 pub async fn handle(s: Rc<Session>, _version: i16, req: FetchRequest) -> FetchResponse {
+    // The broker's fetch.max.bytes caps what a client may ask for (memory per response).
+    let cap = s.settings.fetch_max_bytes;
     let wanted: Vec<Wanted> = req
         .topics
         .iter()
@@ -29,13 +31,13 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: FetchRequest) -> FetchRe
                 topic: t.topic.0.to_string(),
                 partition: p.partition,
                 offset: p.fetch_offset,
-                max_bytes: p.partition_max_bytes.max(0) as usize,
+                max_bytes: (p.partition_max_bytes.max(0) as usize).min(cap),
             })
         })
         .collect();
     let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
     let min_bytes = req.min_bytes.max(0) as usize;
-    let max_bytes = if req.max_bytes <= 0 { usize::MAX } else { req.max_bytes as usize };
+    let max_bytes = if req.max_bytes <= 0 { cap } else { (req.max_bytes as usize).min(cap) };
     loop {
         let results = read_all(&s, &wanted, max_bytes, req.isolation_level).await;
         let total: usize = results.iter().map(|r| r.records.len()).sum();
