@@ -257,6 +257,17 @@ fn markers(entry: &TxnEntry, commit: bool) -> Effect {
 // InitProducerId (eos-rules 3-13)
 // ---------------------------------------------------------------------------------------
 
+/// InitProducerId with a null transactional id (eos-rules 1, 3): a fresh producer id at epoch 0,
+/// no coordinator state, no timeout validation; a claim is ignored unless half set.
+pub fn idempotent_init_producer_id(claim: Option<(i64, i16)>, alloc: &mut dyn FnMut() -> i64) -> Answer {
+    if let Some((pid, epoch)) = claim {
+        if (pid == NO_PRODUCER_ID) != (epoch == NO_PRODUCER_EPOCH) {
+            return Err(TxnError::InvalidRequest);
+        }
+    }
+    Ok(PidEpoch::new(alloc(), 0))
+}
+
 /// InitProducerId for a non-null transactional id (the null id, rule 1, is handled elsewhere).
 /// `claim` is the request's (ProducerId, ProducerEpoch) as sent (v3+), `None` for v0-2.
 /// `cluster_tv2`: the finalized `transaction.version` >= 2; it drives the abort of an Ongoing
@@ -837,6 +848,21 @@ mod tests {
             Effect::Fence { .. } => None,
         });
         found.expect("markers")
+    }
+
+    #[test]
+    fn idempotent_path_ignores_a_claim() {
+        let mut next = 100;
+        let mut alloc = || {
+            next += 1;
+            next
+        };
+        assert_eq!(idempotent_init_producer_id(Some((7, 3)), &mut alloc), Ok(PidEpoch::new(101, 0)));
+        assert_eq!(idempotent_init_producer_id(None, &mut alloc), Ok(PidEpoch::new(102, 0)));
+        assert_eq!(idempotent_init_producer_id(Some((-1, -1)), &mut alloc), Ok(PidEpoch::new(103, 0)));
+        // eos-rules 3 holds on the idempotent path too
+        assert_eq!(idempotent_init_producer_id(Some((7, -1)), &mut alloc), Err(TxnError::InvalidRequest));
+        assert_eq!(idempotent_init_producer_id(Some((-1, 2)), &mut alloc), Err(TxnError::InvalidRequest));
     }
 
     #[test]

@@ -8,9 +8,8 @@ use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, Pr
 
 use crate::actors::messages::{AllocateProducerId, TxnOp};
 use crate::protocol::Session;
-use crate::store::txn_state::CoordinatorApi;
+use crate::store::txn_state::{idempotent_init_producer_id, CoordinatorApi};
 
-const INVALID_REQUEST: i16 = 42;
 const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
 
 fn error(code: i16) -> InitProducerIdResponse {
@@ -22,10 +21,6 @@ fn error(code: i16) -> InitProducerIdResponse {
 }
 
 pub async fn handle(s: Rc<Session>, version: i16, req: InitProducerIdRequest) -> InitProducerIdResponse {
-    // eos-rules 3: a half-set claim is refused before anything else.
-    if version >= 3 && ((req.producer_id.0 == -1) != (req.producer_epoch == -1)) {
-        return error(INVALID_REQUEST);
-    }
     if let Some(id) = req.transactional_id {
         // eos-rules 3-13 live in store::txn_state; the claim exists from v3 on.
         let claim = (version >= 3).then_some((req.producer_id.0, req.producer_epoch));
@@ -41,14 +36,19 @@ pub async fn handle(s: Rc<Session>, version: i16, req: InitProducerIdRequest) ->
         };
     }
     // eos-rules 1: no timeout validation and the claim is ignored on the idempotent path.
-    match s.cluster.send(AllocateProducerId).await {
-        Ok(Ok(pid)) => {
+    let pid = match s.cluster.send(AllocateProducerId).await {
+        Ok(Ok(pid)) => pid,
+        Ok(Err(code)) => return error(code),
+        Err(_) => return error(COORDINATOR_LOAD_IN_PROGRESS),
+    };
+    let claim = (version >= 3).then_some((req.producer_id.0, req.producer_epoch));
+    match idempotent_init_producer_id(claim, &mut || pid) {
+        Ok(ids) => {
             let mut r = InitProducerIdResponse::default();
-            r.producer_id = ProducerId(pid);
-            r.producer_epoch = 0;
+            r.producer_id = ProducerId(ids.producer_id);
+            r.producer_epoch = ids.epoch;
             r
         }
-        Ok(Err(code)) => error(code),
-        Err(_) => error(COORDINATOR_LOAD_IN_PROGRESS),
+        Err(e) => error(e.code()),
     }
 }
