@@ -101,6 +101,38 @@ def wait_split(consumers, topic, timeout=60, sink=None):
     return [partitions_of(c, topic) for c in consumers]
 
 
+# ============================================================ roundrobin (client-side assignor)
+
+def test_roundrobin_assignor_splits_and_consumes_everything(broker):
+    """librdkafka's roundrobin assignor: the leader computes it, kaas only relays the
+    assignments: two members get interleaved partitions and together read every record once."""
+    topic = unique_topic("grp-rr")
+    group = unique_topic("grp-rr-g")
+    create_topic(broker.bootstrap, topic, PARTS)
+    produce_confluent(broker.bootstrap, topic, keyed_records(0, 200))
+    errors = [[], []]
+    consumers = [group_consumer(broker.bootstrap, group, f"rr-{i}", errors[i],
+                                **{"partition.assignment.strategy": "roundrobin"}) for i in range(2)]
+    for c in consumers:
+        c.subscribe([topic])
+    got = [[], []]
+    shares = wait_split(consumers, topic, sink=got)
+    assert sorted(shares[0] + shares[1]) == list(range(PARTS)), shares
+    # roundrobin deals the partitions out in turn (range would give [0, 1] and [2, 3])
+    assert sorted(shares) == [[0, 2], [1, 3]], shares
+    deadline = time.time() + 30
+    while sum(len(g) for g in got) < 200 and time.time() < deadline:
+        for i, c in enumerate(consumers):
+            m = c.poll(0.1)
+            if m is not None and not m.error():
+                got[i].append(m)
+    values = sorted(m.value() for g in got for m in g)
+    assert values == sorted(f"v{i}".encode() for i in range(200)), len(values)
+    for c in consumers:
+        c.close()
+    assert errors == [[], []], errors
+
+
 # ===================================================================== a. split, commit, crash
 
 def test_group_split_commit_crash_resume(broker):
