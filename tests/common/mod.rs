@@ -21,8 +21,18 @@ pub struct Broker {
     child: Option<Child>,
 }
 
+/// A port no other test of this process was given: tests run as threads, and two brokers on one
+/// port would see each other's clients.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("free port")
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("free port");
+        let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 impl Broker {
@@ -61,8 +71,16 @@ impl Broker {
         let deadline = Instant::now() + Duration::from_secs(20);
         while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
             assert!(Instant::now() < deadline, "kaas did not start listening");
+            assert!(self.is_running(), "kaas exited at start: {}", self.log());
             std::thread::sleep(Duration::from_millis(20));
         }
+        // Something else listening there would have answered the probe: make sure it was us.
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(self.is_running(), "kaas exited at start: {}", self.log());
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("kaas.log")).unwrap_or_default()
     }
 
     /// SIGKILL, then start again on the same data dir and port.
