@@ -151,7 +151,8 @@ impl TxnCoordinator {
                         }
                     }
                     if let Some(r) = reply {
-                        let _ = r.send(Err(TxnError::NotCoordinator));
+                        // eos-rules 6: a sled write or flush error is a storage failure.
+                        let _ = r.send(Err(core::state_write_error(core::StateWriteFailure::Storage)));
                     }
                 }
             }

@@ -153,6 +153,9 @@ pub enum TxnError {
     /// eos-rules 6: the coordinator's state could not be written (storage failure).
     #[error("NOT_COORDINATOR")]
     NotCoordinator,
+    /// eos-rules 6: the state log is unavailable for a while (retriable).
+    #[error("COORDINATOR_NOT_AVAILABLE")]
+    CoordinatorNotAvailable,
 }
 
 /// Coordinator APIs whose PRODUCER_FENCED is downgraded for old clients (eos-rules 60).
@@ -178,6 +181,7 @@ impl TxnError {
             TxnError::ProducerFenced => 90,
             TxnError::TransactionAbortable => 120,
             TxnError::NotCoordinator => 16,
+            TxnError::CoordinatorNotAvailable => 15,
         }
     }
 
@@ -724,6 +728,29 @@ pub fn is_expired(entry: &TxnEntry, now_ms: i64, expiration_ms: i64) -> bool {
     !entry.pending && entry.state.expiration_allowed() && entry.last_update_ms <= now_ms.saturating_sub(expiration_ms)
 }
 
+/// Why writing a transition to the coordinator's state log failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StateWriteFailure {
+    /// The log is there but cannot take the write now (Kafka: UNKNOWN_TOPIC_OR_PARTITION,
+    /// NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT).
+    Unavailable,
+    /// The log is not ours or its disk failed (Kafka: NOT_LEADER_OR_FOLLOWER,
+    /// KAFKA_STORAGE_ERROR; kaas: a sled write or flush error).
+    Storage,
+    /// The record is too large (Kafka: MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE).
+    TooLarge,
+}
+
+/// eos-rules 6: the error a client gets when its transition could not be written; the same
+/// mapping for InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn and EndTxn.
+pub fn state_write_error(failure: StateWriteFailure) -> TxnError {
+    match failure {
+        StateWriteFailure::Unavailable => TxnError::CoordinatorNotAvailable,
+        StateWriteFailure::Storage => TxnError::NotCoordinator,
+        StateWriteFailure::TooLarge => TxnError::UnknownServerError,
+    }
+}
+
 /// What the coordinator does with a partition leader's answer to a marker (eos-rules 50).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MarkerOutcome {
@@ -863,6 +890,13 @@ mod tests {
         // eos-rules 3 holds on the idempotent path too
         assert_eq!(idempotent_init_producer_id(Some((7, -1)), &mut alloc), Err(TxnError::InvalidRequest));
         assert_eq!(idempotent_init_producer_id(Some((-1, 2)), &mut alloc), Err(TxnError::InvalidRequest));
+    }
+
+    #[test]
+    fn rule_06_failed_state_write_maps_like_kafka() {
+        assert_eq!(state_write_error(StateWriteFailure::Unavailable).code(), 15);
+        assert_eq!(state_write_error(StateWriteFailure::Storage).code(), 16);
+        assert_eq!(state_write_error(StateWriteFailure::TooLarge).code(), -1);
     }
 
     #[test]
