@@ -164,6 +164,7 @@ impl Handler<GroupAdmin> for GroupCoordinator {
     type Result = ();
 
     fn handle(&mut self, msg: GroupAdmin, ctx: &mut Self::Context) {
+        let mut flushes = Vec::new();
         let answer =
             match msg.op {
                 GroupAdminOp::List => GroupAdminAnswer::List(
@@ -201,12 +202,7 @@ impl Handler<GroupAdmin> for GroupCoordinator {
                             Some(g) => match g.delete_group() {
                                 Ok(()) => {
                                     self.groups.remove(&id);
-                                    let flush = self.persist(&id);
-                                    ctx.spawn(flush.into_actor(self).map(|res, _, _| {
-                                        if let Err(e) = res {
-                                            tracing::error!("group deletion not written: {e}");
-                                        }
-                                    }));
+                                    flushes.push(self.persist(&id));
                                     0
                                 }
                                 Err(e) => e.code(),
@@ -222,15 +218,28 @@ impl Handler<GroupAdmin> for GroupCoordinator {
                         Some(g) => g.delete_offsets(&partitions, subscribed_topics),
                     };
                     if result.is_ok() {
-                        let flush = self.persist(&group_id);
-                        ctx.spawn(flush.into_actor(self).map(|_, _, _| ()));
+                        flushes.push(self.persist(&group_id));
                     }
                     GroupAdminAnswer::DeleteOffsets(result.map(|v| {
                         v.into_iter().map(|(t, p, e)| (t, p, crate::store::group_state::error_code(e))).collect()
                     }))
                 }
             };
-        let _ = msg.reply.send(answer);
+        // Deletions are answered only once they are on disk.
+        let reply = msg.reply;
+        ctx.spawn(
+            async move {
+                for f in flushes {
+                    if let Err(e) = f.await {
+                        tracing::error!("group change not written: {e}");
+                    }
+                }
+            }
+            .into_actor(self)
+            .map(move |_, _, _| {
+                let _ = reply.send(answer);
+            }),
+        );
     }
 }
 
