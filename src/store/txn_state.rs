@@ -751,6 +751,33 @@ pub fn state_write_error(failure: StateWriteFailure) -> TxnError {
     }
 }
 
+/// eos-rules 27/29: the coordinator's answer to a partition leader's verification (TV1) or
+/// implicit add (TV2, Produce v12, after its CONCURRENT_TRANSACTIONS retries) as the Produce error.
+pub fn produce_verification_error(error: TxnError, produce_version: i16) -> i16 {
+    match error {
+        TxnError::ProducerFenced => 47,
+        TxnError::InvalidProducerIdMapping => 49,
+        TxnError::TransactionAbortable if produce_version >= 11 => 120,
+        TxnError::TransactionAbortable => 48,
+        // eos-rules 29: TV2 returns CONCURRENT_TRANSACTIONS unmapped once its retries are spent.
+        TxnError::ConcurrentTransactions if produce_version >= 12 => 51,
+        // Retriable for the client: NOT_ENOUGH_REPLICAS.
+        TxnError::ConcurrentTransactions | TxnError::NotCoordinator | TxnError::CoordinatorNotAvailable => 19,
+        e => e.code(),
+    }
+}
+
+/// eos-rules 58: the offsets partition's membership check of TxnOffsetCommit as its error.
+pub fn txn_offset_commit_error(error: TxnError, version: i16) -> i16 {
+    match error {
+        TxnError::TransactionAbortable if version >= 4 => 120,
+        TxnError::TransactionAbortable => 48,
+        TxnError::ProducerFenced => 47,
+        TxnError::NotCoordinator => 15,
+        e => e.code(),
+    }
+}
+
 /// What the coordinator does with a partition leader's answer to a marker (eos-rules 50).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MarkerOutcome {
@@ -897,6 +924,30 @@ mod tests {
         assert_eq!(state_write_error(StateWriteFailure::Unavailable).code(), 15);
         assert_eq!(state_write_error(StateWriteFailure::Storage).code(), 16);
         assert_eq!(state_write_error(StateWriteFailure::TooLarge).code(), -1);
+    }
+
+    #[test]
+    fn rule_27_verification_answers_become_produce_errors() {
+        assert_eq!(produce_verification_error(ProducerFenced, 9), 47);
+        assert_eq!(produce_verification_error(InvalidProducerIdMapping, 9), 49);
+        assert_eq!(produce_verification_error(TransactionAbortable, 10), 48);
+        assert_eq!(produce_verification_error(TransactionAbortable, 11), 120);
+        assert_eq!(produce_verification_error(ConcurrentTransactions, 11), 19);
+        assert_eq!(produce_verification_error(NotCoordinator, 11), 19);
+    }
+
+    #[test]
+    fn rule_29_tv2_add_answers_become_produce_errors() {
+        assert_eq!(produce_verification_error(ConcurrentTransactions, 12), 51);
+        assert_eq!(produce_verification_error(ProducerFenced, 12), 47);
+    }
+
+    #[test]
+    fn rule_58_txn_offset_commit_membership_errors() {
+        assert_eq!(txn_offset_commit_error(TransactionAbortable, 3), 48);
+        assert_eq!(txn_offset_commit_error(TransactionAbortable, 4), 120);
+        assert_eq!(txn_offset_commit_error(ProducerFenced, 5), 47);
+        assert_eq!(txn_offset_commit_error(InvalidProducerIdMapping, 2), 49);
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::actors::partition::PartitionLeader;
 use crate::protocol::{str_bytes, Session, UNKNOWN_TOPIC_OR_PARTITION};
 use crate::store::batch::BatchHeader;
 use crate::store::batch::{self, BatchError};
-use crate::store::txn_state::TV_2;
+use crate::store::txn_state::{produce_verification_error, TV_2};
 
 const CORRUPT_MESSAGE: i16 = 2;
 const MESSAGE_TOO_LARGE: i16 = 10;
@@ -26,10 +26,6 @@ const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
 const INVALID_RECORD: i16 = 87;
 const NOT_ENOUGH_REPLICAS: i16 = 19;
 const INVALID_PRODUCER_ID_MAPPING: i16 = 49;
-const INVALID_TXN_STATE: i16 = 48;
-const INVALID_PRODUCER_EPOCH: i16 = 47;
-const TRANSACTION_ABORTABLE: i16 = 120;
-const CONCURRENT_TRANSACTIONS: i16 = 51;
 
 enum Slot {
     Done(AppendAck),
@@ -207,10 +203,7 @@ async fn verify(
                 Err(TxnError::ConcurrentTransactions) if std::time::Instant::now() < deadline => {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
-                Err(TxnError::ConcurrentTransactions) => return Err(CONCURRENT_TRANSACTIONS),
-                Err(TxnError::ProducerFenced) => return Err(INVALID_PRODUCER_EPOCH),
-                Err(TxnError::NotCoordinator) => return Err(NOT_ENOUGH_REPLICAS),
-                Err(e) => return Err(e.code()),
+                Err(e) => return Err(produce_verification_error(e, version)),
             }
         }
     }
@@ -226,12 +219,6 @@ async fn verify(
     let answer = rx.await.map_err(|_| NOT_ENOUGH_REPLICAS)?;
     match answer.into_values().next().unwrap_or(Err(TxnError::NotCoordinator)) {
         Ok(()) => Ok(Verified::Guard(guard)),
-        // eos-rules 27: the coordinator's answers mapped as Apache Kafka's leader maps them.
-        Err(TxnError::ProducerFenced) => Err(INVALID_PRODUCER_EPOCH),
-        Err(TxnError::InvalidProducerIdMapping) => Err(INVALID_PRODUCER_ID_MAPPING),
-        Err(TxnError::TransactionAbortable) if version >= 11 => Err(TRANSACTION_ABORTABLE),
-        Err(TxnError::TransactionAbortable) => Err(INVALID_TXN_STATE),
-        Err(TxnError::ConcurrentTransactions | TxnError::NotCoordinator) => Err(NOT_ENOUGH_REPLICAS),
-        Err(e) => Err(e.code()),
+        Err(e) => Err(produce_verification_error(e, version)),
     }
 }

@@ -14,12 +14,7 @@ use super::offset_commit::{send, Commit};
 use crate::actors::group_coordinator::offsets_partition;
 use crate::actors::messages::{OffsetCommit, TxnError, TxnOp, VerifyTxn};
 use crate::protocol::Session;
-use crate::store::txn_state::{CONSUMER_OFFSETS_TOPIC, TV_2};
-
-const INVALID_TXN_STATE: i16 = 48;
-const INVALID_PRODUCER_EPOCH: i16 = 47;
-const TRANSACTION_ABORTABLE: i16 = 120;
-const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+use crate::store::txn_state::{txn_offset_commit_error, CONSUMER_OFFSETS_TOPIC, TV_2};
 
 /// eos-rules 58: is the group's offsets partition part of the transaction? (error code if not)
 async fn check_membership(s: &Session, version: i16, req: &TxnOffsetCommitRequest) -> i16 {
@@ -47,15 +42,7 @@ async fn check_membership(s: &Session, version: i16, req: &TxnOffsetCommitReques
             Err(_) => Err(TxnError::NotCoordinator),
         }
     };
-    match result {
-        Ok(()) => 0,
-        Err(TxnError::TransactionAbortable) if version >= 4 => TRANSACTION_ABORTABLE,
-        Err(TxnError::TransactionAbortable) => INVALID_TXN_STATE,
-        // The coordinator's PRODUCER_FENCED is remapped (eos-rules 58).
-        Err(TxnError::ProducerFenced) => INVALID_PRODUCER_EPOCH,
-        Err(TxnError::NotCoordinator) => COORDINATOR_NOT_AVAILABLE,
-        Err(e) => e.code(),
-    }
+    result.err().map_or(0, |e| txn_offset_commit_error(e, version))
 }
 
 pub async fn handle(s: Rc<Session>, version: i16, req: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse {
