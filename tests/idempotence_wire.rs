@@ -3,8 +3,7 @@
 mod common;
 
 use bytes::Bytes;
-use common::{batch, Broker, Client};
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use common::{batch, create_topic, Broker, Client};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
@@ -12,17 +11,6 @@ use kafka_protocol::protocol::StrBytes;
 
 fn topic_name(s: &str) -> TopicName {
     TopicName(StrBytes::from_string(s.to_string()))
-}
-
-fn create_topic(c: &mut Client, name: &str) {
-    let mut t = CreatableTopic::default();
-    t.name = topic_name(name);
-    t.num_partitions = 1;
-    t.replication_factor = 1;
-    let mut req = CreateTopicsRequest::default();
-    req.topics = vec![t];
-    let resp: CreateTopicsResponse = c.call(ApiKey::CreateTopics, 5, req);
-    assert_eq!(resp.topics[0].error_code, 0);
 }
 
 fn init_pid(c: &mut Client) -> i64 {

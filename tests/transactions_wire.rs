@@ -5,10 +5,9 @@
 mod common;
 
 use bytes::Bytes;
-use common::{txn_batch, Broker, Client};
+use common::{create_topic, txn_batch, Broker, Client};
 use kaas::protocol::write_txn_markers::{encode_request, MarkerTopic, TxnMarker};
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
@@ -22,17 +21,6 @@ fn name(s: &str) -> TopicName {
 }
 fn txn_id() -> TransactionalId {
     TransactionalId(StrBytes::from_static_str(TXN))
-}
-
-fn create_topic(c: &mut Client) {
-    let mut t = CreatableTopic::default();
-    t.name = name(TOPIC);
-    t.num_partitions = 1;
-    t.replication_factor = 1;
-    let mut req = CreateTopicsRequest::default();
-    req.topics = vec![t];
-    let resp: CreateTopicsResponse = c.call(ApiKey::CreateTopics, 5, req);
-    assert_eq!(resp.topics[0].error_code, 0);
 }
 
 /// (error, pid, epoch)
@@ -156,7 +144,7 @@ fn describe(c: &mut Client) -> (String, Vec<i32>) {
 fn transactions_markers_and_fencing_on_the_wire() {
     let broker = Broker::start();
     let mut c = broker.client();
-    create_topic(&mut c);
+    create_topic(&mut c, TOPIC);
     let (code, pid, epoch) = init_pid(&mut c);
     assert_eq!((code, epoch), (0, 0), "eos-rules 7: a new transactional id starts at epoch 0");
 
@@ -246,7 +234,7 @@ fn transactions_markers_and_fencing_on_the_wire() {
 fn produce_and_add_partitions_prechecks() {
     let broker = Broker::start();
     let mut c = broker.client();
-    create_topic(&mut c);
+    create_topic(&mut c, TOPIC);
     let (_, pid, _) = init_pid(&mut c);
 
     // eos-rules 24: transactional batches without a transactional id.
