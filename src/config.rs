@@ -7,6 +7,8 @@ use thiserror::Error;
 
 use crate::store::log::LogConfig;
 
+pub use crate::store::producer_ids::{MAX_NODE_ID, MAX_TXN_SHARDS};
+
 #[derive(Debug, Error)]
 pub enum ConfigError {
     #[error("configuration: {0}")]
@@ -62,6 +64,19 @@ pub struct Settings {
     /// Finalized transaction.version advertised to clients: 1 (legacy) or 2 (KIP-890, the
     /// default of new Apache Kafka 4.x clusters).
     pub transaction_version: i16,
+    /// Kafka's max.connections: open client connections; beyond it new ones are closed at once.
+    pub max_connections: usize,
+    /// Kafka's max.connections.per.ip.
+    pub max_connections_per_ip: usize,
+    /// Kafka's connections.max.idle.ms: a connection with nothing in flight is closed after this.
+    pub connections_max_idle_ms: u64,
+    /// Kafka's queued.max.request.bytes: bytes of requests read and not yet answered, broker-wide;
+    /// readers wait beyond it. Must hold at least one max_request_bytes frame.
+    pub queued_max_request_bytes: usize,
+    /// Kafka's offsets.retention.minutes: committed offsets of an Empty group expire after this.
+    pub offsets_retention_minutes: u64,
+    /// Kafka's offsets.retention.check.interval.ms.
+    pub offsets_retention_check_interval_ms: u64,
 }
 
 impl Default for Settings {
@@ -91,6 +106,12 @@ impl Default for Settings {
             transaction_abort_check_interval_ms: 10_000,
             transaction_version: 2,
             group_initial_rebalance_delay_ms: 3000,
+            max_connections: 10_000,
+            max_connections_per_ip: 10_000,
+            connections_max_idle_ms: 600_000,
+            queued_max_request_bytes: 512 * 1024 * 1024,
+            offsets_retention_minutes: 10_080,
+            offsets_retention_check_interval_ms: 600_000,
         }
     }
 }
@@ -143,8 +164,25 @@ impl Settings {
         if !(1..=2).contains(&self.transaction_version) {
             return Err(ConfigError::Invalid("transaction_version", self.transaction_version.to_string()));
         }
-        if self.node_id < 0 {
-            return Err(ConfigError::Invalid("node_id", self.node_id.to_string()));
+        // Each broker owns a 2^40 producer-id range below the transaction shards' ranges at 2^50.
+        if !(0..=MAX_NODE_ID).contains(&self.node_id) {
+            let why = format!("{} (must be 0..={MAX_NODE_ID})", self.node_id);
+            return Err(ConfigError::Invalid("node_id", why));
+        }
+        if self.txn_shards > MAX_TXN_SHARDS {
+            let why = format!("{} (at most {MAX_TXN_SHARDS})", self.txn_shards);
+            return Err(ConfigError::Invalid("txn_shards", why));
+        }
+        if self.max_connections == 0 || self.max_connections_per_ip == 0 {
+            return Err(ConfigError::Invalid("max_connections", "0".into()));
+        }
+        if self.queued_max_request_bytes < self.max_request_bytes {
+            let why =
+                format!("{} is below max_request_bytes {}", self.queued_max_request_bytes, self.max_request_bytes);
+            return Err(ConfigError::Invalid("queued_max_request_bytes", why));
+        }
+        if self.max_request_bytes > i32::MAX as usize {
+            return Err(ConfigError::Invalid("max_request_bytes", self.max_request_bytes.to_string()));
         }
         Ok(())
     }

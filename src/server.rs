@@ -10,13 +10,16 @@ use thiserror::Error;
 use tokio::net::TcpListener;
 
 use crate::actors::cluster::ClusterView;
-use crate::actors::connection::Connection;
+use crate::actors::connection::{Connection, Limits};
 use crate::actors::group_coordinator::GroupCoordinator;
 use crate::actors::messages::ShutdownAll;
 use crate::actors::partition::MAILBOX_CAPACITY;
+use crate::actors::quotas::ConnectionQuotas;
+use crate::actors::supervisor::{install_panic_hook, mark_state_thread};
 use crate::actors::syncer::Syncer;
 use crate::actors::txn_coordinator::{TxnCoordinator, TxnSettings};
 use crate::config::Settings;
+use crate::protocol::frame::RequestPool;
 use crate::protocol::Session;
 use crate::store::group_state::GroupConfig;
 use crate::store::topics::write_atomic;
@@ -50,6 +53,7 @@ fn cluster_id(data_dir: &Path) -> Result<String, ServerError> {
 }
 
 pub fn run(settings: Settings) -> Result<(), ServerError> {
+    install_panic_hook();
     let settings = Arc::new(settings);
     std::fs::create_dir_all(&settings.data_dir)?;
     let lock_path = settings.data_dir.join("__cluster").join(format!("broker-{}.lock", settings.node_id));
@@ -71,12 +75,16 @@ async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>) -> Result<(), Serv
     let conn_arbiters: Vec<Arbiter> =
         (0..Settings::threads(settings.connection_threads)).map(|_| Arbiter::new()).collect();
     let cluster_arbiter = Arbiter::new();
+    let coordinator_arbiter = Arbiter::new();
+    // Panics where broker state lives stop the broker (see actors::supervisor).
+    for a in partition_arbiters.iter().chain([&cluster_arbiter, &coordinator_arbiter]) {
+        a.spawn_fn(mark_state_thread);
+    }
     let syncer = Syncer::start(settings.sync_threads, MAILBOX_CAPACITY * 4);
     let started = std::time::Instant::now();
     let view = ClusterView::load(settings.clone(), partition_arbiters.iter().map(|a| a.handle()).collect(), syncer)
         .map_err(ServerError::Startup)?;
     let cluster = ClusterView::start_in_arbiter(&cluster_arbiter.handle(), move |_| view);
-    let coordinator_arbiter = Arbiter::new();
     let txn_settings = TxnSettings {
         max_timeout_ms: settings.transaction_max_timeout_ms,
         expiration_ms: settings.transactional_id_expiration_ms,
@@ -85,7 +93,12 @@ async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>) -> Result<(), Serv
     };
     let group_coordinator = GroupCoordinator::open(
         &settings.data_dir,
-        GroupConfig { initial_rebalance_delay_ms: settings.group_initial_rebalance_delay_ms, ..GroupConfig::default() },
+        GroupConfig {
+            initial_rebalance_delay_ms: settings.group_initial_rebalance_delay_ms,
+            offsets_retention_ms: settings.offsets_retention_minutes.saturating_mul(60_000),
+            ..GroupConfig::default()
+        },
+        std::time::Duration::from_millis(settings.offsets_retention_check_interval_ms.max(10)),
     )
     .map_err(ServerError::Startup)?;
     let groups = GroupCoordinator::start_in_arbiter(&coordinator_arbiter.handle(), move |_| group_coordinator);
@@ -102,6 +115,13 @@ async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>) -> Result<(), Serv
     tracing::info!(listen = %settings.listen, data_dir = %settings.data_dir.display(), node_id = settings.node_id, "kaas is serving");
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut next = 0usize;
+    let quotas = ConnectionQuotas::new(settings.max_connections, settings.max_connections_per_ip);
+    let limits = Limits {
+        max_frame: settings.max_request_bytes,
+        max_inflight: settings.max_inflight_requests,
+        max_idle: std::time::Duration::from_millis(settings.connections_max_idle_ms),
+        pool: RequestPool::new(settings.queued_max_request_bytes),
+    };
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -113,6 +133,15 @@ async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>) -> Result<(), Serv
                         continue;
                     }
                 };
+                let permit = match quotas.admit(peer.ip()) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        // Kafka closes such a connection at once; the client backs off and retries.
+                        tracing::warn!(%peer, "refusing connection: {e}");
+                        drop(stream);
+                        continue;
+                    }
+                };
                 let std_stream = match stream.into_std() {
                     Ok(s) => s,
                     Err(e) => { tracing::warn!(%peer, "{e}"); continue; }
@@ -121,9 +150,10 @@ async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>) -> Result<(), Serv
                 next += 1;
                 let (cluster, txn, groups) = (cluster.clone(), txn.clone(), groups.clone());
                 let (settings, cluster_id) = (settings.clone(), cluster_id.clone());
-                let (max_frame, max_inflight) = (settings.max_request_bytes, settings.max_inflight_requests);
+                let limits = limits.clone();
                 Connection::start_in_arbiter(&arbiter.handle(), move |_| {
-                    Connection::new(std_stream, peer, Session::new(cluster, txn, groups, settings, cluster_id, peer.ip().to_string()), max_frame, max_inflight)
+                    let session = Session::new(cluster, txn, groups, settings, cluster_id, peer.ip().to_string());
+                    Connection::new(std_stream, peer, session, limits, permit)
                 });
             }
             _ = tokio::signal::ctrl_c() => { tracing::info!("SIGINT: shutting down"); break; }

@@ -248,7 +248,8 @@ impl Handler<BroadcastFence> for ClusterView {
             p.do_send(FenceEpoch { producer_id: msg.producer_id, epoch: msg.epoch });
         }
         // Across brokers: peers read this file (design: fence files on the shared disk).
-        if let Err(e) = self.fence_log.append(msg.producer_id, msg.epoch) {
+        let max_age = self.settings.producer_id_expiration_ms;
+        if let Err(e) = self.fence_log.append(msg.producer_id, msg.epoch, super::partition::now_ms(), max_age) {
             tracing::error!(producer_id = msg.producer_id, "fence file not written: {e}");
         }
     }

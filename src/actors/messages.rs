@@ -318,13 +318,14 @@ pub struct GroupAdmin {
 
 /// A transaction marker for `__consumer_offsets` partition `offsets_partition` (eos-rules 59):
 /// pending transactional offsets of `producer_id` become visible (commit) or are dropped.
+/// Answered with the marker's error code: 0 once the change is flushed to disk.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct CompleteTxnOffsets {
     pub offsets_partition: i32,
     pub producer_id: i64,
     pub commit: bool,
-    pub reply: Reply<()>,
+    pub reply: Reply<i16>,
 }
 
 /// DescribeTransactions / ListTransactions: the shard's entries (all, or the named ones).

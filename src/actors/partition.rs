@@ -102,6 +102,11 @@ impl PartitionLeader {
                 aborted.extend(done.filter(|t| t.aborted));
             }
         }
+        // The high watermark exposes what is on disk: recovery found the log end in the page
+        // cache, which a power loss after an earlier crash could still take back.
+        for f in log.segment_files() {
+            f.sync_data()?;
+        }
         Ok(PartitionLeader {
             name,
             dir,
@@ -141,10 +146,7 @@ impl PartitionLeader {
         if self.sync_in_flight || self.failed || self.log.next_offset() <= self.high_watermark {
             return;
         }
-        let files = match self.log.sync_handles() {
-            Ok(f) => f,
-            Err(e) => return self.fail(format!("sync handle: {e}")),
-        };
+        let files = self.log.sync_handles();
         self.sync_in_flight = true;
         let job = SyncJob { files, upto: self.log.next_offset(), partition: ctx.address() };
         if let Err(e) = self.syncer.submit(job) {
@@ -268,7 +270,9 @@ impl Handler<Append> for PartitionLeader {
                     self.request_sync(ctx);
                 }
                 Err(e) => {
-                    self.fail(format!("append: {e}"));
+                    // Nothing counted as written (the log end did not move): refuse this batch
+                    // and let the producer retry; only a failed fsync takes the partition offline.
+                    tracing::error!(partition = %self.name, "append not written: {e}");
                     answer(reply, self.error_ack(56, false));
                 }
             },
@@ -332,10 +336,11 @@ impl Handler<Read> for PartitionLeader {
                     result.records = records;
                     if msg.isolation_level == 1 {
                         // eos-rules 52: aborted transactions overlapping [fetch offset, LSO).
-                        result.aborted = self
-                            .aborted
+                        // The index is in marker order: skip what ended before the fetch offset.
+                        let from = self.aborted.partition_point(|t| t.last_offset < msg.offset);
+                        result.aborted = self.aborted[from..]
                             .iter()
-                            .filter(|t| t.last_offset >= msg.offset && t.first_offset < upper)
+                            .filter(|t| t.first_offset < upper)
                             .map(|t| (t.producer_id, t.first_offset))
                             .collect();
                     }
@@ -436,7 +441,8 @@ impl Handler<WriteMarker> for PartitionLeader {
                 self.request_sync(ctx);
             }
             Err(e) => {
-                self.fail(format!("marker append: {e}"));
+                // As for appends: not written, the coordinator retries the marker.
+                tracing::error!(partition = %self.name, "marker not written: {e}");
                 let _ = msg.reply.send(56);
             }
         }
@@ -464,15 +470,10 @@ impl Handler<Shutdown> for PartitionLeader {
 
     fn handle(&mut self, msg: Shutdown, ctx: &mut Self::Context) {
         if !self.failed {
-            match self.log.sync_handles() {
-                Ok(files) => {
-                    for f in files {
-                        if let Err(e) = f.sync_data() {
-                            tracing::error!(partition = %self.name, "final fsync: {e}");
-                        }
-                    }
+            for f in self.log.sync_handles() {
+                if let Err(e) = f.sync_data() {
+                    tracing::error!(partition = %self.name, "final fsync: {e}");
                 }
-                Err(e) => tracing::error!(partition = %self.name, "final fsync: {e}"),
             }
             self.write_snapshot();
         }

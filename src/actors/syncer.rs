@@ -3,6 +3,7 @@
 //! answers every producer that appended in the meantime.
 
 use std::fs::File;
+use std::sync::Arc;
 use std::thread;
 
 use actix::Addr;
@@ -12,7 +13,7 @@ use super::messages::Synced;
 use super::partition::PartitionLeader;
 
 pub struct SyncJob {
-    pub files: Vec<File>,
+    pub files: Vec<Arc<File>>,
     pub upto: i64,
     pub partition: Addr<PartitionLeader>,
 }
@@ -29,6 +30,7 @@ impl Syncer {
         for i in 0..threads.max(1) {
             let rx: Receiver<SyncJob> = rx.clone();
             let spawned = thread::Builder::new().name(format!("kaas-sync-{i}")).spawn(move || {
+                super::supervisor::mark_state_thread();
                 while let Ok(job) = rx.recv() {
                     let mut result = Ok(());
                     for f in &job.files {

@@ -238,17 +238,25 @@ async fn write_markers(
         let cluster = cluster.clone();
         let groups = groups.clone();
         waits.push(async move {
-            if topic == CONSUMER_OFFSETS_TOPIC {
-                // eos-rules 59: the marker makes the group's pending offsets visible or drops them.
-                let (tx, rx) = oneshot::channel();
-                let msg = CompleteTxnOffsets { offsets_partition: partition, producer_id, commit, reply: tx };
-                return match groups.send(msg).await {
-                    Ok(()) => rx.await.map(|_| 0).unwrap_or(-1),
-                    Err(_) => -1,
-                };
-            }
             let mut backoff = Duration::from_millis(50);
             loop {
+                if topic == CONSUMER_OFFSETS_TOPIC {
+                    // eos-rules 59: the marker makes the group's pending offsets visible or drops
+                    // them; like any marker it is retried until it is on disk.
+                    let (tx, rx) = oneshot::channel();
+                    let msg = CompleteTxnOffsets { offsets_partition: partition, producer_id, commit, reply: tx };
+                    let code = match groups.send(msg).await {
+                        Ok(()) => rx.await.unwrap_or(-1),
+                        Err(_) => -1,
+                    };
+                    if core::marker_outcome(code) != MarkerOutcome::Retry {
+                        return code;
+                    }
+                    tracing::warn!(partition, code, "offsets marker not written, retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                    continue;
+                }
                 let leader = match cluster.send(GetTopic { name: topic.clone(), auto_create: false }).await {
                     Ok(Ok(h)) => h.partitions.get(partition as usize).cloned(),
                     _ => None,

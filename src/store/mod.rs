@@ -9,3 +9,8 @@ pub mod producer_ids;
 pub mod producer_state;
 pub mod topics;
 pub mod txn_state;
+
+/// fsyncs a directory, so that entries created or renamed in it survive a power loss.
+pub fn sync_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}

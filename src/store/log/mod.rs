@@ -6,6 +6,7 @@ mod segment;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use thiserror::Error;
@@ -50,7 +51,7 @@ pub struct Log {
     segments: BTreeMap<i64, Segment>,
     config: LogConfig,
     /// Rolled segments whose data has not been fsynced yet.
-    unsynced: Vec<File>,
+    unsynced: Vec<Arc<File>>,
 }
 
 /// What recovery found when the log was opened.
@@ -64,7 +65,13 @@ impl Log {
     /// Opens (or creates) the log in `dir`. Every segment's index is rebuilt from its headers;
     /// the active segment's CRCs are verified and a torn tail is truncated.
     pub fn open(dir: &Path, config: LogConfig) -> Result<(Log, RecoveryInfo), LogError> {
-        std::fs::create_dir_all(dir)?;
+        if !dir.exists() {
+            std::fs::create_dir_all(dir)?;
+            // A new partition directory: its entry must survive a crash like its segments do.
+            if let Some(parent) = dir.parent() {
+                crate::store::sync_dir(parent)?;
+            }
+        }
         let mut bases = Vec::new();
         for entry in std::fs::read_dir(dir)? {
             let name = entry?.file_name();
@@ -120,9 +127,11 @@ impl Log {
             a.size > 0 && a.size + data.len() as u64 > self.config.segment_bytes
         };
         if roll {
-            let handle = self.active().sync_handle()?;
-            self.unsynced.push(handle);
-            self.segments.insert(base, Segment::create(&self.dir, base)?);
+            // Create first: if that fails (EMFILE, ENOSPC) the log is unchanged and the next
+            // append tries again.
+            let next = Segment::create(&self.dir, base)?;
+            self.unsynced.push(self.active().sync_handle());
+            self.segments.insert(base, next);
         }
         let interval = self.config.index_interval_bytes;
         let active = self.segments.values_mut().next_back().expect("a log always has a segment");
@@ -130,11 +139,16 @@ impl Log {
         Ok(h)
     }
 
+    /// Every segment's file: recovery fsyncs them all before the log end is exposed.
+    pub fn segment_files(&self) -> Vec<Arc<File>> {
+        self.segments.values().map(|s| s.sync_handle()).collect()
+    }
+
     /// File handles that must be fsynced to make everything appended so far durable.
-    pub fn sync_handles(&mut self) -> Result<Vec<File>, LogError> {
+    pub fn sync_handles(&mut self) -> Vec<Arc<File>> {
         let mut out = std::mem::take(&mut self.unsynced);
-        out.push(self.active().sync_handle()?);
-        Ok(out)
+        out.push(self.active().sync_handle());
+        out
     }
 
     /// Reads batches from `offset` (which must lie in [log start, log end]) up to `upper_bound`.

@@ -4,6 +4,7 @@
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
@@ -18,7 +19,8 @@ pub fn segment_file(dir: &Path, base: i64) -> PathBuf {
 pub struct Segment {
     pub base_offset: i64,
     pub path: PathBuf,
-    file: File,
+    /// Shared with the fsync threads: handing them the file costs no descriptor (no EMFILE).
+    file: Arc<File>,
     pub size: u64,
     /// Next offset after the last batch of this segment.
     pub next_offset: i64,
@@ -33,7 +35,9 @@ pub struct Segment {
 impl Segment {
     pub fn create(dir: &Path, base_offset: i64) -> Result<Segment, LogError> {
         let path = segment_file(dir, base_offset);
-        let file = OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&path)?;
+        let file = Arc::new(OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&path)?);
+        // The new file's directory entry must be durable before anything in it is acknowledged.
+        crate::store::sync_dir(dir)?;
         Ok(Segment {
             base_offset,
             path,
@@ -52,7 +56,7 @@ impl Segment {
     /// segment and the number of bytes truncated.
     pub fn open(dir: &Path, base_offset: i64, verify: bool, index_interval: usize) -> Result<(Segment, u64), LogError> {
         let path = segment_file(dir, base_offset);
-        let file = OpenOptions::new().read(true).write(true).open(&path)?;
+        let file = Arc::new(OpenOptions::new().read(true).write(true).open(&path)?);
         let len = file.metadata()?.len();
         let mut seg = Segment {
             base_offset,
@@ -119,9 +123,9 @@ impl Segment {
         Ok(())
     }
 
-    /// A handle on the same open file, for fsync on the syncer thread.
-    pub fn sync_handle(&self) -> Result<File, LogError> {
-        Ok(self.file.try_clone()?)
+    /// The open file, for fsync on the syncer thread.
+    pub fn sync_handle(&self) -> Arc<File> {
+        self.file.clone()
     }
 
     /// Position of the batch holding `offset`, or None when it is past this segment's end.
