@@ -71,8 +71,10 @@ def franz_go_src(tmp_path_factory):
     """A writable copy of the franz-go module source at FRANZ_GO_VERSION."""
     assert GO is not None, (
         "franz-go interop tests need a Go toolchain and found none (not on PATH, not at "
-        "/usr/local/go/bin/go, not in $GOROOT/bin): install one, e.g. `apt-get install -y "
-        "golang-go` (Debian) or https://go.dev/dl/, then run the tests again")
+        "/usr/local/go/bin/go, not in $GOROOT/bin). franz-go " + FRANZ_GO_VERSION + " needs "
+        "go >= 1.26; any go >= 1.21 fetches that toolchain itself (GOTOOLCHAIN=auto). Install "
+        "the tarball from https://go.dev/dl/ into /usr/local/go (Debian 12's golang-go is 1.19, "
+        "too old), then run the tests again")
     work = tmp_path_factory.mktemp("franzgo-mod")
     init = _run([GO, "mod", "init", "kaas.test/franzgo"], cwd=work, timeout=60)
     assert init.returncode == 0, init.stdout
