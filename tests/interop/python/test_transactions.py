@@ -18,7 +18,7 @@ import time
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from conftest import Broker, free_port
+from conftest import Broker, free_port, poll_until
 from kaashelpers import (assert_no_panic, consume_to_end, create_topic, end_offsets, log_tail,
                          unique_topic)
 
@@ -307,9 +307,22 @@ def test_transactions_commit_abort_across_sigkill(broker):
                                          f"report ({r.delivery_failed.get(v)})\n{ctx}"
 
     # ---- read back
-    hw = end_offsets(broker.bootstrap, topic, PARTS, "read_uncommitted")
-    lso = end_offsets(broker.bootstrap, topic, PARTS, "read_committed")
-    assert lso == hw, f"LSO {lso} != high watermark {hw} with no open transaction\n{log_tail(broker)}"
+    # The coordinator writes the last transaction's markers after answering EndTxn (as Kafka's
+    # does), so they may still be landing: poll until the high watermark is stable and the LSO
+    # equals it (no open transaction is left), rather than comparing two racing reads.
+    seen = []
+
+    def settled():
+        hw1 = end_offsets(broker.bootstrap, topic, PARTS, "read_uncommitted")
+        lso = end_offsets(broker.bootstrap, topic, PARTS, "read_committed")
+        hw2 = end_offsets(broker.bootstrap, topic, PARTS, "read_uncommitted")
+        seen.append((hw1, lso, hw2))
+        return hw2 if hw1 == lso == hw2 else None
+
+    try:
+        hw = poll_until(settled, 30, "LSO == high watermark with no open transaction", 0.1)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; last (hw, lso, hw) reads {seen[-3:]}\n{log_tail(broker)}")
     rc = consume_to_end(broker.bootstrap, topic, PARTS, "read_committed", timeout=60, targets=hw)
     ru = consume_to_end(broker.bootstrap, topic, PARTS, "read_uncommitted", timeout=60, targets=hw)
 
