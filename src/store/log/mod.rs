@@ -21,6 +21,9 @@ pub enum LogError {
     Corrupt(String),
     #[error("offset {offset} out of range [{start}, {end}]")]
     OffsetOutOfRange { offset: i64, start: i64, end: i64 },
+    /// The log could not be opened (see [`Log::offline`]); nothing can be read or written.
+    #[error("log offline")]
+    Offline,
 }
 
 #[derive(Debug, Clone)]
@@ -92,13 +95,20 @@ impl Log {
         Ok((Log { dir: dir.to_path_buf(), segments, config, unsynced: Vec::new() }, info))
     }
 
-    fn active(&self) -> &Segment {
-        self.segments.values().next_back().expect("a log always has a segment")
+    /// A log that could not be opened: it holds no segment and no open file, answers every read
+    /// and write with [`LogError::Offline`], and leaves whatever is on disk untouched.
+    pub fn offline(dir: &Path, config: LogConfig) -> Log {
+        Log { dir: dir.to_path_buf(), segments: BTreeMap::new(), config, unsynced: Vec::new() }
     }
 
-    /// The log end offset: the offset the next batch gets.
+    /// The segment appends go to; an opened log always has one, an offline log none.
+    fn active(&self) -> Result<&Segment, LogError> {
+        self.segments.values().next_back().ok_or(LogError::Offline)
+    }
+
+    /// The log end offset: the offset the next batch gets (0 for an offline log).
     pub fn next_offset(&self) -> i64 {
-        self.active().next_offset
+        self.active().map_or(0, |s| s.next_offset)
     }
 
     pub fn log_start_offset(&self) -> i64 {
@@ -116,29 +126,31 @@ impl Log {
         batch::patch_base_offset(&mut data, base);
         let h = BatchHeader::parse(&data).map_err(|e| LogError::Corrupt(e.to_string()))?;
         let roll = {
-            let a = self.active();
-            a.size > 0 && a.size + data.len() as u64 > self.config.segment_bytes
+            let a = self.active()?;
+            a.size > 0 && a.size.saturating_add(data.len() as u64) > self.config.segment_bytes
         };
         if roll {
-            let handle = self.active().sync_handle()?;
+            let handle = self.active()?.sync_handle()?;
             self.unsynced.push(handle);
             self.segments.insert(base, Segment::create(&self.dir, base)?);
         }
         let interval = self.config.index_interval_bytes;
-        let active = self.segments.values_mut().next_back().expect("a log always has a segment");
+        let active = self.segments.values_mut().next_back().ok_or(LogError::Offline)?;
         active.append(&data, &h, interval)?;
         Ok(h)
     }
 
     /// File handles that must be fsynced to make everything appended so far durable.
     pub fn sync_handles(&mut self) -> Result<Vec<File>, LogError> {
+        let active = self.active()?.sync_handle()?;
         let mut out = std::mem::take(&mut self.unsynced);
-        out.push(self.active().sync_handle()?);
+        out.push(active);
         Ok(out)
     }
 
     /// Reads batches from `offset` (which must lie in [log start, log end]) up to `upper_bound`.
     pub fn read(&self, offset: i64, upper_bound: i64, max_bytes: usize) -> Result<Bytes, LogError> {
+        self.active()?;
         let (start, end) = (self.log_start_offset(), self.next_offset());
         if offset < start || offset > end {
             return Err(LogError::OffsetOutOfRange { offset, start, end });
@@ -320,6 +332,18 @@ mod tests {
         }
         log.enforce_retention(2000).unwrap();
         assert_eq!(log.segments.len(), 1, "all but the active segment are past retention");
+    }
+
+    #[test]
+    fn an_offline_log_refuses_reads_and_writes_and_touches_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let part = dir.path().join("t-0");
+        let mut log = Log::offline(&part, cfg(1 << 20));
+        assert!(matches!(log.append(rec(1, 1)), Err(LogError::Offline)));
+        assert!(matches!(log.read(0, 1, 100), Err(LogError::Offline)));
+        assert!(matches!(log.sync_handles(), Err(LogError::Offline)));
+        assert_eq!((log.next_offset(), log.log_start_offset(), log.enforce_retention(0).unwrap()), (0, 0, 0));
+        assert!(!part.exists());
     }
 
     #[test]
