@@ -56,6 +56,10 @@ impl ClusterView {
             fence_log,
         };
         let mut budget = u64::from(settings.max_partitions);
+        // Start-up keeps the open files the rest of the broker needs (coordinator databases,
+        // connections): partitions past what the open-file limit supports are served offline.
+        let nofile = crate::limits::nofile().map(|(soft, _)| soft).unwrap_or(u64::MAX);
+        let mut files_left = topics::partitions_for_nofile(nofile);
         for meta in topics::load_all(&settings.data_dir).map_err(|e| e.to_string())? {
             let wanted = u64::try_from(meta.partitions).unwrap_or(0);
             let count = wanted.min(budget);
@@ -71,18 +75,37 @@ impl ClusterView {
             }
             let log_config = view.log_config(&meta);
             let mut partitions = Vec::new();
+            let mut offline = 0u64;
             for p in 0..i32::try_from(count).unwrap_or(0) {
-                let leader = match view.open_partition(&meta.name, p, &log_config) {
-                    Ok(l) => l,
-                    Err(e) => {
-                        tracing::error!(
-                            partition = %format!("{}-{p}", meta.name),
-                            "cannot open partition, serving it offline (KAFKA_STORAGE_ERROR) until a restart opens it: {e}"
-                        );
-                        view.offline_partition(&meta.name, p, &log_config)
+                let leader = if files_left == 0 {
+                    offline += 1;
+                    view.offline_partition(&meta.name, p, &log_config)
+                } else {
+                    match view.open_partition(&meta.name, p, &log_config) {
+                        Ok(l) => {
+                            files_left -= 1;
+                            l
+                        }
+                        Err(e) => {
+                            offline += 1;
+                            tracing::error!(
+                                partition = %format!("{}-{p}", meta.name),
+                                "cannot open partition, serving it offline (KAFKA_STORAGE_ERROR) until a restart opens it: {e}"
+                            );
+                            view.offline_partition(&meta.name, p, &log_config)
+                        }
                     }
                 };
                 partitions.push(view.spawn_leader(leader));
+            }
+            if offline > 0 {
+                tracing::error!(
+                    topic = %meta.name,
+                    offline,
+                    open_file_limit = nofile,
+                    "partitions served offline (KAFKA_STORAGE_ERROR): they did not open or the open-file limit \
+                     cannot hold them; raise `ulimit -n` (nofile) and restart to serve them"
+                );
             }
             view.topics.insert(meta.name.clone(), TopicHandle { meta, partitions });
         }
@@ -204,7 +227,10 @@ impl Handler<GetTopic> for ClusterView {
         let create = CreateTopic { name: msg.name.clone(), partitions: -1, configs: Vec::new(), validate_only: false };
         match self.create(create) {
             Ok(_) => self.topics.get(&msg.name).cloned().ok_or(UNKNOWN_TOPIC_OR_PARTITION),
-            Err(f) => Err(f.error_code),
+            Err(f) => {
+                tracing::warn!(topic = %msg.name, code = f.error_code, "auto-creation refused: {}", f.message);
+                Err(f.error_code)
+            }
         }
     }
 }
