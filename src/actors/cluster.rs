@@ -165,7 +165,9 @@ impl ClusterView {
     fn create(&mut self, msg: CreateTopic) -> Result<TopicMeta, TopicFailure> {
         let fail = |code: i16, message: String| TopicFailure { error_code: code, message };
         topics::validate_name(&msg.name).map_err(|e| fail(INVALID_TOPIC_EXCEPTION, e.to_string()))?;
-        if self.topics.contains_key(&msg.name) {
+        // The file counts too: a peer on the shared disk may have created it (and its partition
+        // directories are then not left-overs to remove).
+        if self.topics.contains_key(&msg.name) || topics::exists_on_disk(&self.settings.data_dir, &msg.name) {
             return Err(fail(TOPIC_ALREADY_EXISTS, format!("Topic '{}' already exists.", msg.name)));
         }
         let limit = |e: topics::LimitError| fail(e.code(), e.to_string());

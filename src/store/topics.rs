@@ -195,6 +195,12 @@ pub fn save(data_dir: &Path, meta: &TopicMeta) -> Result<(), TopicError> {
     Ok(())
 }
 
+/// True when the topic file of `name` exists (a topic created here or by a peer broker on the
+/// shared disk).
+pub fn exists_on_disk(data_dir: &Path, name: &str) -> bool {
+    topics_dir(data_dir).join(format!("{name}.json")).exists()
+}
+
 /// True when `dir_name` is `<topic>-<partition number>`.
 fn is_partition_dir_of(dir_name: &str, topic: &str) -> bool {
     dir_name
@@ -308,7 +314,9 @@ mod tests {
     fn topics_round_trip_and_remove() {
         let dir = tempfile::tempdir().unwrap();
         let meta = TopicMeta { name: "t".into(), id: Uuid::new_v4(), partitions: 3, configs: BTreeMap::new() };
+        assert!(!exists_on_disk(dir.path(), "t"));
         save(dir.path(), &meta).unwrap();
+        assert!(exists_on_disk(dir.path(), "t"));
         assert_eq!(load_all(dir.path()).unwrap(), vec![meta.clone()]);
         std::fs::create_dir_all(partition_dir(dir.path(), "t", 1)).unwrap();
         remove(dir.path(), &meta).unwrap();
