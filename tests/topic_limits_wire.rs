@@ -198,3 +198,26 @@ fn segment_bytes_out_of_kafkas_range_is_invalid_config() {
     assert_eq!(create(&mut c, "seg", 1, &[("segment.bytes", "1048576")]).0, 0);
     assert_eq!(produce(&mut c, "seg", 0), (0, 0));
 }
+
+#[test]
+fn a_topic_file_past_the_limit_from_an_older_kaas_does_not_stop_start_up() {
+    let mut broker = Broker::start_with_env(&[("KAAS_MAX_PARTITIONS", "20")]);
+    let mut c = broker.client();
+    assert_eq!(create(&mut c, "old", 2, &[]).0, 0);
+    assert_eq!(produce(&mut c, "old", 1), (0, 0));
+    // What an older kaas saved for `CreateTopics(1,000,000 partitions, segment.bytes = 0)`.
+    let file = broker.data_dir().join("__cluster").join("topics").join("old.json");
+    let mut meta: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    meta["partitions"] = 1_000_000.into();
+    meta["configs"] = serde_json::json!({"segment.bytes": "0"});
+    std::fs::write(&file, serde_json::to_vec(&meta).unwrap()).unwrap();
+
+    broker.crash_and_restart();
+    let mut c = broker.client();
+    assert_eq!(produce(&mut c, "old", 1), (0, 1));
+    assert_eq!(produce(&mut c, "old", 19), (0, 0));
+    assert_eq!(produce(&mut c, "old", 20).0, UNKNOWN_TOPIC_OR_PARTITION);
+    let log = broker.log();
+    assert!(log.contains("partitions past the broker's max_partitions are not served"), "{log}");
+    assert!(log.contains("stored topic config ignored"), "{log}");
+}
