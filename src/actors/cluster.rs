@@ -55,16 +55,13 @@ impl ClusterView {
             producer_ids,
             fence_log,
         };
-        let mut budget = u64::from(settings.max_partitions);
         // Start-up keeps the open files the rest of the broker needs (coordinator databases,
         // connections): partitions past what the open-file limit supports are served offline.
         let nofile = crate::limits::nofile().map(|(soft, _)| soft).unwrap_or(u64::MAX);
-        let mut files_left = topics::partitions_for_nofile(nofile);
+        let mut budget = topics::StartupBudget::new(settings.max_partitions, nofile);
         for meta in topics::load_all(&settings.data_dir).map_err(|e| e.to_string())? {
-            let wanted = u64::try_from(meta.partitions).unwrap_or(0);
-            let count = wanted.min(budget);
-            budget -= count;
-            if count < wanted {
+            let count = budget.take_topic(meta.partitions);
+            if count < meta.partitions {
                 tracing::error!(
                     topic = %meta.name,
                     partitions = meta.partitions,
@@ -76,16 +73,13 @@ impl ClusterView {
             let log_config = view.log_config(&meta);
             let mut partitions = Vec::new();
             let mut offline = 0u64;
-            for p in 0..i32::try_from(count).unwrap_or(0) {
-                let leader = if files_left == 0 {
+            for p in 0..count {
+                let leader = if !budget.take_file() {
                     offline += 1;
                     view.offline_partition(&meta.name, p, &log_config)
                 } else {
                     match view.open_partition(&meta.name, p, &log_config) {
-                        Ok(l) => {
-                            files_left -= 1;
-                            l
-                        }
+                        Ok(l) => l,
                         Err(e) => {
                             offline += 1;
                             tracing::error!(

@@ -195,6 +195,35 @@ pub fn save(data_dir: &Path, meta: &TopicMeta) -> Result<(), TopicError> {
     Ok(())
 }
 
+/// What start-up may open: at most `max_partitions` partitions are started (the rest of a topic
+/// left by an older kaas is not served), and at most what the open-file limit supports opens a
+/// file (the rest is served offline), so the broker keeps the files it needs to start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartupBudget {
+    partitions_left: u64,
+    files_left: u64,
+}
+
+impl StartupBudget {
+    pub fn new(max_partitions: u32, nofile: u64) -> StartupBudget {
+        StartupBudget { partitions_left: u64::from(max_partitions), files_left: partitions_for_nofile(nofile) }
+    }
+
+    /// How many of a topic's `partitions` are started (the first ones).
+    pub fn take_topic(&mut self, partitions: i32) -> i32 {
+        let started = u64::try_from(partitions).unwrap_or(0).min(self.partitions_left);
+        self.partitions_left -= started;
+        i32::try_from(started).unwrap_or(0)
+    }
+
+    /// Whether one more partition may open its files.
+    pub fn take_file(&mut self) -> bool {
+        let ok = self.files_left > 0;
+        self.files_left = self.files_left.saturating_sub(1);
+        ok
+    }
+}
+
 /// True when the topic file of `name` exists (a topic created here or by a peer broker on the
 /// shared disk).
 pub fn exists_on_disk(data_dir: &Path, name: &str) -> bool {
@@ -292,6 +321,17 @@ mod tests {
         assert_eq!(auto_max_partitions(1024), 384);
         assert_eq!(auto_max_partitions(0), 1);
         assert_eq!(auto_max_partitions(u64::MAX), DEFAULT_MAX_PARTITIONS);
+    }
+
+    #[test]
+    fn start_up_starts_at_most_max_partitions_and_opens_what_the_file_limit_holds() {
+        let mut b = StartupBudget::new(10, 1024);
+        assert_eq!((b.take_topic(4), b.take_topic(1_000_000), b.take_topic(3)), (4, 6, 0));
+        assert_eq!(b.take_topic(-1), 0);
+        // 1024 open files: 384 partitions open, the next one is served offline.
+        let mut b = StartupBudget::new(1000, 1024);
+        assert_eq!((0..385).filter(|_| b.take_file()).count(), 384);
+        assert!(!b.take_file());
     }
 
     #[test]
