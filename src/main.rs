@@ -83,6 +83,14 @@ fn main() -> ExitCode {
                 }
             };
             settings.max_partitions = open_file_budget(settings.max_partitions);
+            if i64::from(settings.max_partitions) < i64::from(settings.num_partitions) {
+                tracing::warn!(
+                    max_partitions = settings.max_partitions,
+                    num_partitions = settings.num_partitions,
+                    "the open-file limit holds fewer partitions than one auto-created topic needs; auto-creation \
+                     will be refused (raise `ulimit -n`)"
+                );
+            }
             match kaas::server::run(settings) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
