@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::store::log::LogConfig;
+use crate::store::topic_config::MIN_SEGMENT_BYTES;
 
 pub use crate::store::producer_ids::{MAX_NODE_ID, MAX_TXN_SHARDS};
 
@@ -38,6 +39,11 @@ pub struct Settings {
     pub auto_create_topics: bool,
     /// Partition count of auto-created topics (Kafka's num.partitions).
     pub num_partitions: i32,
+    /// Partitions this broker serves at most, all topics together; creations beyond it are
+    /// refused with POLICY_VIOLATION. 0 = auto: 10,000, lowered to what the open-file limit
+    /// supports (two open files per partition, a quarter of the limit kept for the rest).
+    pub max_partitions: u32,
+    /// Kafka's log.segment.bytes: [1 MiB, i32::MAX] as in Kafka 4.x.
     pub segment_bytes: u64,
     /// -1 keeps data forever.
     pub retention_ms: i64,
@@ -92,6 +98,7 @@ impl Default for Settings {
             max_inflight_requests: 64,
             auto_create_topics: true,
             num_partitions: 1,
+            max_partitions: 0,
             segment_bytes: 1 << 30,
             retention_ms: 7 * 24 * 3600 * 1000,
             retention_bytes: -1,
@@ -155,8 +162,62 @@ impl Settings {
         if self.max_inflight_requests == 0 {
             return Err(ConfigError::Invalid("max_inflight_requests", "0".into()));
         }
-        if self.segment_bytes < 1024 {
-            return Err(ConfigError::Invalid("segment_bytes", self.segment_bytes.to_string()));
+        // Kafka 4.x's log.segment.bytes: an INT, at least 1 MiB.
+        if !(MIN_SEGMENT_BYTES as u64..=i32::MAX as u64).contains(&self.segment_bytes) {
+            return Err(ConfigError::Invalid(
+                "segment_bytes",
+                format!("{} (must be in [{MIN_SEGMENT_BYTES}, {}])", self.segment_bytes, i32::MAX),
+            ));
+        }
+        // Kafka's log.retention.ms: at least -1 (-1 = keep forever).
+        if self.retention_ms < -1 {
+            return Err(ConfigError::Invalid("retention_ms", format!("{} (must be >= -1)", self.retention_ms)));
+        }
+        // Kafka's message.max.bytes is an INT of at least 0; a batch must also fit in a request.
+        if self.max_message_bytes > i32::MAX as usize || self.max_message_bytes > self.max_request_bytes {
+            return Err(ConfigError::Invalid(
+                "max_message_bytes",
+                format!("{} (must be <= max_request_bytes and <= {})", self.max_message_bytes, i32::MAX),
+            ));
+        }
+        if self.max_request_bytes > i32::MAX as usize {
+            return Err(ConfigError::Invalid(
+                "max_request_bytes",
+                format!("{} (must be <= {})", self.max_request_bytes, i32::MAX),
+            ));
+        }
+        // Kafka's fetch.max.bytes: at least 1024, an INT.
+        if !(1024..=i32::MAX as usize).contains(&self.fetch_max_bytes) {
+            return Err(ConfigError::Invalid("fetch_max_bytes", self.fetch_max_bytes.to_string()));
+        }
+        // Kafka's log.retention.check.interval.ms and producer.id.expiration.ms: at least 1.
+        if self.retention_check_interval_ms == 0 {
+            return Err(ConfigError::Invalid("retention_check_interval_ms", "0".into()));
+        }
+        if self.producer_id_expiration_ms < 1 {
+            return Err(ConfigError::Invalid("producer_id_expiration_ms", self.producer_id_expiration_ms.to_string()));
+        }
+        if self.transaction_max_timeout_ms < 1 {
+            return Err(ConfigError::Invalid(
+                "transaction_max_timeout_ms",
+                self.transaction_max_timeout_ms.to_string(),
+            ));
+        }
+        if self.transactional_id_expiration_ms < 1 {
+            return Err(ConfigError::Invalid(
+                "transactional_id_expiration_ms",
+                self.transactional_id_expiration_ms.to_string(),
+            ));
+        }
+        if self.sync_threads == 0 {
+            return Err(ConfigError::Invalid("sync_threads", "0".into()));
+        }
+        // Auto-created topics must fit under an explicit partition limit.
+        if self.max_partitions != 0 && i64::from(self.num_partitions) > i64::from(self.max_partitions) {
+            return Err(ConfigError::Invalid(
+                "max_partitions",
+                format!("{} (below num_partitions = {})", self.max_partitions, self.num_partitions),
+            ));
         }
         if self.txn_shards == 0 {
             return Err(ConfigError::Invalid("txn_shards", "0".into()));
@@ -230,11 +291,64 @@ mod tests {
         assert_eq!(s.advertised(), ("127.0.0.1".to_string(), 2222));
     }
 
-    #[test]
-    fn invalid_values_are_refused() {
+    fn load_toml(text: &str) -> Result<Settings, ConfigError> {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("kaas.toml");
-        std::fs::write(&file, "num_partitions = 0\n").unwrap();
-        assert!(Settings::load(Some(&file), &Overrides::default()).is_err());
+        std::fs::write(&file, text).unwrap();
+        Settings::load(Some(&file), &Overrides::default())
+    }
+
+    fn refused(text: &str, setting: &str) -> bool {
+        matches!(load_toml(text), Err(ConfigError::Invalid(name, _)) if name == setting)
+    }
+
+    #[test]
+    fn invalid_values_are_refused() {
+        assert!(refused("num_partitions = 0\n", "num_partitions"));
+    }
+
+    #[test]
+    fn segment_bytes_is_within_kafkas_range() {
+        assert!(refused("segment_bytes = 0\n", "segment_bytes"));
+        assert!(refused("segment_bytes = 1048575\n", "segment_bytes"));
+        assert!(refused("segment_bytes = 1000000000000\n", "segment_bytes"));
+        assert!(refused("segment_bytes = 2147483648\n", "segment_bytes"));
+        assert_eq!(load_toml("segment_bytes = 2147483647\n").unwrap().segment_bytes, 2_147_483_647);
+        assert!(load_toml("segment_bytes = 1048576\n").is_ok());
+    }
+
+    #[test]
+    fn retention_ms_is_at_least_minus_one() {
+        assert!(refused("retention_ms = -2\n", "retention_ms"));
+        assert!(load_toml("retention_ms = -1\n").is_ok());
+    }
+
+    #[test]
+    fn max_message_bytes_fits_in_a_request() {
+        assert!(refused("max_message_bytes = 200000000\n", "max_message_bytes"));
+        assert!(load_toml("max_message_bytes = 104857600\n").is_ok());
+    }
+
+    #[test]
+    fn request_and_fetch_sizes_fit_an_int() {
+        assert!(refused("max_request_bytes = 4294967296\n", "max_request_bytes"));
+        assert!(refused("fetch_max_bytes = 1023\n", "fetch_max_bytes"));
+        assert!(refused("fetch_max_bytes = 4294967296\n", "fetch_max_bytes"));
+    }
+
+    #[test]
+    fn intervals_and_expirations_are_positive() {
+        assert!(refused("retention_check_interval_ms = 0\n", "retention_check_interval_ms"));
+        assert!(refused("producer_id_expiration_ms = 0\n", "producer_id_expiration_ms"));
+        assert!(refused("transaction_max_timeout_ms = 0\n", "transaction_max_timeout_ms"));
+        assert!(refused("transactional_id_expiration_ms = 0\n", "transactional_id_expiration_ms"));
+        assert!(refused("sync_threads = 0\n", "sync_threads"));
+    }
+
+    #[test]
+    fn an_explicit_partition_limit_must_hold_an_auto_created_topic() {
+        assert!(refused("max_partitions = 2\nnum_partitions = 3\n", "max_partitions"));
+        assert!(load_toml("max_partitions = 3\nnum_partitions = 3\n").is_ok());
+        assert_eq!(load_toml("").unwrap().max_partitions, 0, "auto by default");
     }
 }

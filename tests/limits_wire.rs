@@ -67,8 +67,11 @@ fn connections_max_idle_ms_closes_an_idle_connection() {
 
 #[test]
 fn queued_max_request_bytes_bounds_bytes_of_unanswered_requests() {
-    let broker =
-        Broker::start_with_env(&[("KAAS_MAX_REQUEST_BYTES", "1000"), ("KAAS_QUEUED_MAX_REQUEST_BYTES", "2000")]);
+    let broker = Broker::start_with_env(&[
+        ("KAAS_MAX_REQUEST_BYTES", "1000"),
+        ("KAAS_MAX_MESSAGE_BYTES", "500"),
+        ("KAAS_QUEUED_MAX_REQUEST_BYTES", "2000"),
+    ]);
     // Two clients announce 1000-byte requests and send only part of them: the pool is used up.
     let mut hogs: Vec<TcpStream> = (0..2)
         .map(|_| {

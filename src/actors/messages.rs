@@ -159,7 +159,8 @@ pub struct CreateTopic {
     pub name: String,
     /// -1 = broker default.
     pub partitions: i32,
-    pub configs: Vec<(String, String)>,
+    /// As the request gave them; entries without a value set nothing.
+    pub configs: Vec<(String, Option<String>)>,
     pub validate_only: bool,
 }
 

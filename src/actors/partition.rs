@@ -125,6 +125,35 @@ impl PartitionLeader {
         })
     }
 
+    /// A partition whose log could not be opened: it owns no file, answers produce, fetch,
+    /// markers and ListOffsets with KAFKA_STORAGE_ERROR, and never writes a snapshot, so what
+    /// is on disk stays as it was until a restart opens it.
+    pub fn offline(
+        name: String,
+        dir: PathBuf,
+        log_config: crate::store::log::LogConfig,
+        syncer: Syncer,
+        retention_check: Duration,
+        producer_expiration_ms: i64,
+    ) -> PartitionLeader {
+        PartitionLeader {
+            name,
+            log: Log::offline(&dir, log_config),
+            dir,
+            high_watermark: 0,
+            producers: ProducerStateTable::new(),
+            aborted: Vec::new(),
+            pending: VecDeque::new(),
+            waiters: Vec::new(),
+            sync_in_flight: false,
+            failed: true,
+            snapshot_offset: 0,
+            syncer,
+            retention_check,
+            producer_expiration_ms,
+        }
+    }
+
     fn log_start(&self) -> i64 {
         self.log.log_start_offset()
     }
@@ -374,6 +403,10 @@ impl Handler<ListOffset> for PartitionLeader {
     type Result = ();
 
     fn handle(&mut self, msg: ListOffset, _: &mut Self::Context) {
+        if self.failed {
+            let _ = msg.reply.send(OffsetAnswer { error_code: 56, offset: -1, timestamp: -1 });
+            return;
+        }
         let latest = if msg.isolation_level == 1 { self.last_stable_offset() } else { self.high_watermark };
         let answer = |offset, timestamp| OffsetAnswer { error_code: 0, offset, timestamp };
         let result = match msg.timestamp {

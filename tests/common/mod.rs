@@ -23,6 +23,8 @@ pub struct Broker {
     pub dir: tempfile::TempDir,
     pub port: u16,
     env: Vec<(String, String)>,
+    /// RLIMIT_NOFILE (soft and hard) the broker process starts with; None inherits ours.
+    pub nofile: Option<u64>,
     child: Option<Child>,
     allowed_errors: Vec<String>,
 }
@@ -49,10 +51,21 @@ impl Broker {
     /// Starts with extra `KAAS_*` settings in the environment.
     pub fn start_with_env(env: &[(&str, &str)]) -> Broker {
         let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Self::spawn_new(env, None)
+    }
+
+    /// Starts under an open-file limit (soft = hard = `nofile`), as `ulimit -n` would.
+    pub fn start_with_nofile(env: &[(&str, &str)], nofile: u64) -> Broker {
+        let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Self::spawn_new(env, Some(nofile))
+    }
+
+    fn spawn_new(env: Vec<(String, String)>, nofile: Option<u64>) -> Broker {
         let mut b = Broker {
             dir: tempfile::tempdir().expect("tempdir"),
             port: free_port(),
             env,
+            nofile,
             child: None,
             allowed_errors: Vec::new(),
         };
@@ -70,7 +83,22 @@ impl Broker {
             .append(true)
             .open(self.dir.path().join("kaas.log"))
             .expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_kaas"))
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kaas"));
+        if let Some(n) = self.nofile {
+            use std::os::unix::process::CommandExt;
+            let lim = libc::rlimit { rlim_cur: n as libc::rlim_t, rlim_max: n as libc::rlim_t };
+            // SAFETY: setrlimit is async-signal-safe and only reads `lim`.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) == 0 {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::last_os_error())
+                    }
+                });
+            }
+        }
+        let child = cmd
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .args(["serve", "--data-dir"])
             .arg(self.data_dir())

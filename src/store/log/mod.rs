@@ -22,6 +22,9 @@ pub enum LogError {
     Corrupt(String),
     #[error("offset {offset} out of range [{start}, {end}]")]
     OffsetOutOfRange { offset: i64, start: i64, end: i64 },
+    /// The log could not be opened (see [`Log::offline`]); nothing can be read or written.
+    #[error("log offline")]
+    Offline,
 }
 
 #[derive(Debug, Clone)]
@@ -99,13 +102,20 @@ impl Log {
         Ok((Log { dir: dir.to_path_buf(), segments, config, unsynced: Vec::new() }, info))
     }
 
-    fn active(&self) -> &Segment {
-        self.segments.values().next_back().expect("a log always has a segment")
+    /// A log that could not be opened: it holds no segment and no open file, answers every read
+    /// and write with [`LogError::Offline`], and leaves whatever is on disk untouched.
+    pub fn offline(dir: &Path, config: LogConfig) -> Log {
+        Log { dir: dir.to_path_buf(), segments: BTreeMap::new(), config, unsynced: Vec::new() }
     }
 
-    /// The log end offset: the offset the next batch gets.
+    /// The segment appends go to; an opened log always has one, an offline log none.
+    fn active(&self) -> Result<&Segment, LogError> {
+        self.segments.values().next_back().ok_or(LogError::Offline)
+    }
+
+    /// The log end offset: the offset the next batch gets (0 for an offline log).
     pub fn next_offset(&self) -> i64 {
-        self.active().next_offset
+        self.active().map_or(0, |s| s.next_offset)
     }
 
     pub fn log_start_offset(&self) -> i64 {
@@ -123,18 +133,18 @@ impl Log {
         batch::patch_base_offset(&mut data, base);
         let h = BatchHeader::parse(&data).map_err(|e| LogError::Corrupt(e.to_string()))?;
         let roll = {
-            let a = self.active();
-            a.size > 0 && a.size + data.len() as u64 > self.config.segment_bytes
+            let a = self.active()?;
+            a.size > 0 && a.size.saturating_add(data.len() as u64) > self.config.segment_bytes
         };
         if roll {
             // Create first: if that fails (EMFILE, ENOSPC) the log is unchanged and the next
             // append tries again.
             let next = Segment::create(&self.dir, base)?;
-            self.unsynced.push(self.active().sync_handle());
+            self.unsynced.push(self.active()?.sync_handle());
             self.segments.insert(base, next);
         }
         let interval = self.config.index_interval_bytes;
-        let active = self.segments.values_mut().next_back().expect("a log always has a segment");
+        let active = self.segments.values_mut().next_back().ok_or(LogError::Offline)?;
         active.append(&data, &h, interval)?;
         Ok(h)
     }
@@ -147,12 +157,14 @@ impl Log {
     /// File handles that must be fsynced to make everything appended so far durable.
     pub fn sync_handles(&mut self) -> Vec<Arc<File>> {
         let mut out = std::mem::take(&mut self.unsynced);
-        out.push(self.active().sync_handle());
+        // An offline log has no segment and nothing to sync.
+        out.extend(self.active().ok().map(|a| a.sync_handle()));
         out
     }
 
     /// Reads batches from `offset` (which must lie in [log start, log end]) up to `upper_bound`.
     pub fn read(&self, offset: i64, upper_bound: i64, max_bytes: usize) -> Result<Bytes, LogError> {
+        self.active()?;
         let (start, end) = (self.log_start_offset(), self.next_offset());
         if offset < start || offset > end {
             return Err(LogError::OffsetOutOfRange { offset, start, end });
@@ -334,6 +346,18 @@ mod tests {
         }
         log.enforce_retention(2000).unwrap();
         assert_eq!(log.segments.len(), 1, "all but the active segment are past retention");
+    }
+
+    #[test]
+    fn an_offline_log_refuses_reads_and_writes_and_touches_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let part = dir.path().join("t-0");
+        let mut log = Log::offline(&part, cfg(1 << 20));
+        assert!(matches!(log.append(rec(1, 1)), Err(LogError::Offline)));
+        assert!(matches!(log.read(0, 1, 100), Err(LogError::Offline)));
+        assert!(log.sync_handles().is_empty(), "an offline log has nothing to sync");
+        assert_eq!((log.next_offset(), log.log_start_offset(), log.enforce_retention(0).unwrap()), (0, 0, 0));
+        assert!(!part.exists());
     }
 
     #[test]
