@@ -62,6 +62,11 @@ pub struct Settings {
     /// Finalized transaction.version advertised to clients: 1 (legacy) or 2 (KIP-890, the
     /// default of new Apache Kafka 4.x clusters).
     pub transaction_version: i16,
+    /// TEST HOOK THAT BREAKS DURABILITY: the partition syncer skips the fdatasync of the log and
+    /// still answers as if it had synced, so acks=all no longer means on disk. Only for showing
+    /// that the crash-consistency test (tests/interop/python/test_crash_consistency.py) sees a
+    /// lost fsync. Never set it otherwise; kaas logs an ERROR at startup when it is set.
+    pub debug_skip_fsync: bool,
 }
 
 impl Default for Settings {
@@ -91,6 +96,7 @@ impl Default for Settings {
             transaction_abort_check_interval_ms: 10_000,
             transaction_version: 2,
             group_initial_rebalance_delay_ms: 3000,
+            debug_skip_fsync: false,
         }
     }
 }
@@ -198,5 +204,14 @@ mod tests {
         let file = dir.path().join("kaas.toml");
         std::fs::write(&file, "num_partitions = 0\n").unwrap();
         assert!(Settings::load(Some(&file), &Overrides::default()).is_err());
+    }
+
+    #[test]
+    fn debug_skip_fsync_is_off_unless_set() {
+        assert!(!Settings::default().debug_skip_fsync);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("kaas.toml");
+        std::fs::write(&file, "debug_skip_fsync = true\n").unwrap();
+        assert!(Settings::load(Some(&file), &Overrides::default()).unwrap().debug_skip_fsync);
     }
 }

@@ -71,7 +71,10 @@ async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>) -> Result<(), Serv
     let conn_arbiters: Vec<Arbiter> =
         (0..Settings::threads(settings.connection_threads)).map(|_| Arbiter::new()).collect();
     let cluster_arbiter = Arbiter::new();
-    let syncer = Syncer::start(settings.sync_threads, MAILBOX_CAPACITY * 4);
+    if settings.debug_skip_fsync {
+        tracing::error!("debug_skip_fsync is set: the log is never fsynced, acknowledged records can be lost on a power loss (test hook only)");
+    }
+    let syncer = Syncer::start(settings.sync_threads, MAILBOX_CAPACITY * 4, settings.debug_skip_fsync);
     let started = std::time::Instant::now();
     let view = ClusterView::load(settings.clone(), partition_arbiters.iter().map(|a| a.handle()).collect(), syncer)
         .map_err(ServerError::Startup)?;
