@@ -51,9 +51,9 @@ fn cluster_id(data_dir: &Path) -> Result<String, ServerError> {
 
 pub fn run(settings: Settings) -> Result<(), ServerError> {
     let settings = Arc::new(settings);
-    std::fs::create_dir_all(&settings.data_dir)?;
+    crate::store::durable::create_dir_all_durable(&settings.data_dir)?;
     let lock_path = settings.data_dir.join("__cluster").join(format!("broker-{}.lock", settings.node_id));
-    std::fs::create_dir_all(lock_path.parent().unwrap_or(Path::new(".")))?;
+    crate::store::durable::create_dir_all_durable(lock_path.parent().unwrap_or(Path::new(".")))?;
     let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path)?;
     fs2::FileExt::try_lock_exclusive(&lock).map_err(|_| {
         ServerError::Startup(format!("another kaas process holds {} (same data dir and node id)", lock_path.display()))

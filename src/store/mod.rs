@@ -2,6 +2,7 @@
 
 pub mod batch;
 pub mod control;
+pub mod durable;
 pub mod fence_log;
 pub mod group_state;
 pub mod log;
