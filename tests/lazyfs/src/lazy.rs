@@ -22,6 +22,9 @@ pub const TRASH: &str = ".lazyfs-trash";
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Summary {
     pub files_reverted: usize,
+    /// Bytes cut off files that had grown since their last fsync.
+    pub bytes_dropped: u64,
+    /// Old bytes written back over unsynced overwrites and truncations.
     pub bytes_restored: u64,
     pub entries_removed: usize,
     pub entries_restored: usize,
@@ -288,6 +291,7 @@ impl Lazy {
         for (ino, undo) in files {
             let Some(rel) = self.inodes.path(ino).map(Path::to_path_buf) else { continue };
             let file = OpenOptions::new().write(true).open(self.abs(&rel))?;
+            sum.bytes_dropped += file.metadata()?.len().saturating_sub(undo.durable_size);
             file.set_len(undo.durable_size)?;
             for (s, old) in &undo.saved {
                 file.write_all_at(old, *s)?;
@@ -312,6 +316,7 @@ impl Lazy {
                 let rel = drel.join(&name);
                 let ino = self.inodes.get_or_assign(&rel);
                 if durable.get(&name) != Some(&ino) {
+                    eprintln!("lazyfs: power loss drops the entry {} (not durable)", rel.display());
                     self.move_to_trash(&rel)?;
                     sum.entries_removed += 1;
                 }
@@ -346,6 +351,7 @@ impl Lazy {
                 } else {
                     fs::hard_link(self.abs(&src), self.abs(&to))?;
                 }
+                eprintln!("lazyfs: power loss brings back the entry {}", to.display());
                 sum.entries_restored += 1;
             }
             if rest.is_empty() || rest.len() == before {

@@ -2,11 +2,12 @@
 //! and forgets it on command, to test crash consistency as Jepsen's LazyFS does. A SIGKILL
 //! keeps the page cache; this throws away what a power loss would.
 //!
-//! Usage: lazyfs --backing DIR --mount DIR --control SOCKET [--entries own|path]
+//! Usage: lazyfs --backing DIR --mount DIR --control SOCKET [--entries dir|own|path]
 //!
 //! Control: connect to the Unix socket SOCKET, send one command line, read one reply line:
 //!   power-loss  drop everything not durable (see model.rs for what is durable);
-//!               replies `ok files=.. bytes=.. removed=.. restored=..`
+//!               replies `ok files=.. dropped_bytes=.. restored_bytes=.. removed_entries=..
+//!               restored_entries=..`
 //!   pending     replies `ok files=<files with unsynced data> dirs=<dirs with unsynced entries>`
 //!   unmount     replies `ok`, then unmounts and exits
 //! The mount is live once the socket accepts connections.
@@ -49,9 +50,10 @@ fn parse_args() -> Result<Args, String> {
             "--control" => control = Some(PathBuf::from(value()?)),
             "--entries" => {
                 mode = match value()?.as_str() {
+                    "dir" => EntryMode::Dir,
                     "own" => EntryMode::Own,
                     "path" => EntryMode::Path,
-                    other => return Err(format!("--entries own|path, not {other}")),
+                    other => return Err(format!("--entries dir|own|path, not {other}")),
                 }
             }
             other => return Err(format!("unknown argument {other}")),
@@ -73,8 +75,8 @@ fn command(state: &Arc<Mutex<State>>, line: &str) -> String {
     match line.trim() {
         "power-loss" => match st.lazy.power_loss() {
             Ok(s) => format!(
-                "ok files={} bytes={} removed={} restored={}",
-                s.files_reverted, s.bytes_restored, s.entries_removed, s.entries_restored
+                "ok files={} dropped_bytes={} restored_bytes={} removed_entries={} restored_entries={}",
+                s.files_reverted, s.bytes_dropped, s.bytes_restored, s.entries_removed, s.entries_restored
             ),
             Err(e) => format!("error {e}"),
         },

@@ -9,10 +9,10 @@
 //! out) after its last fsync keeps a copy of its entries as they were at that fsync; a power loss
 //! puts that copy back. A new directory starts with no durable entries. Exception, as ext4 does
 //! in practice: fsync/fdatasync of a file also makes that file's own entry (its current name in
-//! its current directory) durable. With `EntryMode::Path` the entries of its ancestor
-//! directories are made durable too (the path to it survives, as a journaling file system that
-//! commits all metadata would keep it); `EntryMode::Own` (the default, POSIX-strict) keeps only
-//! the file's own entry.
+//! its current directory) durable (`EntryMode::Own`, the default). `EntryMode::Path` also makes
+//! the entries of its ancestor directories durable (the path to it survives, as a journaling file
+//! system that commits all metadata keeps it). `EntryMode::Dir` is POSIX to the letter: only an
+//! fsync of the directory makes an entry durable, whatever was synced inside it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
@@ -24,6 +24,8 @@ pub type Entries = BTreeMap<OsString, Ino>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntryMode {
+    /// Only a directory's own fsync makes its entries durable.
+    Dir,
     /// fsync of a file makes only its own directory entry durable.
     Own,
     /// fsync of a file makes its entry and the entries of every ancestor directory durable.
@@ -112,6 +114,7 @@ impl Model {
     pub fn file_synced(&mut self, ino: Ino, path: &[(Ino, OsString, Ino)], mode: EntryMode) {
         self.files.remove(&ino);
         let keep = match mode {
+            EntryMode::Dir => 0,
             EntryMode::Own => path.len().min(1),
             EntryMode::Path => path.len(),
         };
@@ -281,9 +284,11 @@ mod tests {
     }
 
     #[test]
-    fn file_fsync_keeps_its_own_entry_only_in_own_mode() {
+    fn file_fsync_keeps_no_entry_its_own_or_its_path_by_mode() {
         let path = [(3, OsString::from("seg"), 9), (1, OsString::from("part"), 3)];
-        for (mode, root_has_part) in [(EntryMode::Own, false), (EntryMode::Path, true)] {
+        for (mode, has_seg, root_has_part) in
+            [(EntryMode::Dir, false, false), (EntryMode::Own, true, false), (EntryMode::Path, true, true)]
+        {
             let mut m = Model::default();
             m.dir_changing(1, Entries::new());
             m.dir_created(3);
@@ -291,7 +296,7 @@ mod tests {
             m.file_synced(9, &path, mode);
             let (files, dirs) = m.take();
             assert!(files.is_empty());
-            assert_eq!(dirs[&3].get(&OsString::from("seg")), Some(&9));
+            assert_eq!(dirs[&3].get(&OsString::from("seg")) == Some(&9), has_seg, "{mode:?}");
             assert_eq!(dirs[&1].contains_key(&OsString::from("part")), root_has_part, "{mode:?}");
         }
     }
