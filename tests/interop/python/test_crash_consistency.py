@@ -9,10 +9,12 @@ only a directory fsync makes an entry durable, see LAZYFS_ENTRIES and tests/lazy
 
 Each round: idempotent producer load (acks=all, enable.idempotence) runs while a transactional
 producer commits and aborts transactions that also commit consumer-group offsets
-(send_offsets_to_transaction); then kill -9, power loss, restart on the same mount, and check
+(send_offsets_to_transaction); every other round leaves a last transaction open (records
+acknowledged, offsets sent); then kill -9, power loss, restart on the same mount, and check
 everything acknowledged so far, from every round:
 - every acknowledged record is at its offset, for read_uncommitted and read_committed readers;
-- every committed transaction's records are visible to read_committed, no aborted one is;
+- every committed transaction's records are visible to read_committed, none of an aborted or
+  left-open one is (the coordinator aborts the open one when it times out);
 - the group's committed offsets are the last ones committed.
 
 test_lost_fsync_is_detected runs the same round with KAAS_DEBUG_SKIP_FSYNC=true (kaas acks
@@ -50,6 +52,8 @@ TXN_ID = "crash-txn-producer"
 ROUNDS = 8
 TXNS_PER_ROUND = 12
 RECORDS_PER_TXN = 4
+TXN_TIMEOUT_MS = 5_000          # so the coordinator aborts a transaction the crash left open
+ABORT_CHECK_MS = "500"          # KAAS_TRANSACTION_ABORT_CHECK_INTERVAL_MS
 MIN_ACKED_PER_ROUND = 2_000     # idempotent acks to see before the crash
 MAX_PER_ROUND = 50_000          # cap on idempotent records produced per round
 RATE = 10_000                   # idempotent records per second, so some are in flight at the kill
@@ -184,10 +188,13 @@ def idempotent_load(bootstrap, rnd, ledger, stop, errors):
     p.flush(0)
 
 
-def transactional_load(bootstrap, rnd, ledger):
-    """Commits and aborts transactions on TXN_TOPIC, each also committing group offsets."""
+def transactional_load(bootstrap, rnd, ledger, leave_open):
+    """Commits and aborts transactions on TXN_TOPIC, each also sending group offsets. With
+    `leave_open`, a last transaction is left open (records acknowledged, offsets sent) for the
+    crash to hit: it was never committed, so none of it may ever become visible. Returns the
+    producer, for the caller to drop once the broker is dead."""
     p = Producer({"bootstrap.servers": bootstrap, "transactional.id": TXN_ID,
-                  "transaction.timeout.ms": 60_000, "linger.ms": 2})
+                  "transaction.timeout.ms": TXN_TIMEOUT_MS, "linger.ms": 2})
     group_meta = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP,
                            "enable.auto.commit": False})
     try:
@@ -210,8 +217,19 @@ def transactional_load(bootstrap, rnd, ledger):
             else:
                 p.abort_transaction(60)
                 ledger.aborted.update(values)
+        if leave_open:
+            values = [f"r{rnd}-open-{j}" for j in range(RECORDS_PER_TXN)]
+            p.begin_transaction()
+            for j, v in enumerate(values):
+                p.produce(TXN_TOPIC, value=v.encode(), partition=j % TXN_PARTS)
+            p.flush(30)
+            p.send_offsets_to_transaction(
+                [TopicPartition(IDEM_TOPIC, part, 10**9 + part) for part in range(IDEM_PARTS)],
+                group_meta.consumer_group_metadata(), 30)
+            ledger.aborted.update(values)
     finally:
         group_meta.close()
+    return p
 
 
 def run_round(broker, rnd, ledger):
@@ -221,8 +239,9 @@ def run_round(broker, rnd, ledger):
     producer = threading.Thread(target=idempotent_load,
                                 args=(broker.bootstrap, rnd, ledger, stop, errors), daemon=True)
     producer.start()
+    txn_producer = None
     try:
-        transactional_load(broker.bootstrap, rnd, ledger)
+        txn_producer = transactional_load(broker.bootstrap, rnd, ledger, leave_open=rnd % 2 == 1)
         deadline = time.time() + 60
         while len(ledger.acked) - acked_before < MIN_ACKED_PER_ROUND:
             assert time.time() < deadline, (
@@ -234,6 +253,9 @@ def run_round(broker, rnd, ledger):
         broker.kill()         # mid-stream: the idempotent producer is still producing
         stop.set()
         producer.join(30)
+        if txn_producer is not None:
+            txn_producer.purge()
+            del txn_producer
 
 
 def check(broker, ledger):
@@ -288,7 +310,8 @@ def crash_rounds(tmp_path, rounds, extra_env):
     broker = None
     try:
         data = durable_mkdir(fs.mnt, "data")
-        broker = Broker(data, free_port(), extra_env)
+        env = {"KAAS_TRANSACTION_ABORT_CHECK_INTERVAL_MS": ABORT_CHECK_MS, **extra_env}
+        broker = Broker(data, free_port(), env)
         broker.log_path = tmp_path / "kaas.log"      # the log must not live on the lazy disk
         broker.start()
         create_topic(broker.bootstrap, IDEM_TOPIC, IDEM_PARTS)
