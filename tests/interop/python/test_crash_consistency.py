@@ -54,6 +54,7 @@ TXNS_PER_ROUND = 12
 RECORDS_PER_TXN = 4
 TXN_TIMEOUT_MS = 5_000          # so the coordinator aborts a transaction the crash left open
 ABORT_CHECK_MS = "500"          # KAAS_TRANSACTION_ABORT_CHECK_INTERVAL_MS
+SEGMENT_BYTES = "65536"         # KAAS_SEGMENT_BYTES: small, so segments roll under the load
 MIN_ACKED_PER_ROUND = 2_000     # idempotent acks to see before the crash
 MAX_PER_ROUND = 50_000          # cap on idempotent records produced per round
 RATE = 10_000                   # idempotent records per second, so some are in flight at the kill
@@ -310,7 +311,8 @@ def crash_rounds(tmp_path, rounds, extra_env):
     broker = None
     try:
         data = durable_mkdir(fs.mnt, "data")
-        env = {"KAAS_TRANSACTION_ABORT_CHECK_INTERVAL_MS": ABORT_CHECK_MS, **extra_env}
+        env = {"KAAS_TRANSACTION_ABORT_CHECK_INTERVAL_MS": ABORT_CHECK_MS,
+               "KAAS_SEGMENT_BYTES": SEGMENT_BYTES, **extra_env}
         broker = Broker(data, free_port(), env)
         broker.log_path = tmp_path / "kaas.log"      # the log must not live on the lazy disk
         broker.start()
