@@ -83,6 +83,11 @@ pub struct Settings {
     pub offsets_retention_minutes: u64,
     /// Kafka's offsets.retention.check.interval.ms.
     pub offsets_retention_check_interval_ms: u64,
+    /// TEST HOOK THAT BREAKS DURABILITY: the partition syncer skips the fdatasync of the log and
+    /// still answers as if it had synced, so acks=all no longer means on disk. Only for showing
+    /// that the crash-consistency test (tests/interop/python/test_crash_consistency.py) sees a
+    /// lost fsync. Never set it otherwise; kaas logs an ERROR at startup when it is set.
+    pub debug_skip_fsync: bool,
 }
 
 impl Default for Settings {
@@ -119,6 +124,7 @@ impl Default for Settings {
             queued_max_request_bytes: 512 * 1024 * 1024,
             offsets_retention_minutes: 10_080,
             offsets_retention_check_interval_ms: 600_000,
+            debug_skip_fsync: false,
         }
     }
 }
@@ -350,5 +356,14 @@ mod tests {
         assert!(refused("max_partitions = 2\nnum_partitions = 3\n", "max_partitions"));
         assert!(load_toml("max_partitions = 3\nnum_partitions = 3\n").is_ok());
         assert_eq!(load_toml("").unwrap().max_partitions, 0, "auto by default");
+    }
+
+    #[test]
+    fn debug_skip_fsync_is_off_unless_set() {
+        assert!(!Settings::default().debug_skip_fsync);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("kaas.toml");
+        std::fs::write(&file, "debug_skip_fsync = true\n").unwrap();
+        assert!(Settings::load(Some(&file), &Overrides::default()).unwrap().debug_skip_fsync);
     }
 }

@@ -55,9 +55,9 @@ fn cluster_id(data_dir: &Path) -> Result<String, ServerError> {
 pub fn run(settings: Settings) -> Result<(), ServerError> {
     install_panic_hook();
     let settings = Arc::new(settings);
-    std::fs::create_dir_all(&settings.data_dir)?;
+    crate::store::durable::create_dir_all_durable(&settings.data_dir)?;
     let lock_path = settings.data_dir.join("__cluster").join(format!("broker-{}.lock", settings.node_id));
-    std::fs::create_dir_all(lock_path.parent().unwrap_or(Path::new(".")))?;
+    crate::store::durable::create_dir_all_durable(lock_path.parent().unwrap_or(Path::new(".")))?;
     let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path)?;
     fs2::FileExt::try_lock_exclusive(&lock).map_err(|_| {
         ServerError::Startup(format!("another kaas process holds {} (same data dir and node id)", lock_path.display()))
@@ -80,7 +80,10 @@ async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>) -> Result<(), Serv
     for a in partition_arbiters.iter().chain([&cluster_arbiter, &coordinator_arbiter]) {
         a.spawn_fn(mark_state_thread);
     }
-    let syncer = Syncer::start(settings.sync_threads, MAILBOX_CAPACITY * 4);
+    if settings.debug_skip_fsync {
+        tracing::error!("debug_skip_fsync is set: the log is never fsynced, acknowledged records can be lost on a power loss (test hook only)");
+    }
+    let syncer = Syncer::start(settings.sync_threads, MAILBOX_CAPACITY * 4, settings.debug_skip_fsync);
     let started = std::time::Instant::now();
     let view = ClusterView::load(settings.clone(), partition_arbiters.iter().map(|a| a.handle()).collect(), syncer)
         .map_err(ServerError::Startup)?;

@@ -25,6 +25,8 @@ pub fn offsets_partition(group_id: &str) -> i32 {
 
 pub struct GroupCoordinator {
     db: sled::Db,
+    /// The sled `db` file, fdatasynced after each flush (see store::durable::flush_sled).
+    db_file: std::sync::Arc<std::fs::File>,
     groups: HashMap<String, Group>,
     config: GroupConfig,
     waiting: HashMap<u64, Reply<GroupResponse>>,
@@ -36,7 +38,8 @@ pub struct GroupCoordinator {
 impl GroupCoordinator {
     pub fn open(data_dir: &Path, config: GroupConfig, retention_check: Duration) -> Result<GroupCoordinator, String> {
         let path = data_dir.join("__cluster").join("groups");
-        let db = sled::open(&path).map_err(|e| format!("opening {}: {e}", path.display()))?;
+        let (db, db_file) = crate::store::durable::open_sled(&path)?;
+        let db_file = std::sync::Arc::new(db_file);
         let mut groups = HashMap::new();
         for item in db.iter() {
             let (k, v) = item.map_err(|e| format!("reading {}: {e}", path.display()))?;
@@ -45,7 +48,7 @@ impl GroupCoordinator {
                 serde_json::from_slice(&v).map_err(|e| format!("corrupt group {id} in {}: {e}", path.display()))?;
             groups.insert(id.clone(), Group::from_snapshot(id, config.clone(), snap));
         }
-        Ok(GroupCoordinator { db, groups, config, waiting: HashMap::new(), next_token: 1, retention_check })
+        Ok(GroupCoordinator { db, db_file, groups, config, waiting: HashMap::new(), next_token: 1, retention_check })
     }
 
     fn group(&mut self, id: &str) -> &mut Group {
@@ -102,9 +105,10 @@ impl GroupCoordinator {
             None => self.db.remove(id.as_bytes()).map(|_| ()).map_err(|e| e.to_string()),
         };
         let db = self.db.clone();
+        let db_file = self.db_file.clone();
         async move {
             written?;
-            tokio::task::spawn_blocking(move || db.flush().map(|_| ()).map_err(|e| e.to_string()))
+            tokio::task::spawn_blocking(move || crate::store::durable::flush_sled(&db, &db_file))
                 .await
                 .map_err(|e| e.to_string())?
         }

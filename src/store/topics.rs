@@ -156,7 +156,7 @@ pub fn partition_dir(data_dir: &Path, topic: &str, partition: i32) -> PathBuf {
 /// Writes `bytes` to `path` atomically and durably (tmp file, fsync, rename, fsync dir).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
+    crate::store::durable::create_dir_all_durable(dir)?;
     let tmp = path.with_extension("tmp");
     {
         let mut f = File::create(&tmp)?;
@@ -170,7 +170,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 pub fn load_all(data_dir: &Path) -> Result<Vec<TopicMeta>, TopicError> {
     let dir = topics_dir(data_dir);
-    std::fs::create_dir_all(&dir)?;
+    crate::store::durable::create_dir_all_durable(&dir)?;
     let mut out = Vec::new();
     for entry in std::fs::read_dir(&dir)? {
         let path = entry?.path();

@@ -68,13 +68,8 @@ impl Log {
     /// Opens (or creates) the log in `dir`. Every segment's index is rebuilt from its headers;
     /// the active segment's CRCs are verified and a torn tail is truncated.
     pub fn open(dir: &Path, config: LogConfig) -> Result<(Log, RecoveryInfo), LogError> {
-        if !dir.exists() {
-            std::fs::create_dir_all(dir)?;
-            // A new partition directory: its entry must survive a crash like its segments do.
-            if let Some(parent) = dir.parent() {
-                crate::store::sync_dir(parent)?;
-            }
-        }
+        // The partition directory must survive a power loss with the segments in it.
+        crate::store::durable::create_dir_all_durable(dir)?;
         let mut bases = Vec::new();
         for entry in std::fs::read_dir(dir)? {
             let name = entry?.file_name();

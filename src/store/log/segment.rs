@@ -37,8 +37,8 @@ impl Segment {
     pub fn create(dir: &Path, base_offset: i64) -> Result<Segment, LogError> {
         let path = segment_file(dir, base_offset);
         let file = Arc::new(OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&path)?);
-        // The new file's directory entry must be durable before anything in it is acknowledged.
-        crate::store::sync_dir(dir)?;
+        // POSIX: the new name survives a power loss only once its directory is fsynced.
+        crate::store::durable::sync_dir(dir)?;
         Ok(Segment {
             base_offset,
             path,
