@@ -62,6 +62,15 @@ pub struct Settings {
     /// Finalized transaction.version advertised to clients: 1 (legacy) or 2 (KIP-890, the
     /// default of new Apache Kafka 4.x clusters).
     pub transaction_version: i16,
+    /// Kafka's log.message.timestamp.type: "CreateTime" or "LogAppendTime" (the broker stamps
+    /// its own time on every batch).
+    pub log_message_timestamp_type: String,
+    /// Kafka's log.message.timestamp.before.max.ms: how far in the past a CreateTime record
+    /// may be (default Long.MAX_VALUE, unbounded).
+    pub log_message_timestamp_before_max_ms: i64,
+    /// Kafka's log.message.timestamp.after.max.ms: how far in the future a CreateTime record
+    /// may be (Kafka 4.x default: one hour).
+    pub log_message_timestamp_after_max_ms: i64,
 }
 
 impl Default for Settings {
@@ -91,6 +100,9 @@ impl Default for Settings {
             transaction_abort_check_interval_ms: 10_000,
             transaction_version: 2,
             group_initial_rebalance_delay_ms: 3000,
+            log_message_timestamp_type: "CreateTime".into(),
+            log_message_timestamp_before_max_ms: i64::MAX,
+            log_message_timestamp_after_max_ms: 3_600_000,
         }
     }
 }
@@ -142,6 +154,13 @@ impl Settings {
         }
         if !(1..=2).contains(&self.transaction_version) {
             return Err(ConfigError::Invalid("transaction_version", self.transaction_version.to_string()));
+        }
+        // Kafka: ValidString.in("CreateTime", "LogAppendTime"), atLeast(0).
+        if !matches!(self.log_message_timestamp_type.as_str(), "CreateTime" | "LogAppendTime") {
+            return Err(ConfigError::Invalid("log_message_timestamp_type", self.log_message_timestamp_type.clone()));
+        }
+        if self.log_message_timestamp_before_max_ms < 0 || self.log_message_timestamp_after_max_ms < 0 {
+            return Err(ConfigError::Invalid("log_message_timestamp_*_max_ms", "negative".into()));
         }
         if self.node_id < 0 {
             return Err(ConfigError::Invalid("node_id", self.node_id.to_string()));
