@@ -218,6 +218,39 @@ mod tests {
     }
 
     #[test]
+    fn batches_encoded_by_kafka_protocol_are_accepted_for_every_codec() {
+        use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
+        for compression in
+            [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd]
+        {
+            let records: Vec<Record> = (0..20)
+                .map(|i| Record {
+                    transactional: false,
+                    control: false,
+                    delete_horizon: false,
+                    partition_leader_epoch: -1,
+                    // (the encoder only puts records with consecutive sequences in one batch)
+                    producer_id: 1,
+                    producer_epoch: 0,
+                    timestamp_type: TimestampType::Creation,
+                    offset: i,
+                    sequence: i as i32,
+                    timestamp: NOW + i,
+                    key: Some(bytes::Bytes::from(format!("k{i}"))),
+                    value: Some(bytes::Bytes::from(vec![b'x'; 1000])),
+                    headers: Default::default(),
+                })
+                .collect();
+            let mut buf = bytes::BytesMut::new();
+            RecordBatchEncoder::encode(&mut buf, &records, &RecordEncodeOptions { version: 2, compression }).unwrap();
+            let h = BatchHeader::parse(&buf).unwrap();
+            assert_eq!((h.records_count, h.total_size()), (20, buf.len()), "{compression:?}: one batch");
+            let v = validate(&buf).unwrap();
+            assert_eq!(v.max_timestamp, NOW + 19, "{compression:?}");
+        }
+    }
+
+    #[test]
     fn base_offset_must_be_zero() {
         let mut b = one_record(0);
         b[7] = 5;

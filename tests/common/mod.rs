@@ -96,6 +96,11 @@ impl Broker {
         matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
     }
 
+    /// The broker's process id (to read /proc/<pid>/status).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(|c| c.id()).expect("broker running")
+    }
+
     pub fn client(&self) -> Client {
         Client::connect(self.port)
     }
