@@ -175,3 +175,21 @@ fn a_gzip_bomb_and_list_offsets_by_time_keep_memory_bounded() {
     assert!(after < before + 48 * 1024, "peak RSS grew from {before} KiB to {after} KiB");
     assert!(broker.is_running());
 }
+
+#[test]
+fn log_append_time_is_stamped_by_the_broker_and_answered() {
+    let mut broker = Broker::start_with_env(&[("KAAS_LOG_MESSAGE_TIMESTAMP_TYPE", "LogAppendTime")]);
+    let mut c = broker.client();
+    create_topic(&mut c, "lat");
+    let before = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    // The record says 2023; under LogAppendTime the broker's clock wins.
+    let r = produce(&mut c, "lat", batch(-1, -1, -1, 1, "lat"));
+    assert_eq!((r.error_code, r.base_offset), (0, 0));
+    assert!(r.log_append_time_ms >= before, "log_append_time {} < {before}", r.log_append_time_ms);
+    // The stored batch carries that time: ListOffsets by time finds the record at it.
+    assert_eq!(list_offset(&mut c, "lat", r.log_append_time_ms), (0, 0, r.log_append_time_ms));
+    // A client may not send LogAppendTime batches itself (Kafka: INVALID_TIMESTAMP).
+    let attrs = 0x08i16.to_be_bytes();
+    assert_eq!(produce(&mut c, "lat", patched(&batch(-1, -1, -1, 1, "x"), 21, &attrs)).error_code, INVALID_TIMESTAMP);
+    assert!(broker.is_running());
+}
