@@ -377,4 +377,35 @@ mod tests {
         let e = validate(&raw_batch(n, n - 1, 0, NOW, &raw)).unwrap_err();
         assert_eq!(e.record_errors().unwrap().1.len(), MAX_RECORD_ERRORS);
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// Whatever follows a well-formed header (any codec id, count, delta), validation
+        /// answers Ok or an error and never panics.
+        #[test]
+        fn arbitrary_records_never_panic(
+            payload in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512),
+            codec in 0i16..8,
+            count in -2i32..40,
+            delta in -2i32..40,
+        ) {
+            let b = raw_batch(count, delta, codec, NOW, &payload);
+            let _ = validate(&b);
+        }
+
+        /// Valid records, then one byte flipped: still no panic, whatever the codec.
+        #[test]
+        fn corrupted_compressed_records_never_panic(
+            codec in 0u8..5,
+            n in 1i32..20,
+            at in proptest::prelude::any::<usize>(),
+            flip in 1u8..=255,
+        ) {
+            let mut b = good_batch(n, codec, NOW);
+            let body = b.len() - 61;
+            b[61 + at % body] ^= flip;
+            let _ = validate(&b);
+        }
+    }
 }
