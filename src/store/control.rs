@@ -94,4 +94,13 @@ mod tests {
         let a = marker_batch(1, 0, Marker { commit: false, coordinator_epoch: 0 }, 1_000).freeze();
         assert_eq!(parse_marker(&a).map(|m| m.commit), Some(false));
     }
+
+    #[test]
+    fn compressed_or_oversized_control_batches_are_not_decoded() {
+        let mut b = marker_batch(42, 7, Marker { commit: true, coordinator_epoch: 3 }, 1_000);
+        b[22] |= 1; // gzip bit: attributes are covered by the CRC, recompute it
+        let crc = crc32c::crc32c(&b[21..]);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        assert_eq!(parse_marker(&b.freeze()), None);
+    }
 }

@@ -256,6 +256,27 @@ mod tests {
     }
 
     #[test]
+    fn recovery_stops_at_a_batch_with_a_negative_last_offset_delta() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (mut log, _) = Log::open(dir.path(), cfg(1 << 20)).unwrap();
+            log.append(rec(2, 1)).unwrap();
+        }
+        // A batch written by an older build before the log refused it.
+        let mut bad = rec(1, 1);
+        batch::patch_base_offset(&mut bad, 2);
+        bad[23..27].copy_from_slice(&(-3i32).to_be_bytes());
+        batch::patch_max_timestamp(&mut bad, 1, false); // recomputes a valid CRC
+        let path = segment::segment_file(dir.path(), 0);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.extend_from_slice(&bad);
+        std::fs::write(&path, bytes).unwrap();
+        let (mut log, info) = Log::open(dir.path(), cfg(1 << 20)).unwrap();
+        assert_eq!((log.next_offset(), info.truncated_bytes), (2, bad.len() as u64));
+        assert_eq!(log.append(rec(1, 1)).unwrap().base_offset, 2);
+    }
+
+    #[test]
     fn max_bytes_still_returns_first_whole_batch() {
         let dir = tempfile::tempdir().unwrap();
         let (mut log, _) = Log::open(dir.path(), cfg(1 << 20)).unwrap();
