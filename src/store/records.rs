@@ -5,12 +5,15 @@
 //! memory a walk may use is bounded by the constants below whatever the data claims:
 //! a 8 KiB read buffer, plus the decoder's own state, at most
 //! - gzip: a 32 KiB window and a 32 KiB input buffer;
-//! - lz4 (frame format): one block, at most 4 MiB as the frame format allows;
+//! - lz4 (frame format): liblz4's input and output block buffers, at most 2 x 4 MiB (the largest
+//!   block size the frame format has);
 //! - zstd: a window of at most 2^[`ZSTD_WINDOW_LOG_MAX`] bytes (frames asking more are refused);
 //! - snappy: one raw block of at most [`SNAPPY_MAX_BLOCK`] bytes (xerial chunks are decoded one
 //!   at a time; a raw, unframed payload is one block).
 //!
-//! So one walk uses at most about 8.1 MiB beyond the batch bytes it reads from.
+//! So one walk uses at most about 8.5 MiB beyond the batch bytes it reads from. Walks run on the
+//! connection threads (Produce) and partition threads (ListOffsets by time), one at a time per
+//! thread, so the broker-wide bound is that times the number of those threads.
 
 use std::io::{self, BufRead, BufReader, Read};
 

@@ -1,4 +1,5 @@
-//! Produce (key 0): validates each partition's batch (eos-rules 14), enqueues it on the
+//! Produce (key 0): validates each partition's batch (eos-rules 14) and its records as Kafka's
+//! LogValidator does (store::validate), enqueues it on the
 //! partition leader in request order, and answers once every append is durable.
 
 use std::rc::Rc;
