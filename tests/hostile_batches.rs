@@ -64,6 +64,10 @@ const LAST_OFFSET_DELTA: usize = 23;
 const BASE_TIMESTAMP: usize = 27;
 const MAX_TIMESTAMP: usize = 35;
 
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
 fn vm_hwm_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
     status
@@ -106,7 +110,7 @@ fn malformed_batches_are_refused_and_the_partition_keeps_serving() {
 
     // A timestamp two hours ahead (log.message.timestamp.after.max.ms defaults to one hour):
     // INVALID_TIMESTAMP with the record's index and a message, as Kafka fills them (v8+).
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let now = now_ms();
     let future = patched(&good, BASE_TIMESTAMP, &(now + 7_200_000).to_be_bytes());
     let future = patched(&future, MAX_TIMESTAMP, &(now + 7_200_000).to_be_bytes());
     let late = produce(&mut c, "bad", future);
@@ -181,13 +185,31 @@ fn log_append_time_is_stamped_by_the_broker_and_answered() {
     let mut broker = Broker::start_with_env(&[("KAAS_LOG_MESSAGE_TIMESTAMP_TYPE", "LogAppendTime")]);
     let mut c = broker.client();
     create_topic(&mut c, "lat");
-    let before = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let before = now_ms();
     // The record says 2023; under LogAppendTime the broker's clock wins.
     let r = produce(&mut c, "lat", batch(-1, -1, -1, 1, "lat"));
     assert_eq!((r.error_code, r.base_offset), (0, 0));
     assert!(r.log_append_time_ms >= before, "log_append_time {} < {before}", r.log_append_time_ms);
     // The stored batch carries that time: ListOffsets by time finds the record at it.
     assert_eq!(list_offset(&mut c, "lat", r.log_append_time_ms), (0, 0, r.log_append_time_ms));
+    // eos-rules 19: a duplicate is answered with the original append time, not a new one.
+    let mut c2 = broker.client();
+    let pid = {
+        let mut req = InitProducerIdRequest::default();
+        req.transactional_id = None;
+        req.transaction_timeout_ms = i32::MAX;
+        let resp: InitProducerIdResponse = c2.call(ApiKey::InitProducerId, 4, req);
+        resp.producer_id.0
+    };
+    let first = produce(&mut c, "lat", batch(pid, 0, 0, 2, "idem"));
+    assert_eq!((first.error_code, first.base_offset), (0, 1));
+    // Wait until the clock has moved past the first append time, so a fresh stamp would differ.
+    while now_ms() <= first.log_append_time_ms {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let again = produce(&mut c, "lat", batch(pid, 0, 0, 2, "idem"));
+    assert_eq!((again.error_code, again.base_offset), (0, 1));
+    assert_eq!(again.log_append_time_ms, first.log_append_time_ms);
     // A client may not send LogAppendTime batches itself (Kafka: INVALID_TIMESTAMP).
     let attrs = 0x08i16.to_be_bytes();
     assert_eq!(produce(&mut c, "lat", patched(&batch(-1, -1, -1, 1, "x"), 21, &attrs)).error_code, INVALID_TIMESTAMP);

@@ -240,11 +240,12 @@ impl Handler<Append> for PartitionLeader {
                 answer(reply, self.error_ack(e.code(), true))
             }
             Ok(AppendDecision::Duplicate(m)) => {
-                // eos-rules 19: answer with the original offset once it is durable.
+                // eos-rules 19: answer with the original offset once it is durable, and (as Kafka
+                // does for a duplicate) the original batch's max timestamp as LogAppendTime.
                 let ack = AppendAck {
                     error_code: 0,
                     base_offset: m.first_offset,
-                    log_append_time: -1,
+                    log_append_time: m.timestamp,
                     log_start_offset: self.log_start(),
                 };
                 match reply {

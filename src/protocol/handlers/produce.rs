@@ -199,9 +199,10 @@ pub async fn dispatch(
                             log_append_time: -1,
                             log_start_offset: -1,
                         });
-                        // Kafka answers the LogAppendTime it stamped (-1 under CreateTime).
-                        if a.error_code == 0 {
-                            a.log_append_time = append_time.unwrap_or(a.log_append_time);
+                        // Kafka answers the LogAppendTime it stamped (-1 under CreateTime); a
+                        // duplicate already carries its original batch's time.
+                        if a.error_code == 0 && a.log_append_time == -1 {
+                            a.log_append_time = append_time.unwrap_or(-1);
                         }
                         (a, None)
                     }
