@@ -88,6 +88,15 @@ pub struct Settings {
     /// that the crash-consistency test (tests/interop/python/test_crash_consistency.py) sees a
     /// lost fsync. Never set it otherwise; kaas logs an ERROR at startup when it is set.
     pub debug_skip_fsync: bool,
+    /// Kafka's log.message.timestamp.type: "CreateTime" or "LogAppendTime" (the broker stamps
+    /// its own time on every batch).
+    pub log_message_timestamp_type: String,
+    /// Kafka's log.message.timestamp.before.max.ms: how far in the past a CreateTime record
+    /// may be (default Long.MAX_VALUE, unbounded).
+    pub log_message_timestamp_before_max_ms: i64,
+    /// Kafka's log.message.timestamp.after.max.ms: how far in the future a CreateTime record
+    /// may be (Kafka 4.x default: one hour).
+    pub log_message_timestamp_after_max_ms: i64,
 }
 
 impl Default for Settings {
@@ -125,6 +134,9 @@ impl Default for Settings {
             offsets_retention_minutes: 10_080,
             offsets_retention_check_interval_ms: 600_000,
             debug_skip_fsync: false,
+            log_message_timestamp_type: "CreateTime".into(),
+            log_message_timestamp_before_max_ms: i64::MAX,
+            log_message_timestamp_after_max_ms: 3_600_000,
         }
     }
 }
@@ -250,6 +262,13 @@ impl Settings {
         }
         if self.max_request_bytes > i32::MAX as usize {
             return Err(ConfigError::Invalid("max_request_bytes", self.max_request_bytes.to_string()));
+        }
+        // Kafka: ValidString.in("CreateTime", "LogAppendTime"), atLeast(0).
+        if !matches!(self.log_message_timestamp_type.as_str(), "CreateTime" | "LogAppendTime") {
+            return Err(ConfigError::Invalid("log_message_timestamp_type", self.log_message_timestamp_type.clone()));
+        }
+        if self.log_message_timestamp_before_max_ms < 0 || self.log_message_timestamp_after_max_ms < 0 {
+            return Err(ConfigError::Invalid("log_message_timestamp_*_max_ms", "negative".into()));
         }
         Ok(())
     }

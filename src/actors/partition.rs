@@ -15,6 +15,7 @@ use super::syncer::{SyncJob, Syncer};
 use crate::store::control;
 use crate::store::log::{Log, LogError};
 use crate::store::producer_state::{AppendDecision, CompletedTxn, ProducerStateTable};
+use crate::store::records;
 use crate::store::topics::write_atomic;
 
 const SNAPSHOT_FILE: &str = "producer-state.json";
@@ -270,11 +271,12 @@ impl Handler<Append> for PartitionLeader {
                 answer(reply, self.error_ack(e.code(), true))
             }
             Ok(AppendDecision::Duplicate(m)) => {
-                // eos-rules 19: answer with the original offset once it is durable.
+                // eos-rules 19: answer with the original offset once it is durable, and (as Kafka
+                // does for a duplicate) the original batch's max timestamp as LogAppendTime.
                 let ack = AppendAck {
                     error_code: 0,
                     base_offset: m.first_offset,
-                    log_append_time: -1,
+                    log_append_time: m.timestamp,
                     log_start_offset: self.log_start(),
                 };
                 match reply {
@@ -297,6 +299,11 @@ impl Handler<Append> for PartitionLeader {
                         self.pending.push_back((h.last_offset(), Waiter::Append(r, ack)));
                     }
                     self.request_sync(ctx);
+                }
+                // A batch the log refuses leaves it unchanged: answer INVALID_RECORD, stay online.
+                Err(LogError::InvalidBatch(e)) => {
+                    tracing::warn!(partition = %self.name, "append refused by the log: {e}");
+                    answer(reply, self.error_ack(87, true))
                 }
                 Err(e) => {
                     // Nothing counted as written (the log end did not move): refuse this batch
@@ -430,13 +437,11 @@ impl PartitionLeader {
             return None;
         }
         let (_, batch) = self.log.batch_for_timestamp(ts).ok()??;
-        let mut buf = batch.clone();
-        let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut buf).ok()?;
-        set.records
-            .iter()
-            .filter(|r| r.offset < upper)
-            .find(|r| if exact_max { r.timestamp == ts } else { r.timestamp >= ts })
-            .map(|r| OffsetAnswer { error_code: 0, offset: r.offset, timestamp: r.timestamp })
+        // Streams through the records: a compressed batch is never held decompressed.
+        let found = records::find_record(&batch, upper, |t| if exact_max { t == ts } else { t >= ts });
+        let (offset, timestamp) =
+            found.inspect_err(|e| tracing::warn!(partition = %self.name, "ListOffsets by time: {e}")).ok()??;
+        Some(OffsetAnswer { error_code: 0, offset, timestamp })
     }
 }
 
@@ -472,6 +477,10 @@ impl Handler<WriteMarker> for PartitionLeader {
                 self.aborted.extend(done.filter(|t| t.aborted));
                 self.pending.push_back((h.last_offset(), Waiter::Marker(msg.reply)));
                 self.request_sync(ctx);
+            }
+            Err(LogError::InvalidBatch(e)) => {
+                tracing::error!(partition = %self.name, "marker refused by the log: {e}");
+                let _ = msg.reply.send(-1);
             }
             Err(e) => {
                 // As for appends: not written, the coordinator retries the marker.

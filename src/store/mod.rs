@@ -8,6 +8,8 @@ pub mod group_state;
 pub mod log;
 pub mod producer_ids;
 pub mod producer_state;
+pub mod records;
 pub mod topic_config;
 pub mod topics;
 pub mod txn_state;
+pub mod validate;

@@ -222,6 +222,11 @@ impl Broker {
         matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
     }
 
+    /// The broker's process id (to read /proc/<pid>/status).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(|c| c.id()).expect("broker running")
+    }
+
     pub fn client(&self) -> Client {
         Client::connect(self.port)
     }
@@ -259,10 +264,16 @@ pub fn api_versions_problem(port: u16) -> Option<String> {
             Err(format!("ApiVersions answered correlation id {correlation}, error code {error}"))
         })
     };
-    match run() {
-        Ok(Ok(())) => None,
-        Ok(Err(e)) => Some(e),
-        Err(e) => Some(format!("ApiVersions request failed: {e}")),
+    // A refused connection (a test that filled max_connections and just closed its own) is
+    // retried for a few seconds; a wrong answer is not.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match run() {
+            Ok(Ok(())) => return None,
+            Ok(Err(e)) => return Some(e),
+            Err(e) if Instant::now() >= deadline => return Some(format!("ApiVersions request failed: {e}")),
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
     }
 }
 

@@ -20,6 +20,9 @@ pub enum LogError {
     Io(#[from] std::io::Error),
     #[error("corrupt log: {0}")]
     Corrupt(String),
+    /// A batch the log cannot hold (its offsets would not move the log end forward).
+    #[error("invalid batch: {0}")]
+    InvalidBatch(String),
     #[error("offset {offset} out of range [{start}, {end}]")]
     OffsetOutOfRange { offset: i64, start: i64, end: i64 },
     /// The log could not be opened (see [`Log::offline`]); nothing can be read or written.
@@ -126,7 +129,12 @@ impl Log {
     pub fn append(&mut self, mut data: BytesMut) -> Result<BatchHeader, LogError> {
         let base = self.next_offset();
         batch::patch_base_offset(&mut data, base);
-        let h = BatchHeader::parse(&data).map_err(|e| LogError::Corrupt(e.to_string()))?;
+        let h = BatchHeader::parse(&data).map_err(|e| LogError::InvalidBatch(e.to_string()))?;
+        // Offsets only move forward: a negative lastOffsetDelta would move the log end back below
+        // the high watermark, so no fsync would ever be asked for and the append never answered.
+        if h.last_offset_delta < 0 {
+            return Err(LogError::InvalidBatch(format!("lastOffsetDelta {}", h.last_offset_delta)));
+        }
         let roll = {
             let a = self.active()?;
             a.size > 0 && a.size.saturating_add(data.len() as u64) > self.config.segment_bytes
@@ -254,6 +262,39 @@ mod tests {
         // upper bound (high watermark) hides later batches
         assert!(log.read(0, 0, 1 << 20).unwrap().is_empty());
         assert!(matches!(log.read(9, 9, 10), Err(LogError::OffsetOutOfRange { .. })));
+    }
+
+    #[test]
+    fn a_negative_last_offset_delta_is_refused_and_nothing_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = Log::open(dir.path(), cfg(1 << 20)).unwrap();
+        log.append(rec(2, 1)).unwrap();
+        let mut bad = rec(1, 1);
+        bad[23..27].copy_from_slice(&(-3i32).to_be_bytes());
+        assert!(matches!(log.append(bad), Err(LogError::InvalidBatch(_))));
+        assert_eq!(log.next_offset(), 2);
+        assert_eq!(log.append(rec(1, 1)).unwrap().base_offset, 2);
+    }
+
+    #[test]
+    fn recovery_stops_at_a_batch_with_a_negative_last_offset_delta() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (mut log, _) = Log::open(dir.path(), cfg(1 << 20)).unwrap();
+            log.append(rec(2, 1)).unwrap();
+        }
+        // A batch written by an older build before the log refused it.
+        let mut bad = rec(1, 1);
+        batch::patch_base_offset(&mut bad, 2);
+        bad[23..27].copy_from_slice(&(-3i32).to_be_bytes());
+        batch::patch_max_timestamp(&mut bad, 1, false); // recomputes a valid CRC
+        let path = segment::segment_file(dir.path(), 0);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.extend_from_slice(&bad);
+        std::fs::write(&path, bytes).unwrap();
+        let (mut log, info) = Log::open(dir.path(), cfg(1 << 20)).unwrap();
+        assert_eq!((log.next_offset(), info.truncated_bytes), (2, bad.len() as u64));
+        assert_eq!(log.append(rec(1, 1)).unwrap().base_offset, 2);
     }
 
     #[test]

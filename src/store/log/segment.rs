@@ -80,7 +80,7 @@ impl Segment {
                 break;
             };
             let size = h.total_size() as u64;
-            if pos + size > len || h.base_offset < seg.next_offset {
+            if pos + size > len || h.base_offset < seg.next_offset || h.last_offset_delta < 0 {
                 break;
             }
             if verify {
