@@ -227,6 +227,10 @@ impl PartitionLeader {
             Err(e) => tracing::warn!(partition = %self.name, "retention: {e}"),
         }
         self.producers.expire(now_ms(), self.producer_expiration_ms);
+        // Everything below the high watermark is on disk: the next recovery starts there.
+        if let Err(e) = self.log.checkpoint_recovery_point(self.high_watermark) {
+            tracing::warn!(partition = %self.name, "recovery point not written: {e}");
+        }
         // Bound the replay after a crash: snapshot the producer state when the log moved.
         if self.log.next_offset() != self.snapshot_offset {
             self.write_snapshot();
@@ -512,9 +516,16 @@ impl Handler<Shutdown> for PartitionLeader {
 
     fn handle(&mut self, msg: Shutdown, ctx: &mut Self::Context) {
         if !self.failed {
+            let mut synced = true;
             for f in self.log.sync_handles() {
                 if let Err(e) = f.sync_data() {
                     tracing::error!(partition = %self.name, "final fsync: {e}");
+                    synced = false;
+                }
+            }
+            if synced {
+                if let Err(e) = self.log.checkpoint_recovery_point(self.log.next_offset()) {
+                    tracing::warn!(partition = %self.name, "recovery point not written: {e}");
                 }
             }
             self.write_snapshot();

@@ -60,6 +60,12 @@ pub struct Log {
     unsynced: Vec<Arc<File>>,
 }
 
+const RECOVERY_POINT_FILE: &str = "recovery-point";
+
+fn read_recovery_point(dir: &Path) -> Option<i64> {
+    std::fs::read_to_string(dir.join(RECOVERY_POINT_FILE)).ok()?.trim().parse().ok()
+}
+
 /// What recovery found when the log was opened.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct RecoveryInfo {
@@ -68,8 +74,12 @@ pub struct RecoveryInfo {
 }
 
 impl Log {
-    /// Opens (or creates) the log in `dir`. Every segment's index is rebuilt from its headers;
-    /// the active segment's CRCs are verified and a torn tail is truncated.
+    /// Opens (or creates) the log in `dir`. Every segment's index is rebuilt from its headers.
+    /// As Kafka's log recovery: every segment holding offsets at or past the recovery point
+    /// (all of them when there is none, e.g. after a crash before the first checkpoint) has its
+    /// CRCs verified, and the log is cut at the first torn or corrupt batch or at a gap between
+    /// segments: everything after it (later segments too) was never durable, so never
+    /// acknowledged, and is removed.
     pub fn open(dir: &Path, config: LogConfig) -> Result<(Log, RecoveryInfo), LogError> {
         // The partition directory must survive a power loss with the segments in it.
         crate::store::durable::create_dir_all_durable(dir)?;
@@ -84,20 +94,40 @@ impl Log {
             }
         }
         bases.sort_unstable();
-        let mut segments = BTreeMap::new();
+        let recovery_point = read_recovery_point(dir);
+        let mut segments: BTreeMap<i64, Segment> = BTreeMap::new();
         let mut info = RecoveryInfo::default();
-        let last = bases.last().copied();
-        for base in bases {
-            let active = Some(base) == last;
-            let (seg, truncated) = Segment::open(dir, base, active, config.index_interval_bytes)?;
+        let mut cut = false;
+        for (i, &base) in bases.iter().enumerate() {
+            let contiguous = segments.values().next_back().is_none_or(|prev| prev.next_offset == base);
+            if cut || !contiguous {
+                // Past a cut or a gap: nothing here was ever acknowledged.
+                let path = segment::segment_file(dir, base);
+                info.truncated_bytes += std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+                std::fs::remove_file(&path)?;
+                cut = true;
+                continue;
+            }
+            let holds_unchecked = bases.get(i + 1).is_none_or(|next| *next > recovery_point.unwrap_or(-1));
+            let (seg, truncated) = Segment::open(dir, base, holds_unchecked, config.index_interval_bytes)?;
             info.truncated_bytes += truncated;
+            cut = truncated > 0;
             segments.insert(base, seg);
+        }
+        if cut {
+            crate::store::durable::sync_dir(dir)?;
         }
         if segments.is_empty() {
             segments.insert(0, Segment::create(dir, 0)?);
         }
         info.segments = segments.len();
         Ok((Log { dir: dir.to_path_buf(), segments, config, unsynced: Vec::new() }, info))
+    }
+
+    /// Records that everything below `offset` is on disk (Kafka's recovery-point checkpoint):
+    /// the next open verifies only the segments from there on.
+    pub fn checkpoint_recovery_point(&self, offset: i64) -> std::io::Result<()> {
+        crate::store::topics::write_atomic(&self.dir.join(RECOVERY_POINT_FILE), offset.to_string().as_bytes())
     }
 
     /// A log that could not be opened: it holds no segment and no open file, answers every read
@@ -324,6 +354,68 @@ mod tests {
         let data = log.read(41, 80, 1).unwrap();
         let (h, _) = batch::iter_batches(&data).next().unwrap();
         assert_eq!(h.base_offset, 40);
+    }
+
+    fn corrupt_last_byte(dir: &Path, base: i64) {
+        let path = segment::segment_file(dir, base);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0xff;
+        std::fs::write(&path, bytes).unwrap();
+    }
+
+    #[test]
+    fn recovery_cuts_at_a_torn_older_segment_and_drops_the_later_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (mut log, _) = Log::open(dir.path(), cfg(100)).unwrap();
+            for _ in 0..3 {
+                log.append(rec(1, 1)).unwrap();
+            }
+            assert_eq!(log.segments.len(), 3);
+        }
+        // The power loss kept segment 2's pages but not the tail of segment 1.
+        corrupt_last_byte(dir.path(), 1);
+        let (mut log, info) = Log::open(dir.path(), cfg(100)).unwrap();
+        assert_eq!(log.next_offset(), 1);
+        assert!(!segment::segment_file(dir.path(), 2).exists());
+        assert!(info.truncated_bytes > 0);
+        assert_eq!(log.append(rec(1, 1)).unwrap().base_offset, 1);
+    }
+
+    #[test]
+    fn recovery_drops_a_segment_after_a_gap() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (mut log, _) = Log::open(dir.path(), cfg(100)).unwrap();
+            log.append(rec(1, 1)).unwrap();
+            log.append(rec(1, 1)).unwrap();
+        }
+        // Segment 0 lost its unsynced data; segment 1's (empty or not) must not leave a gap.
+        std::fs::write(segment::segment_file(dir.path(), 0), b"").unwrap();
+        let (log, _) = Log::open(dir.path(), cfg(100)).unwrap();
+        assert_eq!((log.next_offset(), log.segments.len()), (0, 1));
+    }
+
+    #[test]
+    fn recovery_point_limits_verification_to_newer_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (mut log, _) = Log::open(dir.path(), cfg(100)).unwrap();
+            for _ in 0..3 {
+                log.append(rec(1, 1)).unwrap();
+            }
+            log.checkpoint_recovery_point(2).unwrap();
+        }
+        // Below the recovery point nothing is re-verified (it was on disk, as in Kafka)...
+        corrupt_last_byte(dir.path(), 0);
+        let (log, _) = Log::open(dir.path(), cfg(100)).unwrap();
+        assert_eq!(log.next_offset(), 3);
+        drop(log);
+        // ...while from the recovery point on it is.
+        corrupt_last_byte(dir.path(), 2);
+        let (log, _) = Log::open(dir.path(), cfg(100)).unwrap();
+        assert_eq!(log.next_offset(), 2);
     }
 
     #[test]

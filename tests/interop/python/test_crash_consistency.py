@@ -54,7 +54,8 @@ TXNS_PER_ROUND = 12
 RECORDS_PER_TXN = 4
 TXN_TIMEOUT_MS = 5_000          # so the coordinator aborts a transaction the crash left open
 ABORT_CHECK_MS = "500"          # KAAS_TRANSACTION_ABORT_CHECK_INTERVAL_MS
-SEGMENT_BYTES = "65536"         # KAAS_SEGMENT_BYTES: small, so segments roll under the load
+SEGMENT_BYTES = "1048576"       # KAAS_SEGMENT_BYTES: the smallest Kafka allows
+PAD_KEY = b"k" * 400            # so that segments roll every round (new files under power loss)
 MIN_ACKED_PER_ROUND = 2_000     # idempotent acks to see before the crash
 MAX_PER_ROUND = 50_000          # cap on idempotent records produced per round
 RATE = 10_000                   # idempotent records per second, so some are in flight at the kill
@@ -172,8 +173,8 @@ def idempotent_load(bootstrap, rnd, ledger, stop, errors):
     start = time.time()
     while not stop.is_set() and i < MAX_PER_ROUND:
         try:
-            p.produce(IDEM_TOPIC, value=f"r{rnd}-i{i}".encode(), partition=i % IDEM_PARTS,
-                      on_delivery=on_delivery)
+            p.produce(IDEM_TOPIC, key=PAD_KEY, value=f"r{rnd}-i{i}".encode(),
+                      partition=i % IDEM_PARTS, on_delivery=on_delivery)
             i += 1
         except BufferError:
             p.poll(0.01)
@@ -315,6 +316,8 @@ def crash_rounds(tmp_path, rounds, extra_env):
                "KAAS_SEGMENT_BYTES": SEGMENT_BYTES, **extra_env}
         broker = Broker(data, free_port(), env)
         broker.log_path = tmp_path / "kaas.log"      # the log must not live on the lazy disk
+        if extra_env.get("KAAS_DEBUG_SKIP_FSYNC") == "true":
+            broker.allow_log_errors("debug_skip_fsync is set")
         broker.start()
         create_topic(broker.bootstrap, IDEM_TOPIC, IDEM_PARTS)
         create_topic(broker.bootstrap, TXN_TOPIC, TXN_PARTS)
@@ -330,9 +333,11 @@ def crash_rounds(tmp_path, rounds, extra_env):
                 return [f"round {rnd}: {p}" for p in problems], ledger, fs, broker
         return [], ledger, fs, broker
     finally:
-        if broker is not None:
-            broker.stop()
-        fs.unmount()
+        try:
+            if broker is not None:
+                broker.stop()       # raises if the broker died or logged a panic
+        finally:
+            fs.unmount()
 
 
 def describe(ledger, fs):
