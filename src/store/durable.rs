@@ -31,6 +31,10 @@ pub fn open_sled(dir: &Path) -> Result<(sled::Db, File), String> {
     create_dir_all_durable(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     let db = sled::open(dir).map_err(|e| format!("opening {}: {e}", dir.display()))?;
     let file = File::open(dir.join("db")).map_err(|e| format!("opening {}/db: {e}", dir.display()))?;
+    // sled writes `conf` at open without syncing it (after a power loss it warns of an empty one).
+    if let Ok(conf) = File::open(dir.join("conf")) {
+        conf.sync_all().map_err(|e| format!("syncing {}/conf: {e}", dir.display()))?;
+    }
     sync_dir(dir).map_err(|e| format!("syncing {}: {e}", dir.display()))?;
     Ok((db, file))
 }
