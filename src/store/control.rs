@@ -85,4 +85,18 @@ mod tests {
         let a = marker_batch(1, 0, Marker { commit: false, coordinator_epoch: 0 }, 1_000).freeze();
         assert_eq!(parse_marker(&a).map(|m| m.commit), Some(false));
     }
+
+    /// Found by fuzz/ (target batch): the record decoder reserved capacity for the batch's
+    /// claimed record count, so one stored batch claiming 2^31-1 records made the allocator
+    /// abort the broker when it was decoded (here, and by ListOffsets by timestamp).
+    #[test]
+    fn decoding_a_batch_claiming_2_31_records_does_not_allocate_for_them() {
+        let mut b = marker_batch(42, 7, Marker { commit: true, coordinator_epoch: 3 }, 1_000);
+        b[57..61].copy_from_slice(&i32::MAX.to_be_bytes());
+        let crc = crc32c::crc32c(&b[21..]);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        assert_eq!(validate_single(&b).unwrap().records_count, i32::MAX);
+        // The one record decodes, then the decoder runs out of bytes: an error, not an abort.
+        assert_eq!(parse_marker(&b.freeze()), None);
+    }
 }

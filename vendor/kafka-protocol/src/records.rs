@@ -514,7 +514,9 @@ impl RecordBatchDecoder {
         version: i8,
         records: &mut Vec<Record>,
     ) -> Result<()> {
-        records.reserve(batch_decode_info.record_count as usize);
+        // kaas patch: the count is untrusted; every record takes at least seven bytes (length,
+        // attributes, timestamp delta, offset delta, key length, value length, header count).
+        records.reserve((batch_decode_info.record_count.max(0) as usize).min(bytes::Buf::remaining(buf) / 7));
         for _ in 0..batch_decode_info.record_count {
             records.push(Record::decode_new(buf, batch_decode_info, version)?);
         }
