@@ -75,17 +75,6 @@ mod tests {
     use super::*;
     use crate::store::batch::validate_single;
 
-    #[test]
-    fn rule_45_marker_batch_format() {
-        let b = marker_batch(42, 7, Marker { commit: true, coordinator_epoch: 3 }, 1_000);
-        let h = validate_single(&b).unwrap();
-        assert!(h.is_control() && h.is_transactional());
-        assert_eq!((h.producer_id, h.producer_epoch, h.base_sequence, h.records_count), (42, 7, -1, 1));
-        assert_eq!(parse_marker(&b.freeze()), Some(Marker { commit: true, coordinator_epoch: 3 }));
-        let a = marker_batch(1, 0, Marker { commit: false, coordinator_epoch: 0 }, 1_000).freeze();
-        assert_eq!(parse_marker(&a).map(|m| m.commit), Some(false));
-    }
-
     /// Found by fuzz/ (target batch): the record decoder reserved capacity for the batch's
     /// claimed record count, so one stored batch claiming 2^31-1 records made the allocator
     /// abort the broker when it was decoded (here, and by ListOffsets by timestamp).
@@ -98,5 +87,16 @@ mod tests {
         assert_eq!(validate_single(&b).unwrap().records_count, i32::MAX);
         // The one record decodes, then the decoder runs out of bytes: an error, not an abort.
         assert_eq!(parse_marker(&b.freeze()), None);
+    }
+
+    #[test]
+    fn rule_45_marker_batch_format() {
+        let b = marker_batch(42, 7, Marker { commit: true, coordinator_epoch: 3 }, 1_000);
+        let h = validate_single(&b).unwrap();
+        assert!(h.is_control() && h.is_transactional());
+        assert_eq!((h.producer_id, h.producer_epoch, h.base_sequence, h.records_count), (42, 7, -1, 1));
+        assert_eq!(parse_marker(&b.freeze()), Some(Marker { commit: true, coordinator_epoch: 3 }));
+        let a = marker_batch(1, 0, Marker { commit: false, coordinator_epoch: 0 }, 1_000).freeze();
+        assert_eq!(parse_marker(&a).map(|m| m.commit), Some(false));
     }
 }
