@@ -15,6 +15,7 @@
 #![no_main]
 
 use std::cell::RefCell;
+use std::mem::ManuallyDrop;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,7 +50,9 @@ struct Harness {
 }
 
 thread_local! {
-    static HARNESS: RefCell<Option<Harness>> = const { RefCell::new(None) };
+    // Never dropped: at process exit the actors' runtimes are already gone, and dropping their
+    // addresses then would wake tasks on destroyed thread-locals (a panic after the run).
+    static HARNESS: ManuallyDrop<RefCell<Option<Harness>>> = const { ManuallyDrop::new(RefCell::new(None)) };
 }
 
 fn settings(data_dir: PathBuf) -> Settings {
