@@ -24,6 +24,9 @@ mvn -q -B -f tests/interop/java/pom.xml package -DskipTests
 step "build kaas (release)"
 cargo build --release --locked
 
+step "lazyfs (FUSE test file system for the power-loss test)"
+bash scripts/build-lazyfs.sh
+
 step "rust unit and integration tests"
 cargo test --release --locked
 

@@ -6,6 +6,9 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::store::log::LogConfig;
+use crate::store::topic_config::MIN_SEGMENT_BYTES;
+
+pub use crate::store::producer_ids::{MAX_NODE_ID, MAX_TXN_SHARDS};
 
 #[derive(Debug, Error)]
 pub enum ConfigError {
@@ -36,6 +39,11 @@ pub struct Settings {
     pub auto_create_topics: bool,
     /// Partition count of auto-created topics (Kafka's num.partitions).
     pub num_partitions: i32,
+    /// Partitions this broker serves at most, all topics together; creations beyond it are
+    /// refused with POLICY_VIOLATION. 0 = auto: 10,000, lowered to what the open-file limit
+    /// supports (two open files per partition, a quarter of the limit kept for the rest).
+    pub max_partitions: u32,
+    /// Kafka's log.segment.bytes: [1 MiB, i32::MAX] as in Kafka 4.x.
     pub segment_bytes: u64,
     /// -1 keeps data forever.
     pub retention_ms: i64,
@@ -62,6 +70,33 @@ pub struct Settings {
     /// Finalized transaction.version advertised to clients: 1 (legacy) or 2 (KIP-890, the
     /// default of new Apache Kafka 4.x clusters).
     pub transaction_version: i16,
+    /// Kafka's max.connections: open client connections; beyond it new ones are closed at once.
+    pub max_connections: usize,
+    /// Kafka's max.connections.per.ip.
+    pub max_connections_per_ip: usize,
+    /// Kafka's connections.max.idle.ms: a connection with nothing in flight is closed after this.
+    pub connections_max_idle_ms: u64,
+    /// Kafka's queued.max.request.bytes: bytes of requests read and not yet answered, broker-wide;
+    /// readers wait beyond it. Must hold at least one max_request_bytes frame.
+    pub queued_max_request_bytes: usize,
+    /// Kafka's offsets.retention.minutes: committed offsets of an Empty group expire after this.
+    pub offsets_retention_minutes: u64,
+    /// Kafka's offsets.retention.check.interval.ms.
+    pub offsets_retention_check_interval_ms: u64,
+    /// TEST HOOK THAT BREAKS DURABILITY: the partition syncer skips the fdatasync of the log and
+    /// still answers as if it had synced, so acks=all no longer means on disk. Only for showing
+    /// that the crash-consistency test (tests/interop/python/test_crash_consistency.py) sees a
+    /// lost fsync. Never set it otherwise; kaas logs an ERROR at startup when it is set.
+    pub debug_skip_fsync: bool,
+    /// Kafka's log.message.timestamp.type: "CreateTime" or "LogAppendTime" (the broker stamps
+    /// its own time on every batch).
+    pub log_message_timestamp_type: String,
+    /// Kafka's log.message.timestamp.before.max.ms: how far in the past a CreateTime record
+    /// may be (default Long.MAX_VALUE, unbounded).
+    pub log_message_timestamp_before_max_ms: i64,
+    /// Kafka's log.message.timestamp.after.max.ms: how far in the future a CreateTime record
+    /// may be (Kafka 4.x default: one hour).
+    pub log_message_timestamp_after_max_ms: i64,
 }
 
 impl Default for Settings {
@@ -77,6 +112,7 @@ impl Default for Settings {
             max_inflight_requests: 64,
             auto_create_topics: true,
             num_partitions: 1,
+            max_partitions: 0,
             segment_bytes: 1 << 30,
             retention_ms: 7 * 24 * 3600 * 1000,
             retention_bytes: -1,
@@ -91,6 +127,16 @@ impl Default for Settings {
             transaction_abort_check_interval_ms: 10_000,
             transaction_version: 2,
             group_initial_rebalance_delay_ms: 3000,
+            max_connections: 10_000,
+            max_connections_per_ip: 10_000,
+            connections_max_idle_ms: 600_000,
+            queued_max_request_bytes: 512 * 1024 * 1024,
+            offsets_retention_minutes: 10_080,
+            offsets_retention_check_interval_ms: 600_000,
+            debug_skip_fsync: false,
+            log_message_timestamp_type: "CreateTime".into(),
+            log_message_timestamp_before_max_ms: i64::MAX,
+            log_message_timestamp_after_max_ms: 3_600_000,
         }
     }
 }
@@ -134,8 +180,62 @@ impl Settings {
         if self.max_inflight_requests == 0 {
             return Err(ConfigError::Invalid("max_inflight_requests", "0".into()));
         }
-        if self.segment_bytes < 1024 {
-            return Err(ConfigError::Invalid("segment_bytes", self.segment_bytes.to_string()));
+        // Kafka 4.x's log.segment.bytes: an INT, at least 1 MiB.
+        if !(MIN_SEGMENT_BYTES as u64..=i32::MAX as u64).contains(&self.segment_bytes) {
+            return Err(ConfigError::Invalid(
+                "segment_bytes",
+                format!("{} (must be in [{MIN_SEGMENT_BYTES}, {}])", self.segment_bytes, i32::MAX),
+            ));
+        }
+        // Kafka's log.retention.ms: at least -1 (-1 = keep forever).
+        if self.retention_ms < -1 {
+            return Err(ConfigError::Invalid("retention_ms", format!("{} (must be >= -1)", self.retention_ms)));
+        }
+        // Kafka's message.max.bytes is an INT of at least 0; a batch must also fit in a request.
+        if self.max_message_bytes > i32::MAX as usize || self.max_message_bytes > self.max_request_bytes {
+            return Err(ConfigError::Invalid(
+                "max_message_bytes",
+                format!("{} (must be <= max_request_bytes and <= {})", self.max_message_bytes, i32::MAX),
+            ));
+        }
+        if self.max_request_bytes > i32::MAX as usize {
+            return Err(ConfigError::Invalid(
+                "max_request_bytes",
+                format!("{} (must be <= {})", self.max_request_bytes, i32::MAX),
+            ));
+        }
+        // Kafka's fetch.max.bytes: at least 1024, an INT.
+        if !(1024..=i32::MAX as usize).contains(&self.fetch_max_bytes) {
+            return Err(ConfigError::Invalid("fetch_max_bytes", self.fetch_max_bytes.to_string()));
+        }
+        // Kafka's log.retention.check.interval.ms and producer.id.expiration.ms: at least 1.
+        if self.retention_check_interval_ms == 0 {
+            return Err(ConfigError::Invalid("retention_check_interval_ms", "0".into()));
+        }
+        if self.producer_id_expiration_ms < 1 {
+            return Err(ConfigError::Invalid("producer_id_expiration_ms", self.producer_id_expiration_ms.to_string()));
+        }
+        if self.transaction_max_timeout_ms < 1 {
+            return Err(ConfigError::Invalid(
+                "transaction_max_timeout_ms",
+                self.transaction_max_timeout_ms.to_string(),
+            ));
+        }
+        if self.transactional_id_expiration_ms < 1 {
+            return Err(ConfigError::Invalid(
+                "transactional_id_expiration_ms",
+                self.transactional_id_expiration_ms.to_string(),
+            ));
+        }
+        if self.sync_threads == 0 {
+            return Err(ConfigError::Invalid("sync_threads", "0".into()));
+        }
+        // Auto-created topics must fit under an explicit partition limit.
+        if self.max_partitions != 0 && i64::from(self.num_partitions) > i64::from(self.max_partitions) {
+            return Err(ConfigError::Invalid(
+                "max_partitions",
+                format!("{} (below num_partitions = {})", self.max_partitions, self.num_partitions),
+            ));
         }
         if self.txn_shards == 0 {
             return Err(ConfigError::Invalid("txn_shards", "0".into()));
@@ -143,8 +243,32 @@ impl Settings {
         if !(1..=2).contains(&self.transaction_version) {
             return Err(ConfigError::Invalid("transaction_version", self.transaction_version.to_string()));
         }
-        if self.node_id < 0 {
-            return Err(ConfigError::Invalid("node_id", self.node_id.to_string()));
+        // Each broker owns a 2^40 producer-id range below the transaction shards' ranges at 2^50.
+        if !(0..=MAX_NODE_ID).contains(&self.node_id) {
+            let why = format!("{} (must be 0..={MAX_NODE_ID})", self.node_id);
+            return Err(ConfigError::Invalid("node_id", why));
+        }
+        if self.txn_shards > MAX_TXN_SHARDS {
+            let why = format!("{} (at most {MAX_TXN_SHARDS})", self.txn_shards);
+            return Err(ConfigError::Invalid("txn_shards", why));
+        }
+        if self.max_connections == 0 || self.max_connections_per_ip == 0 {
+            return Err(ConfigError::Invalid("max_connections", "0".into()));
+        }
+        if self.queued_max_request_bytes < self.max_request_bytes {
+            let why =
+                format!("{} is below max_request_bytes {}", self.queued_max_request_bytes, self.max_request_bytes);
+            return Err(ConfigError::Invalid("queued_max_request_bytes", why));
+        }
+        if self.max_request_bytes > i32::MAX as usize {
+            return Err(ConfigError::Invalid("max_request_bytes", self.max_request_bytes.to_string()));
+        }
+        // Kafka: ValidString.in("CreateTime", "LogAppendTime"), atLeast(0).
+        if !matches!(self.log_message_timestamp_type.as_str(), "CreateTime" | "LogAppendTime") {
+            return Err(ConfigError::Invalid("log_message_timestamp_type", self.log_message_timestamp_type.clone()));
+        }
+        if self.log_message_timestamp_before_max_ms < 0 || self.log_message_timestamp_after_max_ms < 0 {
+            return Err(ConfigError::Invalid("log_message_timestamp_*_max_ms", "negative".into()));
         }
         Ok(())
     }
@@ -192,11 +316,73 @@ mod tests {
         assert_eq!(s.advertised(), ("127.0.0.1".to_string(), 2222));
     }
 
-    #[test]
-    fn invalid_values_are_refused() {
+    fn load_toml(text: &str) -> Result<Settings, ConfigError> {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("kaas.toml");
-        std::fs::write(&file, "num_partitions = 0\n").unwrap();
-        assert!(Settings::load(Some(&file), &Overrides::default()).is_err());
+        std::fs::write(&file, text).unwrap();
+        Settings::load(Some(&file), &Overrides::default())
+    }
+
+    fn refused(text: &str, setting: &str) -> bool {
+        matches!(load_toml(text), Err(ConfigError::Invalid(name, _)) if name == setting)
+    }
+
+    #[test]
+    fn invalid_values_are_refused() {
+        assert!(refused("num_partitions = 0\n", "num_partitions"));
+    }
+
+    #[test]
+    fn segment_bytes_is_within_kafkas_range() {
+        assert!(refused("segment_bytes = 0\n", "segment_bytes"));
+        assert!(refused("segment_bytes = 1048575\n", "segment_bytes"));
+        assert!(refused("segment_bytes = 1000000000000\n", "segment_bytes"));
+        assert!(refused("segment_bytes = 2147483648\n", "segment_bytes"));
+        assert_eq!(load_toml("segment_bytes = 2147483647\n").unwrap().segment_bytes, 2_147_483_647);
+        assert!(load_toml("segment_bytes = 1048576\n").is_ok());
+    }
+
+    #[test]
+    fn retention_ms_is_at_least_minus_one() {
+        assert!(refused("retention_ms = -2\n", "retention_ms"));
+        assert!(load_toml("retention_ms = -1\n").is_ok());
+    }
+
+    #[test]
+    fn max_message_bytes_fits_in_a_request() {
+        assert!(refused("max_message_bytes = 200000000\n", "max_message_bytes"));
+        assert!(load_toml("max_message_bytes = 104857600\n").is_ok());
+    }
+
+    #[test]
+    fn request_and_fetch_sizes_fit_an_int() {
+        assert!(refused("max_request_bytes = 4294967296\n", "max_request_bytes"));
+        assert!(refused("fetch_max_bytes = 1023\n", "fetch_max_bytes"));
+        assert!(refused("fetch_max_bytes = 4294967296\n", "fetch_max_bytes"));
+    }
+
+    #[test]
+    fn intervals_and_expirations_are_positive() {
+        assert!(refused("retention_check_interval_ms = 0\n", "retention_check_interval_ms"));
+        assert!(refused("producer_id_expiration_ms = 0\n", "producer_id_expiration_ms"));
+        assert!(refused("transaction_max_timeout_ms = 0\n", "transaction_max_timeout_ms"));
+        assert!(refused("transactional_id_expiration_ms = 0\n", "transactional_id_expiration_ms"));
+        assert!(refused("sync_threads = 0\n", "sync_threads"));
+    }
+
+    #[test]
+    fn an_explicit_partition_limit_must_hold_an_auto_created_topic() {
+        assert!(refused("max_partitions = 2\nnum_partitions = 3\n", "max_partitions"));
+        assert!(load_toml("max_partitions = 3\nnum_partitions = 3\n").is_ok());
+        assert_eq!(load_toml("").unwrap().max_partitions, 0, "auto by default");
+    }
+
+    #[test]
+    fn debug_skip_fsync_is_off_unless_set() {
+        assert!(!Settings::default().debug_skip_fsync);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("kaas.toml");
+        std::fs::write(&file, "debug_skip_fsync = true\n").unwrap();
+        assert!(Settings::load(Some(&file), &Overrides::default()).unwrap().debug_skip_fsync);
     }
 }

@@ -10,13 +10,16 @@ use thiserror::Error;
 use tokio::net::TcpListener;
 
 use crate::actors::cluster::ClusterView;
-use crate::actors::connection::Connection;
+use crate::actors::connection::{Connection, Limits};
 use crate::actors::group_coordinator::GroupCoordinator;
 use crate::actors::messages::ShutdownAll;
 use crate::actors::partition::MAILBOX_CAPACITY;
+use crate::actors::quotas::ConnectionQuotas;
+use crate::actors::supervisor::{install_panic_hook, mark_state_thread};
 use crate::actors::syncer::Syncer;
 use crate::actors::txn_coordinator::{TxnCoordinator, TxnSettings};
 use crate::config::Settings;
+use crate::protocol::frame::RequestPool;
 use crate::protocol::Session;
 use crate::store::group_state::GroupConfig;
 use crate::store::topics::write_atomic;
@@ -50,10 +53,11 @@ fn cluster_id(data_dir: &Path) -> Result<String, ServerError> {
 }
 
 pub fn run(settings: Settings) -> Result<(), ServerError> {
+    install_panic_hook();
     let settings = Arc::new(settings);
-    std::fs::create_dir_all(&settings.data_dir)?;
+    crate::store::durable::create_dir_all_durable(&settings.data_dir)?;
     let lock_path = settings.data_dir.join("__cluster").join(format!("broker-{}.lock", settings.node_id));
-    std::fs::create_dir_all(lock_path.parent().unwrap_or(Path::new(".")))?;
+    crate::store::durable::create_dir_all_durable(lock_path.parent().unwrap_or(Path::new(".")))?;
     let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path)?;
     fs2::FileExt::try_lock_exclusive(&lock).map_err(|_| {
         ServerError::Startup(format!("another kaas process holds {} (same data dir and node id)", lock_path.display()))
@@ -81,12 +85,19 @@ impl Broker {
         let mut arbiters: Vec<Arbiter> =
             (0..Settings::threads(settings.partition_threads)).map(|_| Arbiter::new()).collect();
         let cluster_arbiter = Arbiter::new();
-        let syncer = Syncer::start(settings.sync_threads, MAILBOX_CAPACITY * 4);
+        let coordinator_arbiter = Arbiter::new();
+        // Panics where broker state lives stop the broker (see actors::supervisor).
+        for a in arbiters.iter().chain([&cluster_arbiter, &coordinator_arbiter]) {
+            a.spawn_fn(mark_state_thread);
+        }
+        if settings.debug_skip_fsync {
+            tracing::error!("debug_skip_fsync is set: the log is never fsynced, acknowledged records can be lost on a power loss (test hook only)");
+        }
+        let syncer = Syncer::start(settings.sync_threads, MAILBOX_CAPACITY * 4, settings.debug_skip_fsync);
         let started = std::time::Instant::now();
         let view = ClusterView::load(settings.clone(), arbiters.iter().map(|a| a.handle()).collect(), syncer)
             .map_err(ServerError::Startup)?;
         let cluster = ClusterView::start_in_arbiter(&cluster_arbiter.handle(), move |_| view);
-        let coordinator_arbiter = Arbiter::new();
         let txn_settings = TxnSettings {
             max_timeout_ms: settings.transaction_max_timeout_ms,
             expiration_ms: settings.transactional_id_expiration_ms,
@@ -99,8 +110,10 @@ impl Broker {
             &settings.data_dir,
             GroupConfig {
                 initial_rebalance_delay_ms: settings.group_initial_rebalance_delay_ms,
+                offsets_retention_ms: settings.offsets_retention_minutes.saturating_mul(60_000),
                 ..GroupConfig::default()
             },
+            std::time::Duration::from_millis(settings.offsets_retention_check_interval_ms.max(10)),
         )
         .map_err(ServerError::Startup)?;
         let groups = GroupCoordinator::start_in_arbiter(&coordinator_arbiter.handle(), move |_| group_coordinator);
@@ -157,6 +170,13 @@ async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>) -> Result<(), Serv
     tracing::info!(listen = %settings.listen, data_dir = %settings.data_dir.display(), node_id = settings.node_id, "kaas is serving");
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut next = 0usize;
+    let quotas = ConnectionQuotas::new(settings.max_connections, settings.max_connections_per_ip);
+    let limits = Limits {
+        max_frame: settings.max_request_bytes,
+        max_inflight: settings.max_inflight_requests,
+        max_idle: std::time::Duration::from_millis(settings.connections_max_idle_ms),
+        pool: RequestPool::new(settings.queued_max_request_bytes),
+    };
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -168,6 +188,15 @@ async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>) -> Result<(), Serv
                         continue;
                     }
                 };
+                let permit = match quotas.admit(peer.ip()) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        // Kafka closes such a connection at once; the client backs off and retries.
+                        tracing::warn!(%peer, "refusing connection: {e}");
+                        drop(stream);
+                        continue;
+                    }
+                };
                 let std_stream = match stream.into_std() {
                     Ok(s) => s,
                     Err(e) => { tracing::warn!(%peer, "{e}"); continue; }
@@ -176,9 +205,10 @@ async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>) -> Result<(), Serv
                 next += 1;
                 let (cluster, txn, groups) = (broker.cluster.clone(), broker.txn.clone(), broker.groups.clone());
                 let (settings, cluster_id) = (settings.clone(), cluster_id.clone());
-                let (max_frame, max_inflight) = (settings.max_request_bytes, settings.max_inflight_requests);
+                let limits = limits.clone();
                 Connection::start_in_arbiter(&arbiter.handle(), move |_| {
-                    Connection::new(std_stream, peer, Session::new(cluster, txn, groups, settings, cluster_id, peer.ip().to_string()), max_frame, max_inflight)
+                    let session = Session::new(cluster, txn, groups, settings, cluster_id, peer.ip().to_string());
+                    Connection::new(std_stream, peer, session, limits, permit)
                 });
             }
             _ = tokio::signal::ctrl_c() => { tracing::info!("SIGINT: shutting down"); break; }

@@ -14,6 +14,7 @@ use arbitrary::{Arbitrary, Unstructured};
 use bytes::{Bytes, BytesMut};
 use kaas::store::batch::{self, BatchHeader, HEADER_LEN, LOG_OVERHEAD};
 use kaas::store::producer_state::{AppendDecision, ProducerStateTable, Verified};
+use kaas::store::validate::{self, TimestampPolicy};
 use libfuzzer_sys::fuzz_target;
 
 /// Settings default of max.message.bytes: larger batches never reach the validator.
@@ -119,15 +120,6 @@ enum Op {
     Snapshot,
 }
 
-/// KNOWN GAP, remove when Kafka's LogValidator lands (issue F items 1-2, `store::validate` on
-/// branch f-batch; then call `validate::validate_client_batch` above instead): main accepts a
-/// batch whose record count and lastOffsetDelta disagree, and such a batch moves the log end
-/// backwards or not at all (reproducer: corpus/batch/repro-empty-batch-moves-log-end). Without
-/// this filter every run stops at that one known crash within seconds.
-fn known_gap(h: &BatchHeader) -> bool {
-    h.records_count < 1 || h.last_offset_delta != h.records_count - 1
-}
-
 struct Partition {
     producers: ProducerStateTable,
     log_start: i64,
@@ -146,7 +138,8 @@ impl Partition {
         // Record-level decoding as Kafka's LogValidator does it (and ListOffsets by timestamp).
         let mut buf = records.clone();
         let _ = kafka_protocol::records::RecordBatchDecoder::decode(&mut buf);
-        if known_gap(&header) {
+        // Kafka's LogValidator (store::validate): batch shape, every record, timestamps.
+        if validate::validate_client_batch(&records, &header, &TimestampPolicy::default(), self.now_ms).is_err() {
             return;
         }
         let verified = match verify {

@@ -2,11 +2,11 @@
 //! one PartitionLeader per partition on the partition arbiters. Runs on its own arbiter, so its
 //! file I/O never blocks a connection thread.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Actor, ActorFutureExt, ArbiterHandle, Context, Handler, ResponseActFuture, WrapFuture};
+use actix::{Actor, ActorFutureExt, Addr, ArbiterHandle, Context, Handler, ResponseActFuture, WrapFuture};
 use uuid::Uuid;
 
 use super::messages::*;
@@ -14,30 +14,19 @@ use super::partition::PartitionLeader;
 use super::syncer::Syncer;
 use crate::config::Settings;
 use crate::store::fence_log::FenceLog;
+use crate::store::log::{LogConfig, LogError};
 use crate::store::producer_ids::ProducerIdAllocator;
+use crate::store::topic_config;
 use crate::store::topics::{self, TopicMeta};
 
 /// Kafka error codes used here.
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 const INVALID_TOPIC_EXCEPTION: i16 = 17;
 const TOPIC_ALREADY_EXISTS: i16 = 36;
-const INVALID_PARTITIONS: i16 = 37;
-const INVALID_CONFIG: i16 = 40;
 const UNKNOWN_TOPIC_ID: i16 = 100;
 const UNKNOWN_SERVER_ERROR: i16 = -1;
 const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
-
-/// Topic-level configs kaas accepts on CreateTopics (others are refused with INVALID_CONFIG).
-pub const KNOWN_TOPIC_CONFIGS: &[&str] = &[
-    "cleanup.policy",
-    "retention.ms",
-    "retention.bytes",
-    "segment.bytes",
-    "min.insync.replicas",
-    "max.message.bytes",
-    "message.timestamp.type",
-    "compression.type",
-];
+const KAFKA_STORAGE_ERROR: i16 = 56;
 
 pub struct ClusterView {
     settings: Arc<Settings>,
@@ -50,7 +39,9 @@ pub struct ClusterView {
 }
 
 impl ClusterView {
-    /// Loads every topic and recovers every partition before the listener opens.
+    /// Loads every topic and recovers every partition before the listener opens. Nothing a
+    /// client created can stop this: a partition that does not open is served offline, and
+    /// partitions past `max_partitions` (left by an older kaas) are not started.
     pub fn load(settings: Arc<Settings>, arbiters: Vec<ArbiterHandle>, syncer: Syncer) -> Result<ClusterView, String> {
         let producer_ids = ProducerIdAllocator::open(&settings.data_dir, settings.node_id)
             .map_err(|e| format!("producer ids: {e}"))?;
@@ -64,68 +55,153 @@ impl ClusterView {
             producer_ids,
             fence_log,
         };
+        // Start-up keeps the open files the rest of the broker needs (coordinator databases,
+        // connections): partitions past what the open-file limit supports are served offline.
+        let nofile = crate::limits::nofile().map(|(soft, _)| soft).unwrap_or(u64::MAX);
+        let mut budget = topics::StartupBudget::new(settings.max_partitions, nofile);
         for meta in topics::load_all(&settings.data_dir).map_err(|e| e.to_string())? {
-            let handle = view.start_partitions(meta).map_err(|(_, m)| m)?;
-            view.topics.insert(handle.meta.name.clone(), handle);
+            let count = budget.take_topic(meta.partitions);
+            if count < meta.partitions {
+                tracing::error!(
+                    topic = %meta.name,
+                    partitions = meta.partitions,
+                    started = count,
+                    max_partitions = settings.max_partitions,
+                    "partitions past the broker's max_partitions are not served; raise max_partitions or delete the topic"
+                );
+            }
+            let log_config = view.log_config(&meta);
+            let mut partitions = Vec::new();
+            let mut offline = 0u64;
+            for p in 0..count {
+                let leader = if !budget.take_file() {
+                    offline += 1;
+                    view.offline_partition(&meta.name, p, &log_config)
+                } else {
+                    match view.open_partition(&meta.name, p, &log_config) {
+                        Ok(l) => l,
+                        Err(e) => {
+                            offline += 1;
+                            tracing::error!(
+                                partition = %format!("{}-{p}", meta.name),
+                                "cannot open partition, serving it offline (KAFKA_STORAGE_ERROR) until a restart opens it: {e}"
+                            );
+                            view.offline_partition(&meta.name, p, &log_config)
+                        }
+                    }
+                };
+                partitions.push(view.spawn_leader(leader));
+            }
+            if offline > 0 {
+                tracing::error!(
+                    topic = %meta.name,
+                    offline,
+                    open_file_limit = nofile,
+                    "partitions served offline (KAFKA_STORAGE_ERROR): they did not open or the open-file limit \
+                     cannot hold them; raise `ulimit -n` (nofile) and restart to serve them"
+                );
+            }
+            view.topics.insert(meta.name.clone(), TopicHandle { meta, partitions });
         }
         Ok(view)
     }
 
-    fn start_partitions(&mut self, meta: TopicMeta) -> Result<TopicHandle, (i16, String)> {
-        let mut partitions = Vec::with_capacity(meta.partitions as usize);
-        for p in 0..meta.partitions {
-            let dir = topics::partition_dir(&self.settings.data_dir, &meta.name, p);
-            let mut log_config = self.settings.log_config();
-            if let Some(v) = meta.configs.get("retention.ms").and_then(|v| v.parse().ok()) {
-                log_config.retention_ms = v;
-            }
-            if let Some(v) = meta.configs.get("retention.bytes").and_then(|v| v.parse().ok()) {
-                log_config.retention_bytes = v;
-            }
-            if let Some(v) = meta.configs.get("segment.bytes").and_then(|v| v.parse().ok()) {
-                log_config.segment_bytes = v;
-            }
-            let leader = PartitionLeader::open(
-                format!("{}-{p}", meta.name),
-                dir,
-                log_config,
-                self.syncer.clone(),
-                Duration::from_millis(self.settings.retention_check_interval_ms.max(100)),
-                self.settings.producer_id_expiration_ms,
-            )
-            .map_err(|e| (UNKNOWN_SERVER_ERROR, format!("opening {}-{p}: {e}", meta.name)))?;
-            let arbiter = &self.arbiters[self.next_arbiter % self.arbiters.len()];
-            self.next_arbiter += 1;
-            partitions.push(PartitionLeader::start_in_arbiter(arbiter, move |_| leader));
+    /// The topic's log settings: the broker's, overridden by valid topic configs.
+    fn log_config(&self, meta: &TopicMeta) -> LogConfig {
+        let (config, ignored) = topic_config::log_config_for(&self.settings.log_config(), &meta.configs);
+        for e in ignored {
+            tracing::warn!(topic = %meta.name, "stored topic config ignored, broker setting used: {e}");
         }
-        Ok(TopicHandle { meta, partitions })
+        config
     }
 
+    fn open_partition(&self, topic: &str, p: i32, log_config: &LogConfig) -> Result<PartitionLeader, LogError> {
+        PartitionLeader::open(
+            format!("{topic}-{p}"),
+            topics::partition_dir(&self.settings.data_dir, topic, p),
+            log_config.clone(),
+            self.syncer.clone(),
+            Duration::from_millis(self.settings.retention_check_interval_ms.max(100)),
+            self.settings.producer_id_expiration_ms,
+        )
+    }
+
+    fn offline_partition(&self, topic: &str, p: i32, log_config: &LogConfig) -> PartitionLeader {
+        PartitionLeader::offline(
+            format!("{topic}-{p}"),
+            topics::partition_dir(&self.settings.data_dir, topic, p),
+            log_config.clone(),
+            self.syncer.clone(),
+            Duration::from_millis(self.settings.retention_check_interval_ms.max(100)),
+            self.settings.producer_id_expiration_ms,
+        )
+    }
+
+    fn spawn_leader(&mut self, leader: PartitionLeader) -> Addr<PartitionLeader> {
+        let arbiter = &self.arbiters[self.next_arbiter % self.arbiters.len()];
+        self.next_arbiter += 1;
+        PartitionLeader::start_in_arbiter(arbiter, move |_| leader)
+    }
+
+    fn partition_count(&self) -> u64 {
+        self.topics.values().map(|h| u64::try_from(h.meta.partitions).unwrap_or(0)).sum()
+    }
+
+    /// Removes what a creation that did not complete left on disk.
+    fn roll_back(&self, name: &str) {
+        if let Err(e) = topics::remove_partition_dirs(&self.settings.data_dir, name) {
+            tracing::error!(topic = %name, "rolling back a failed creation: {e}");
+        }
+    }
+
+    /// Creates a topic all or nothing: every partition is opened before the topic file (the
+    /// commit point) is written, and a failure removes what was made.
     fn create(&mut self, msg: CreateTopic) -> Result<TopicMeta, TopicFailure> {
         let fail = |code: i16, message: String| TopicFailure { error_code: code, message };
         topics::validate_name(&msg.name).map_err(|e| fail(INVALID_TOPIC_EXCEPTION, e.to_string()))?;
-        if self.topics.contains_key(&msg.name) {
+        // The file counts too: a peer on the shared disk may have created it (and its partition
+        // directories are then not left-overs to remove).
+        if self.topics.contains_key(&msg.name) || topics::exists_on_disk(&self.settings.data_dir, &msg.name) {
             return Err(fail(TOPIC_ALREADY_EXISTS, format!("Topic '{}' already exists.", msg.name)));
         }
-        let partitions = if msg.partitions == -1 { self.settings.num_partitions } else { msg.partitions };
-        if partitions < 1 {
-            return Err(fail(INVALID_PARTITIONS, "Number of partitions must be larger than 0.".into()));
-        }
-        let mut configs = BTreeMap::new();
-        for (k, v) in msg.configs {
-            if !KNOWN_TOPIC_CONFIGS.contains(&k.as_str()) {
-                return Err(fail(INVALID_CONFIG, format!("Unknown topic config name: {k}")));
-            }
-            configs.insert(k, v);
-        }
+        let limit = |e: topics::LimitError| fail(e.code(), e.to_string());
+        let partitions = topics::resolve_partitions(msg.partitions, self.settings.num_partitions).map_err(limit)?;
+        let configs = topic_config::validate(&msg.configs).map_err(|e| fail(e.code(), e.to_string()))?;
+        topics::check_broker_limit(self.partition_count(), partitions, self.settings.max_partitions).map_err(limit)?;
         let meta = TopicMeta { name: msg.name, id: Uuid::new_v4(), partitions, configs };
         if msg.validate_only {
             return Ok(meta);
         }
-        topics::save(&self.settings.data_dir, &meta).map_err(|e| fail(UNKNOWN_SERVER_ERROR, e.to_string()))?;
-        let handle = self.start_partitions(meta.clone()).map_err(|(c, m)| fail(c, m))?;
+        // Directories of an earlier creation that crashed before its topic file was written.
+        topics::remove_partition_dirs(&self.settings.data_dir, &meta.name)
+            .map_err(|e| fail(KAFKA_STORAGE_ERROR, format!("removing left-overs of {}: {e}", meta.name)))?;
+        let log_config = self.log_config(&meta);
+        let mut leaders = Vec::with_capacity(usize::try_from(partitions).unwrap_or(0));
+        for p in 0..partitions {
+            match self.open_partition(&meta.name, p, &log_config) {
+                Ok(l) => leaders.push(l),
+                Err(e) => {
+                    drop(leaders);
+                    self.roll_back(&meta.name);
+                    tracing::warn!(topic = %meta.name, partition = p, "creation rolled back: {e}");
+                    return Err(fail(
+                        KAFKA_STORAGE_ERROR,
+                        format!(
+                            "Could not open partition {}-{p}: {e}. Topic '{}' was not created.",
+                            meta.name, meta.name
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Err(e) = topics::save(&self.settings.data_dir, &meta) {
+            drop(leaders);
+            self.roll_back(&meta.name);
+            return Err(fail(KAFKA_STORAGE_ERROR, format!("Could not save topic '{}': {e}", meta.name)));
+        }
+        let partitions = leaders.into_iter().map(|l| self.spawn_leader(l)).collect();
         tracing::info!(topic = %meta.name, partitions = meta.partitions, "created topic");
-        self.topics.insert(meta.name.clone(), handle);
+        self.topics.insert(meta.name.clone(), TopicHandle { meta: meta.clone(), partitions });
         Ok(meta)
     }
 }
@@ -147,7 +223,10 @@ impl Handler<GetTopic> for ClusterView {
         let create = CreateTopic { name: msg.name.clone(), partitions: -1, configs: Vec::new(), validate_only: false };
         match self.create(create) {
             Ok(_) => self.topics.get(&msg.name).cloned().ok_or(UNKNOWN_TOPIC_OR_PARTITION),
-            Err(f) => Err(f.error_code),
+            Err(f) => {
+                tracing::warn!(topic = %msg.name, code = f.error_code, "auto-creation refused: {}", f.message);
+                Err(f.error_code)
+            }
         }
     }
 }
@@ -248,7 +327,8 @@ impl Handler<BroadcastFence> for ClusterView {
             p.do_send(FenceEpoch { producer_id: msg.producer_id, epoch: msg.epoch });
         }
         // Across brokers: peers read this file (design: fence files on the shared disk).
-        if let Err(e) = self.fence_log.append(msg.producer_id, msg.epoch) {
+        let max_age = self.settings.producer_id_expiration_ms;
+        if let Err(e) = self.fence_log.append(msg.producer_id, msg.epoch, super::partition::now_ms(), max_age) {
             tracing::error!(producer_id = msg.producer_id, "fence file not written: {e}");
         }
     }

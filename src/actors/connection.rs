@@ -3,10 +3,12 @@
 //! is looked at), responses complete in any order but are written strictly in request order by a
 //! writer task behind a bounded channel. At most `max_inflight` requests are worked on at once;
 //! beyond that reading pauses, so a client that does not read cannot make the broker buffer
-//! without limit.
+//! without limit. Every frame also holds its bytes in the broker-wide request pool until it is
+//! answered, and a connection with nothing in flight closes after `connections_max_idle_ms`.
 
 use std::net::SocketAddr;
 use std::rc::Rc;
+use std::time::Duration;
 
 use actix::fut::ActorFutureExt;
 use actix::{Actor, ActorContext, AsyncContext, Context, WrapFuture};
@@ -17,18 +19,33 @@ use futures::{FutureExt, StreamExt};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseKind};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
-use crate::protocol::frame::{encode_response, read_frame, FrameError};
+use super::quotas::ConnectionPermit;
+use crate::protocol::frame::{encode_response, read_frame, FrameError, RequestPool};
 use crate::protocol::handlers::api_versions;
 use crate::protocol::{decode, dispatch, RequestError, Session};
+
+/// Per-connection bounds, from the settings.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Largest frame (Kafka's socket.request.max.bytes).
+    pub max_frame: usize,
+    /// Requests worked on at once.
+    pub max_inflight: usize,
+    /// Close after this long with nothing read, written or in flight (connections.max.idle.ms).
+    pub max_idle: Duration,
+    /// Broker-wide bytes of unanswered requests (queued.max.request.bytes).
+    pub pool: RequestPool,
+}
 
 pub struct Connection {
     stream: Option<std::net::TcpStream>,
     peer: SocketAddr,
     session: Rc<Session>,
-    max_frame: usize,
-    max_inflight: usize,
+    limits: Limits,
+    /// This connection's slot in max_connections; given back when the actor is dropped.
+    _permit: ConnectionPermit,
 }
 
 impl Connection {
@@ -36,10 +53,10 @@ impl Connection {
         stream: std::net::TcpStream,
         peer: SocketAddr,
         session: Rc<Session>,
-        max_frame: usize,
-        max_inflight: usize,
+        limits: Limits,
+        permit: ConnectionPermit,
     ) -> Self {
-        Connection { stream: Some(stream), peer, session, max_frame, max_inflight }
+        Connection { stream: Some(stream), peer, session, limits, _permit: permit }
     }
 }
 
@@ -50,30 +67,25 @@ impl Actor for Connection {
         let Some(stream) = self.stream.take() else {
             return ctx.stop();
         };
-        let fut = serve(stream, self.peer, self.session.clone(), self.max_frame, self.max_inflight);
+        let fut = serve(stream, self.peer, self.session.clone(), self.limits.clone());
         ctx.spawn(fut.into_actor(self).map(|_, _, ctx| ctx.stop()));
     }
 }
 
 type InFlight = LocalBoxFuture<'static, (RequestHeader, ApiKey, Option<ResponseKind>)>;
 
-async fn serve(
-    stream: std::net::TcpStream,
-    peer: SocketAddr,
-    session: Rc<Session>,
-    max_frame: usize,
-    max_inflight: usize,
-) {
+async fn serve(stream: std::net::TcpStream, peer: SocketAddr, session: Rc<Session>, limits: Limits) {
+    let Limits { max_frame, max_inflight, max_idle, pool } = limits;
     let stream = match stream.set_nonblocking(true).and_then(|_| TcpStream::from_std(stream)) {
         Ok(s) => s,
         Err(e) => return tracing::warn!(%peer, "could not adopt connection: {e}"),
     };
     let _ = stream.set_nodelay(true);
     let (mut rd, mut wr) = stream.into_split();
-    let (frame_tx, mut frame_rx) = mpsc::channel::<Result<Bytes, FrameError>>(2);
+    let (frame_tx, mut frame_rx) = mpsc::channel::<Result<(Bytes, OwnedSemaphorePermit), FrameError>>(2);
     let reader = actix_rt::spawn(async move {
         loop {
-            let frame = read_frame(&mut rd, max_frame).await;
+            let frame = read_frame(&mut rd, max_frame, &pool).await;
             let last = frame.is_err();
             if frame_tx.send(frame).await.is_err() || last {
                 break;
@@ -91,20 +103,31 @@ async fn serve(
     });
     let mut pending: FuturesOrdered<InFlight> = FuturesOrdered::new();
     let mut reading = true;
+    let idle = tokio::time::sleep(max_idle);
+    tokio::pin!(idle);
     while reading || !pending.is_empty() {
         tokio::select! {
+            () = &mut idle, if pending.is_empty() => {
+                tracing::info!(%peer, idle_ms = max_idle.as_millis() as u64, "closing idle connection (connections_max_idle_ms)");
+                break;
+            }
             frame = frame_rx.recv(), if reading && pending.len() < max_inflight => match frame {
                 None | Some(Err(FrameError::Closed)) => reading = false,
                 Some(Err(e)) => {
                     tracing::warn!(%peer, "closing connection: {e}");
                     break;
                 }
-                Some(Ok(frame)) => match decode(frame) {
+                Some(Ok((frame, permit))) => match decode(frame) {
                     Ok(d) => {
                         let (header, key) = (d.header.clone(), d.api_key);
                         tracing::trace!(%peer, api = ?key, version = header.request_api_version, "request");
                         let response = dispatch(session.clone(), d).await;
-                        pending.push_back(async move { (header, key, response.await) }.boxed_local());
+                        pending.push_back(async move {
+                            let answer = response.await;
+                            // The request's bytes (and the batches sliced from them) are done with.
+                            drop(permit);
+                            (header, key, answer)
+                        }.boxed_local());
                     }
                     Err((Some(mut header), RequestError::UnsupportedVersion(ApiKey::ApiVersions, v))) => {
                         tracing::debug!(%peer, "ApiVersions v{v} is not supported; answering with v0");
@@ -119,6 +142,7 @@ async fn serve(
                 },
             },
             Some((header, key, response)) = pending.next(), if !pending.is_empty() => {
+                idle.as_mut().reset(tokio::time::Instant::now() + max_idle);
                 let Some(response) = response else { continue };
                 match encode_response(&header, key, &response) {
                     Ok(bytes) => {

@@ -25,16 +25,21 @@ pub fn offsets_partition(group_id: &str) -> i32 {
 
 pub struct GroupCoordinator {
     db: sled::Db,
+    /// The sled `db` file, fdatasynced after each flush (see store::durable::flush_sled).
+    db_file: std::sync::Arc<std::fs::File>,
     groups: HashMap<String, Group>,
     config: GroupConfig,
     waiting: HashMap<u64, Reply<GroupResponse>>,
     next_token: u64,
+    /// Kafka's offsets.retention.check.interval.ms.
+    retention_check: Duration,
 }
 
 impl GroupCoordinator {
-    pub fn open(data_dir: &Path, config: GroupConfig) -> Result<GroupCoordinator, String> {
+    pub fn open(data_dir: &Path, config: GroupConfig, retention_check: Duration) -> Result<GroupCoordinator, String> {
         let path = data_dir.join("__cluster").join("groups");
-        let db = sled::open(&path).map_err(|e| format!("opening {}: {e}", path.display()))?;
+        let (db, db_file) = crate::store::durable::open_sled(&path)?;
+        let db_file = std::sync::Arc::new(db_file);
         let mut groups = HashMap::new();
         for item in db.iter() {
             let (k, v) = item.map_err(|e| format!("reading {}: {e}", path.display()))?;
@@ -43,12 +48,43 @@ impl GroupCoordinator {
                 serde_json::from_slice(&v).map_err(|e| format!("corrupt group {id} in {}: {e}", path.display()))?;
             groups.insert(id.clone(), Group::from_snapshot(id, config.clone(), snap));
         }
-        Ok(GroupCoordinator { db, groups, config, waiting: HashMap::new(), next_token: 1 })
+        Ok(GroupCoordinator { db, db_file, groups, config, waiting: HashMap::new(), next_token: 1, retention_check })
     }
 
     fn group(&mut self, id: &str) -> &mut Group {
         let config = self.config.clone();
         self.groups.entry(id.to_string()).or_insert_with(|| Group::new(id, config))
+    }
+
+    /// Offset expiration: expired offsets are dropped and groups left with nothing are forgotten,
+    /// so groups and offsets created by clients do not pile up forever.
+    fn expire(&mut self, ctx: &mut Context<Self>) {
+        let now = now_ms() as u64;
+        let mut changed = Vec::new();
+        for (id, g) in self.groups.iter_mut() {
+            let expired = g.expire_offsets(now);
+            if expired > 0 || g.is_removable() {
+                changed.push((id.clone(), expired));
+            }
+        }
+        let mut flushes = Vec::new();
+        for (id, expired) in changed {
+            if self.groups.get(&id).is_some_and(|g| g.is_removable()) {
+                self.groups.remove(&id);
+                tracing::info!(group = %id, expired, "group expired (offsets_retention_minutes)");
+            }
+            flushes.push(self.persist(&id));
+        }
+        ctx.spawn(
+            async move {
+                for f in flushes {
+                    if let Err(e) = f.await {
+                        tracing::error!("offset expiration not written: {e}");
+                    }
+                }
+            }
+            .into_actor(self),
+        );
     }
 
     fn deliver(&mut self, replies: Vec<GroupReply>) {
@@ -69,9 +105,10 @@ impl GroupCoordinator {
             None => self.db.remove(id.as_bytes()).map(|_| ()).map_err(|e| e.to_string()),
         };
         let db = self.db.clone();
+        let db_file = self.db_file.clone();
         async move {
             written?;
-            tokio::task::spawn_blocking(move || db.flush().map(|_| ()).map_err(|e| e.to_string()))
+            tokio::task::spawn_blocking(move || crate::store::durable::flush_sled(&db, &db_file))
                 .await
                 .map_err(|e| e.to_string())?
         }
@@ -93,6 +130,7 @@ impl Actor for GroupCoordinator {
             }
             act.deliver(replies);
         });
+        ctx.run_interval(self.retention_check, |act, ctx| act.expire(ctx));
     }
 }
 
@@ -104,16 +142,26 @@ impl Handler<GroupCall> for GroupCoordinator {
         self.next_token += 1;
         self.waiting.insert(token, msg.reply);
         let now = now_ms() as u64;
+        // Only JoinGroup creates a group: SyncGroup, Heartbeat and LeaveGroup for an unknown
+        // group are answered (UNKNOWN_MEMBER_ID, as Kafka) by a scratch group that is not kept.
+        let mut scratch;
+        let group = match (&msg.op, self.groups.contains_key(&msg.group_id)) {
+            (GroupOp::Join(_), _) | (_, true) => self.group(&msg.group_id),
+            _ => {
+                scratch = Group::new(msg.group_id.clone(), self.config.clone());
+                &mut scratch
+            }
+        };
         let replies = match msg.op {
             GroupOp::Join(req) => {
                 let client_id = req.client_id.clone();
-                self.group(&msg.group_id).join(now, token, req, || format!("{client_id}-{}", uuid::Uuid::new_v4()))
+                group.join(now, token, req, || format!("{client_id}-{}", uuid::Uuid::new_v4()))
             }
-            GroupOp::Sync(req) => self.group(&msg.group_id).sync(now, token, req),
+            GroupOp::Sync(req) => group.sync(now, token, req),
             GroupOp::Heartbeat { generation_id, member_id, group_instance_id } => {
-                self.group(&msg.group_id).heartbeat(now, token, generation_id, &member_id, group_instance_id.as_deref())
+                group.heartbeat(now, token, generation_id, &member_id, group_instance_id.as_deref())
             }
-            GroupOp::Leave(members) => self.group(&msg.group_id).leave(now, token, members),
+            GroupOp::Leave(members) => group.leave(now, token, members),
         };
         self.deliver(replies);
     }
@@ -225,18 +273,22 @@ impl Handler<GroupAdmin> for GroupCoordinator {
                     }))
                 }
             };
-        // Deletions are answered only once they are on disk.
+        // Deletions are answered only once they are on disk; a failed write is not a success.
         let reply = msg.reply;
         ctx.spawn(
             async move {
+                let mut written = true;
                 for f in flushes {
                     if let Err(e) = f.await {
                         tracing::error!("group change not written: {e}");
+                        written = false;
                     }
                 }
+                written
             }
             .into_actor(self)
-            .map(move |_, _, _| {
+            .map(move |written, _, _| {
+                let answer = if written { answer } else { unwritten(answer) };
                 let _ = reply.send(answer);
             }),
         );
@@ -261,15 +313,32 @@ impl Handler<CompleteTxnOffsets> for GroupCoordinator {
             async move {
                 for f in flushes {
                     if let Err(e) = f.await {
+                        // The marker is not written: the coordinator retries it, the
+                        // transaction stays in its prepare state until it is (eos-rules 50).
                         tracing::error!("transactional offsets not written: {e}");
+                        return GroupError::CoordinatorNotAvailable.code();
                     }
                 }
+                0
             }
             .into_actor(self)
-            .map(move |_, _, _| {
-                let _ = reply.send(());
+            .map(move |code, _, _| {
+                let _ = reply.send(code);
             }),
         );
+    }
+}
+
+/// The answer to give when the change could not be flushed: Kafka answers a failed write of
+/// the group's log as COORDINATOR_NOT_AVAILABLE (the client retries).
+fn unwritten(answer: GroupAdminAnswer) -> GroupAdminAnswer {
+    let failed = GroupError::CoordinatorNotAvailable;
+    match answer {
+        GroupAdminAnswer::Delete(v) => GroupAdminAnswer::Delete(
+            v.into_iter().map(|(id, code)| (id, if code == 0 { failed.code() } else { code })).collect(),
+        ),
+        GroupAdminAnswer::DeleteOffsets(Ok(_)) => GroupAdminAnswer::DeleteOffsets(Err(failed)),
+        other => other,
     }
 }
 

@@ -159,7 +159,8 @@ pub struct CreateTopic {
     pub name: String,
     /// -1 = broker default.
     pub partitions: i32,
-    pub configs: Vec<(String, String)>,
+    /// As the request gave them; entries without a value set nothing.
+    pub configs: Vec<(String, Option<String>)>,
     pub validate_only: bool,
 }
 
@@ -318,13 +319,14 @@ pub struct GroupAdmin {
 
 /// A transaction marker for `__consumer_offsets` partition `offsets_partition` (eos-rules 59):
 /// pending transactional offsets of `producer_id` become visible (commit) or are dropped.
+/// Answered with the marker's error code: 0 once the change is flushed to disk.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct CompleteTxnOffsets {
     pub offsets_partition: i32,
     pub producer_id: i64,
     pub commit: bool,
-    pub reply: Reply<()>,
+    pub reply: Reply<i16>,
 }
 
 /// DescribeTransactions / ListTransactions: the shard's entries (all, or the named ones).

@@ -5,5 +5,7 @@ pub mod connection;
 pub mod group_coordinator;
 pub mod messages;
 pub mod partition;
+pub mod quotas;
+pub mod supervisor;
 pub mod syncer;
 pub mod txn_coordinator;

@@ -15,6 +15,7 @@ use super::syncer::{SyncJob, Syncer};
 use crate::store::control;
 use crate::store::log::{Log, LogError};
 use crate::store::producer_state::{AppendDecision, CompletedTxn, ProducerStateTable};
+use crate::store::records;
 use crate::store::topics::write_atomic;
 
 const SNAPSHOT_FILE: &str = "producer-state.json";
@@ -102,6 +103,11 @@ impl PartitionLeader {
                 aborted.extend(done.filter(|t| t.aborted));
             }
         }
+        // The high watermark exposes what is on disk: recovery found the log end in the page
+        // cache, which a power loss after an earlier crash could still take back.
+        for f in log.segment_files() {
+            f.sync_data()?;
+        }
         Ok(PartitionLeader {
             name,
             dir,
@@ -118,6 +124,35 @@ impl PartitionLeader {
             retention_check,
             producer_expiration_ms,
         })
+    }
+
+    /// A partition whose log could not be opened: it owns no file, answers produce, fetch,
+    /// markers and ListOffsets with KAFKA_STORAGE_ERROR, and never writes a snapshot, so what
+    /// is on disk stays as it was until a restart opens it.
+    pub fn offline(
+        name: String,
+        dir: PathBuf,
+        log_config: crate::store::log::LogConfig,
+        syncer: Syncer,
+        retention_check: Duration,
+        producer_expiration_ms: i64,
+    ) -> PartitionLeader {
+        PartitionLeader {
+            name,
+            log: Log::offline(&dir, log_config),
+            dir,
+            high_watermark: 0,
+            producers: ProducerStateTable::new(),
+            aborted: Vec::new(),
+            pending: VecDeque::new(),
+            waiters: Vec::new(),
+            sync_in_flight: false,
+            failed: true,
+            snapshot_offset: 0,
+            syncer,
+            retention_check,
+            producer_expiration_ms,
+        }
     }
 
     fn log_start(&self) -> i64 {
@@ -141,10 +176,7 @@ impl PartitionLeader {
         if self.sync_in_flight || self.failed || self.log.next_offset() <= self.high_watermark {
             return;
         }
-        let files = match self.log.sync_handles() {
-            Ok(f) => f,
-            Err(e) => return self.fail(format!("sync handle: {e}")),
-        };
+        let files = self.log.sync_handles();
         self.sync_in_flight = true;
         let job = SyncJob { files, upto: self.log.next_offset(), partition: ctx.address() };
         if let Err(e) = self.syncer.submit(job) {
@@ -195,6 +227,10 @@ impl PartitionLeader {
             Err(e) => tracing::warn!(partition = %self.name, "retention: {e}"),
         }
         self.producers.expire(now_ms(), self.producer_expiration_ms);
+        // Everything below the high watermark is on disk: the next recovery starts there.
+        if let Err(e) = self.log.checkpoint_recovery_point(self.high_watermark) {
+            tracing::warn!(partition = %self.name, "recovery point not written: {e}");
+        }
         // Bound the replay after a crash: snapshot the producer state when the log moved.
         if self.log.next_offset() != self.snapshot_offset {
             self.write_snapshot();
@@ -239,11 +275,12 @@ impl Handler<Append> for PartitionLeader {
                 answer(reply, self.error_ack(e.code(), true))
             }
             Ok(AppendDecision::Duplicate(m)) => {
-                // eos-rules 19: answer with the original offset once it is durable.
+                // eos-rules 19: answer with the original offset once it is durable, and (as Kafka
+                // does for a duplicate) the original batch's max timestamp as LogAppendTime.
                 let ack = AppendAck {
                     error_code: 0,
                     base_offset: m.first_offset,
-                    log_append_time: -1,
+                    log_append_time: m.timestamp,
                     log_start_offset: self.log_start(),
                 };
                 match reply {
@@ -267,8 +304,15 @@ impl Handler<Append> for PartitionLeader {
                     }
                     self.request_sync(ctx);
                 }
+                // A batch the log refuses leaves it unchanged: answer INVALID_RECORD, stay online.
+                Err(LogError::InvalidBatch(e)) => {
+                    tracing::warn!(partition = %self.name, "append refused by the log: {e}");
+                    answer(reply, self.error_ack(87, true))
+                }
                 Err(e) => {
-                    self.fail(format!("append: {e}"));
+                    // Nothing counted as written (the log end did not move): refuse this batch
+                    // and let the producer retry; only a failed fsync takes the partition offline.
+                    tracing::error!(partition = %self.name, "append not written: {e}");
                     answer(reply, self.error_ack(56, false));
                 }
             },
@@ -332,10 +376,11 @@ impl Handler<Read> for PartitionLeader {
                     result.records = records;
                     if msg.isolation_level == 1 {
                         // eos-rules 52: aborted transactions overlapping [fetch offset, LSO).
-                        result.aborted = self
-                            .aborted
+                        // The index is in marker order: skip what ended before the fetch offset.
+                        let from = self.aborted.partition_point(|t| t.last_offset < msg.offset);
+                        result.aborted = self.aborted[from..]
                             .iter()
-                            .filter(|t| t.last_offset >= msg.offset && t.first_offset < upper)
+                            .filter(|t| t.first_offset < upper)
                             .map(|t| (t.producer_id, t.first_offset))
                             .collect();
                     }
@@ -369,6 +414,10 @@ impl Handler<ListOffset> for PartitionLeader {
     type Result = ();
 
     fn handle(&mut self, msg: ListOffset, _: &mut Self::Context) {
+        if self.failed {
+            let _ = msg.reply.send(OffsetAnswer { error_code: 56, offset: -1, timestamp: -1 });
+            return;
+        }
         let latest = if msg.isolation_level == 1 { self.last_stable_offset() } else { self.high_watermark };
         let answer = |offset, timestamp| OffsetAnswer { error_code: 0, offset, timestamp };
         let result = match msg.timestamp {
@@ -392,13 +441,11 @@ impl PartitionLeader {
             return None;
         }
         let (_, batch) = self.log.batch_for_timestamp(ts).ok()??;
-        let mut buf = batch.clone();
-        let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut buf).ok()?;
-        set.records
-            .iter()
-            .filter(|r| r.offset < upper)
-            .find(|r| if exact_max { r.timestamp == ts } else { r.timestamp >= ts })
-            .map(|r| OffsetAnswer { error_code: 0, offset: r.offset, timestamp: r.timestamp })
+        // Streams through the records: a compressed batch is never held decompressed.
+        let found = records::find_record(&batch, upper, |t| if exact_max { t == ts } else { t >= ts });
+        let (offset, timestamp) =
+            found.inspect_err(|e| tracing::warn!(partition = %self.name, "ListOffsets by time: {e}")).ok()??;
+        Some(OffsetAnswer { error_code: 0, offset, timestamp })
     }
 }
 
@@ -435,8 +482,13 @@ impl Handler<WriteMarker> for PartitionLeader {
                 self.pending.push_back((h.last_offset(), Waiter::Marker(msg.reply)));
                 self.request_sync(ctx);
             }
+            Err(LogError::InvalidBatch(e)) => {
+                tracing::error!(partition = %self.name, "marker refused by the log: {e}");
+                let _ = msg.reply.send(-1);
+            }
             Err(e) => {
-                self.fail(format!("marker append: {e}"));
+                // As for appends: not written, the coordinator retries the marker.
+                tracing::error!(partition = %self.name, "marker not written: {e}");
                 let _ = msg.reply.send(56);
             }
         }
@@ -464,15 +516,17 @@ impl Handler<Shutdown> for PartitionLeader {
 
     fn handle(&mut self, msg: Shutdown, ctx: &mut Self::Context) {
         if !self.failed {
-            match self.log.sync_handles() {
-                Ok(files) => {
-                    for f in files {
-                        if let Err(e) = f.sync_data() {
-                            tracing::error!(partition = %self.name, "final fsync: {e}");
-                        }
-                    }
+            let mut synced = true;
+            for f in self.log.sync_handles() {
+                if let Err(e) = f.sync_data() {
+                    tracing::error!(partition = %self.name, "final fsync: {e}");
+                    synced = false;
                 }
-                Err(e) => tracing::error!(partition = %self.name, "final fsync: {e}"),
+            }
+            if synced {
+                if let Err(e) = self.log.checkpoint_recovery_point(self.log.next_offset()) {
+                    tracing::warn!(partition = %self.name, "recovery point not written: {e}");
+                }
             }
             self.write_snapshot();
         }

@@ -3,6 +3,7 @@
 //! answers every producer that appended in the meantime.
 
 use std::fs::File;
+use std::sync::Arc;
 use std::thread;
 
 use actix::Addr;
@@ -12,7 +13,7 @@ use super::messages::Synced;
 use super::partition::PartitionLeader;
 
 pub struct SyncJob {
-    pub files: Vec<File>,
+    pub files: Vec<Arc<File>>,
     pub upto: i64,
     pub partition: Addr<PartitionLeader>,
 }
@@ -23,15 +24,17 @@ pub struct Syncer {
 }
 
 impl Syncer {
-    /// Starts `threads` fsync threads behind a queue of `capacity` jobs.
-    pub fn start(threads: usize, capacity: usize) -> Syncer {
+    /// Starts `threads` fsync threads behind a queue of `capacity` jobs. `skip_fsync` is the
+    /// `debug_skip_fsync` test hook: answer every job as synced without syncing anything.
+    pub fn start(threads: usize, capacity: usize, skip_fsync: bool) -> Syncer {
         let (tx, rx) = bounded::<SyncJob>(capacity);
         for i in 0..threads.max(1) {
             let rx: Receiver<SyncJob> = rx.clone();
             let spawned = thread::Builder::new().name(format!("kaas-sync-{i}")).spawn(move || {
+                super::supervisor::mark_state_thread();
                 while let Ok(job) = rx.recv() {
                     let mut result = Ok(());
-                    for f in &job.files {
+                    for f in job.files.iter().filter(|_| !skip_fsync) {
                         if let Err(e) = f.sync_data() {
                             result = Err(e.to_string());
                             break;

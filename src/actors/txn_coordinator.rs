@@ -34,6 +34,8 @@ pub struct TxnSettings {
 pub struct TxnCoordinator {
     shard: u32,
     db: sled::Db,
+    /// The sled `db` file, fdatasynced after each flush (see store::durable::flush_sled).
+    db_file: std::sync::Arc<std::fs::File>,
     entries: HashMap<String, TxnEntry>,
     ids: ProducerIdAllocator,
     cluster: Addr<ClusterView>,
@@ -60,7 +62,8 @@ impl TxnCoordinator {
         settings: TxnSettings,
     ) -> Result<TxnCoordinator, String> {
         let path = data_dir.join("__cluster").join("txn").join(shard.to_string());
-        let db = sled::open(&path).map_err(|e| format!("opening {}: {e}", path.display()))?;
+        let (db, db_file) = crate::store::durable::open_sled(&path)?;
+        let db_file = std::sync::Arc::new(db_file);
         let mut entries = HashMap::new();
         for item in db.iter() {
             let (k, v) = item.map_err(|e| format!("reading {}: {e}", path.display()))?;
@@ -72,7 +75,7 @@ impl TxnCoordinator {
             }
         }
         let ids = ProducerIdAllocator::open_txn_shard(data_dir, shard).map_err(|e| format!("producer ids: {e}"))?;
-        Ok(TxnCoordinator { shard, db, entries, ids, cluster, groups, settings })
+        Ok(TxnCoordinator { shard, db, db_file, entries, ids, cluster, groups, settings })
     }
 
     /// The core asks for at most one fresh id per decision; `ensure_reserved` ran before, so
@@ -112,6 +115,7 @@ impl TxnCoordinator {
             }
         }
         let db = self.db.clone();
+        let db_file = self.db_file.clone();
         let key = id.clone();
         let value = serde_json::to_vec(&written);
         let tombstone = written.state == TxnState::Dead;
@@ -122,7 +126,7 @@ impl TxnCoordinator {
             } else {
                 db.insert(key.as_bytes(), value).map_err(|e| e.to_string())?;
             }
-            db.flush().map_err(|e| e.to_string())?;
+            crate::store::durable::flush_sled(&db, &db_file)?;
             Ok(())
         });
         ctx.spawn(write.into_actor(self).map(move |res, act, ctx| {
@@ -238,17 +242,25 @@ async fn write_markers(
         let cluster = cluster.clone();
         let groups = groups.clone();
         waits.push(async move {
-            if topic == CONSUMER_OFFSETS_TOPIC {
-                // eos-rules 59: the marker makes the group's pending offsets visible or drops them.
-                let (tx, rx) = oneshot::channel();
-                let msg = CompleteTxnOffsets { offsets_partition: partition, producer_id, commit, reply: tx };
-                return match groups.send(msg).await {
-                    Ok(()) => rx.await.map(|_| 0).unwrap_or(-1),
-                    Err(_) => -1,
-                };
-            }
             let mut backoff = Duration::from_millis(50);
             loop {
+                if topic == CONSUMER_OFFSETS_TOPIC {
+                    // eos-rules 59: the marker makes the group's pending offsets visible or drops
+                    // them; like any marker it is retried until it is on disk.
+                    let (tx, rx) = oneshot::channel();
+                    let msg = CompleteTxnOffsets { offsets_partition: partition, producer_id, commit, reply: tx };
+                    let code = match groups.send(msg).await {
+                        Ok(()) => rx.await.unwrap_or(-1),
+                        Err(_) => -1,
+                    };
+                    if core::marker_outcome(code) != MarkerOutcome::Retry {
+                        return code;
+                    }
+                    tracing::warn!(partition, code, "offsets marker not written, retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                    continue;
+                }
                 let leader = match cluster.send(GetTopic { name: topic.clone(), auto_create: false }).await {
                     Ok(Ok(h)) => h.partitions.get(partition as usize).cloned(),
                     _ => None,

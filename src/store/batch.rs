@@ -20,6 +20,7 @@ const PRODUCER_EPOCH: usize = 51;
 const BASE_SEQUENCE: usize = 53;
 const RECORDS_COUNT: usize = 57;
 
+const ATTR_COMPRESSION: i16 = 0x07;
 const ATTR_TIMESTAMP_TYPE: i16 = 0x08;
 const ATTR_TRANSACTIONAL: i16 = 0x10;
 const ATTR_CONTROL: i16 = 0x20;
@@ -115,6 +116,10 @@ impl BatchHeader {
     pub fn is_log_append_time(&self) -> bool {
         self.attributes & ATTR_TIMESTAMP_TYPE != 0
     }
+    /// Compression codec id (attributes bits 0-2; 0 = none).
+    pub fn compression(&self) -> u8 {
+        (self.attributes & ATTR_COMPRESSION) as u8
+    }
     pub fn has_producer_id(&self) -> bool {
         self.producer_id >= 0
     }
@@ -163,6 +168,21 @@ pub fn validate_single(records: &[u8]) -> Result<BatchHeader, BatchError> {
 /// Overwrites the base offset in place (the only field the broker changes).
 pub fn patch_base_offset(b: &mut BytesMut, base_offset: i64) {
     b[BASE_OFFSET..BASE_OFFSET + 8].copy_from_slice(&base_offset.to_be_bytes());
+}
+
+/// Sets the max timestamp (and with `log_append_time` the timestamp-type bit) and recomputes
+/// the CRC, as Kafka's LogValidator does in place (`setMaxTimestamp`). `b` holds one batch.
+pub fn patch_max_timestamp(b: &mut BytesMut, max_timestamp: i64, log_append_time: bool) {
+    if b.len() < HEADER_LEN {
+        return;
+    }
+    if log_append_time {
+        let attrs = i16_at(b, ATTRIBUTES) | ATTR_TIMESTAMP_TYPE;
+        b[ATTRIBUTES..ATTRIBUTES + 2].copy_from_slice(&attrs.to_be_bytes());
+    }
+    b[MAX_TIMESTAMP..MAX_TIMESTAMP + 8].copy_from_slice(&max_timestamp.to_be_bytes());
+    let crc = crc32c::crc32c(&b[ATTRIBUTES..]);
+    b[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
 }
 
 /// Iterates over the complete batches at the start of `buf`; stops at a partial one.
@@ -281,6 +301,14 @@ mod tests {
         assert_eq!(increment_sequence(i32::MAX, 1), 0);
         assert_eq!(increment_sequence(i32::MAX - 1, 3), 1);
         assert_eq!(increment_sequence(10, 4), 14);
+    }
+
+    #[test]
+    fn patching_max_timestamp_keeps_crc_valid() {
+        let mut b = batch(Spec::default());
+        patch_max_timestamp(&mut b, 77, true);
+        let h = validate_single(&b).unwrap();
+        assert_eq!((h.max_timestamp, h.is_log_append_time()), (77, true));
     }
 
     #[test]

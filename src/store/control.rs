@@ -13,6 +13,9 @@ pub struct Marker {
     pub coordinator_epoch: i32,
 }
 
+/// A marker batch is one small record; anything larger is not a marker.
+const MAX_MARKER_BATCH: usize = 1024;
+
 /// Builds the control batch a partition leader appends for a marker.
 pub fn marker_batch(producer_id: i64, producer_epoch: i16, marker: Marker, now_ms: i64) -> BytesMut {
     let mut key = BytesMut::with_capacity(4);
@@ -52,6 +55,12 @@ pub fn marker_batch(producer_id: i64, producer_epoch: i16, marker: Marker, now_m
 
 /// Reads the marker of a stored control batch (None for other control records).
 pub fn parse_marker(batch: &Bytes) -> Option<Marker> {
+    // Markers are written uncompressed by the broker (clients may not write control batches):
+    // anything else is not decoded, so the decoder never inflates untrusted data here.
+    let h = crate::store::batch::BatchHeader::parse(batch).ok()?;
+    if h.compression() != 0 || h.total_size() > MAX_MARKER_BATCH {
+        return None;
+    }
     let mut b = batch.clone();
     let set = RecordBatchDecoder::decode(&mut b).ok()?;
     let r = set.records.first()?;
@@ -134,5 +143,14 @@ mod tests {
         assert_eq!(parse_marker(&b.freeze()), Some(Marker { commit: true, coordinator_epoch: 3 }));
         let a = marker_batch(1, 0, Marker { commit: false, coordinator_epoch: 0 }, 1_000).freeze();
         assert_eq!(parse_marker(&a).map(|m| m.commit), Some(false));
+    }
+
+    #[test]
+    fn compressed_or_oversized_control_batches_are_not_decoded() {
+        let mut b = marker_batch(42, 7, Marker { commit: true, coordinator_epoch: 3 }, 1_000);
+        b[22] |= 1; // gzip bit: attributes are covered by the CRC, recompute it
+        let crc = crc32c::crc32c(&b[21..]);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        assert_eq!(parse_marker(&b.freeze()), None);
     }
 }

@@ -22,6 +22,9 @@ pub enum FenceLogError {
 pub struct FenceFile {
     /// producer id -> highest epoch fenced by this broker.
     pub fences: BTreeMap<i64, i16>,
+    /// producer id -> when that fence was written (ms); older fences are pruned.
+    #[serde(default)]
+    pub fenced_at: BTreeMap<i64, i64>,
 }
 
 pub fn fences_dir(data_dir: &Path) -> PathBuf {
@@ -42,16 +45,36 @@ pub struct FenceLog {
 impl FenceLog {
     pub fn open(data_dir: &Path, node_id: i32) -> Result<FenceLog, FenceLogError> {
         let path = file_for(data_dir, node_id);
-        let file = read_file(&path)?.unwrap_or_default();
+        let mut file = read_file(&path)?.unwrap_or_default();
+        // Fences from before timestamps were kept age from now.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0);
+        for pid in file.fences.keys() {
+            file.fenced_at.entry(*pid).or_insert(now);
+        }
         Ok(FenceLog { path, file })
     }
 
     /// Records a fence; returns whether the file changed (a lower or equal epoch is a no-op).
-    pub fn append(&mut self, producer_id: i64, epoch: i16) -> Result<bool, FenceLogError> {
+    /// Fences older than `max_age_ms` are dropped on the way: by then every partition has
+    /// expired that producer's state (producer_id_expiration_ms), so the file stays bounded.
+    pub fn append(
+        &mut self,
+        producer_id: i64,
+        epoch: i16,
+        now_ms: i64,
+        max_age_ms: i64,
+    ) -> Result<bool, FenceLogError> {
         if self.file.fences.get(&producer_id).is_some_and(|e| *e >= epoch) {
             return Ok(false);
         }
-        self.file.fences.insert(producer_id, epoch);
+        let FenceFile { fences, fenced_at } = &mut self.file;
+        fences.retain(|pid, _| fenced_at.get(pid).is_some_and(|at| now_ms.saturating_sub(*at) < max_age_ms));
+        fenced_at.retain(|pid, _| fences.contains_key(pid));
+        fences.insert(producer_id, epoch);
+        fenced_at.insert(producer_id, now_ms);
         let bytes = serde_json::to_vec(&self.file).map_err(|e| FenceLogError::Parse(self.path.clone(), e))?;
         write_atomic(&self.path, &bytes)?;
         Ok(true)
@@ -104,13 +127,34 @@ pub fn read_peers(data_dir: &Path, self_node: i32) -> Result<Vec<(i32, FenceFile
 mod tests {
     use super::*;
 
+    const DAY: i64 = 86_400_000;
+
+    #[test]
+    fn fences_older_than_producer_expiration_are_pruned() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = FenceLog::open(dir.path(), 0).unwrap();
+        log.append(1, 1, 0, DAY).unwrap();
+        log.append(2, 1, DAY / 2, DAY).unwrap();
+        log.append(3, 1, DAY, DAY).unwrap();
+        let reread = FenceLog::open(dir.path(), 0).unwrap();
+        assert_eq!((reread.get(1), reread.get(2), reread.get(3)), (None, Some(1), Some(1)));
+    }
+
+    #[test]
+    fn a_fence_file_without_timestamps_still_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(fences_dir(dir.path())).unwrap();
+        std::fs::write(file_for(dir.path(), 0), br#"{"fences":{"7":3}}"#).unwrap();
+        assert_eq!(FenceLog::open(dir.path(), 0).unwrap().get(7), Some(3));
+    }
+
     #[test]
     fn append_lower_or_equal_epoch_is_noop() {
         let dir = tempfile::tempdir().unwrap();
         let mut log = FenceLog::open(dir.path(), 0).unwrap();
-        assert!(log.append(7, 3).unwrap());
-        assert!(!log.append(7, 3).unwrap());
-        assert!(!log.append(7, 2).unwrap());
+        assert!(log.append(7, 3, 0, DAY).unwrap());
+        assert!(!log.append(7, 3, 0, DAY).unwrap());
+        assert!(!log.append(7, 2, 0, DAY).unwrap());
         assert_eq!(FenceLog::open(dir.path(), 0).unwrap().get(7), Some(3));
     }
 
@@ -118,16 +162,16 @@ mod tests {
     fn append_higher_epoch_overwrites() {
         let dir = tempfile::tempdir().unwrap();
         let mut log = FenceLog::open(dir.path(), 0).unwrap();
-        log.append(7, 1).unwrap();
-        assert!(log.append(7, 5).unwrap());
+        log.append(7, 1, 0, DAY).unwrap();
+        assert!(log.append(7, 5, 0, DAY).unwrap());
         assert_eq!(FenceLog::open(dir.path(), 0).unwrap().get(7), Some(5));
     }
 
     #[test]
     fn peers_are_read_and_own_file_skipped() {
         let dir = tempfile::tempdir().unwrap();
-        FenceLog::open(dir.path(), 0).unwrap().append(1, 1).unwrap();
-        FenceLog::open(dir.path(), 2).unwrap().append(9, 4).unwrap();
+        FenceLog::open(dir.path(), 0).unwrap().append(1, 1, 0, DAY).unwrap();
+        FenceLog::open(dir.path(), 2).unwrap().append(9, 4, 0, DAY).unwrap();
         let peers = read_peers(dir.path(), 0).unwrap();
         assert_eq!(peers.len(), 1);
         assert_eq!(peers[0].0, 2);

@@ -76,6 +76,9 @@ pub struct GroupConfig {
     pub max_size: usize,
     /// How long a new member's parked JoinGroup may wait (Kafka: 5 minutes).
     pub new_member_join_timeout_ms: u64,
+    /// offsets.retention.minutes, in ms: committed offsets of an Empty group expire this long
+    /// after their commit.
+    pub offsets_retention_ms: u64,
 }
 
 impl Default for GroupConfig {
@@ -86,6 +89,7 @@ impl Default for GroupConfig {
             max_session_timeout_ms: 1_800_000,
             max_size: usize::MAX,
             new_member_join_timeout_ms: 300_000,
+            offsets_retention_ms: 7 * 24 * 3600 * 1000,
         }
     }
 }
@@ -1163,6 +1167,34 @@ impl Group {
         Ok(results)
     }
 
+    /// Kafka's offset expiration (offsets.retention.minutes, KIP-211): while the group is Empty,
+    /// a committed offset expires `offsets_retention_ms` after its commit. Pending transactional
+    /// offsets never expire here (the transaction coordinator ends them). Returns how many expired.
+    pub fn expire_offsets(&mut self, now_ms: u64) -> usize {
+        if self.state != GroupState::Empty {
+            return 0;
+        }
+        let retention = self.config.offsets_retention_ms;
+        let mut expired = 0;
+        for partitions in self.offsets.committed.values_mut() {
+            let before = partitions.len();
+            partitions.retain(|_, e| e.commit_timestamp_ms.saturating_add(retention) > now_ms);
+            expired += before - partitions.len();
+        }
+        self.offsets.committed.retain(|_, partitions| !partitions.is_empty());
+        expired
+    }
+
+    /// An Empty group that holds nothing (no offsets, no pending transactional offsets, no
+    /// member being admitted) is forgotten, as Kafka drops such a group at its expiration check.
+    pub fn is_removable(&self) -> bool {
+        matches!(self.state, GroupState::Empty | GroupState::Dead)
+            && self.members.is_empty()
+            && self.pending_members.is_empty()
+            && self.offsets.committed.is_empty()
+            && self.offsets.pending_txn.is_empty()
+    }
+
     /// DeleteGroups precondition.
     pub fn can_delete_group(&self) -> Result<(), GroupError> {
         match self.state {
@@ -1621,5 +1653,35 @@ mod tests {
         assert_eq!(g.can_delete_group(), Err(GroupError::GroupIdNotFound));
         let r = join_resp(&join(&mut g, 301, 3, jreq(3, "", None, b"m"), "x"), 3);
         assert_eq!(error_code(r.error), 15);
+    }
+
+    #[test]
+    fn offsets_retention_expires_offsets_of_an_empty_group_then_forgets_it() {
+        let mut g = Group::new("g", GroupConfig { offsets_retention_ms: 1000, ..cfg(0) });
+        g.commit_offsets(10_000, -1, "", None, vec![oc("t", 0, 5)]).unwrap();
+        g.commit_offsets(10_500, -1, "", None, vec![oc("t", 1, 7)]).unwrap();
+        assert_eq!(g.expire_offsets(10_999), 0);
+        assert!(!g.is_removable());
+        assert_eq!(g.expire_offsets(11_000), 1, "only the older commit is past retention");
+        assert_eq!(g.fetch_offsets(None, false).len(), 1);
+        assert_eq!(g.expire_offsets(11_500), 1);
+        assert!(g.is_removable());
+    }
+
+    #[test]
+    fn offsets_retention_keeps_pending_transactional_offsets() {
+        let mut g = Group::new("g", GroupConfig { offsets_retention_ms: 1000, ..cfg(0) });
+        g.txn_offset_commit(10_000, 7, 0, -1, "", None, vec![oc("t", 0, 5)]).unwrap();
+        assert_eq!(g.expire_offsets(1_000_000), 0);
+        assert!(!g.is_removable(), "the transaction coordinator still has to end it");
+    }
+
+    #[test]
+    fn offsets_retention_does_not_touch_a_group_with_members() {
+        let mut g = stable_group(&["m1"], false);
+        g.config.offsets_retention_ms = 1000;
+        g.commit_offsets(300, 1, "m1", None, vec![oc("t", 0, 5)]).unwrap();
+        assert_eq!(g.expire_offsets(1_000_000), 0);
+        assert!(!g.is_removable());
     }
 }

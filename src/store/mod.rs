@@ -2,10 +2,14 @@
 
 pub mod batch;
 pub mod control;
+pub mod durable;
 pub mod fence_log;
 pub mod group_state;
 pub mod log;
 pub mod producer_ids;
 pub mod producer_state;
+pub mod records;
+pub mod topic_config;
 pub mod topics;
 pub mod txn_state;
+pub mod validate;

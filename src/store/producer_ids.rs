@@ -11,6 +11,11 @@ use super::topics::write_atomic;
 
 pub const BLOCK_SIZE: i64 = 1000;
 const RANGE_BITS: u32 = 40;
+const TXN_RANGES_START: i64 = 1 << 50;
+/// Brokers 0..=1023 have ranges below the transaction shards' (node_id << 40 < 2^50).
+pub const MAX_NODE_ID: i32 = (1 << (50 - RANGE_BITS)) - 1;
+/// Shard ranges end far below i64::MAX (2^50 + 1024 * 2^40 = 2^51).
+pub const MAX_TXN_SHARDS: usize = 1024;
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Reserved {
@@ -23,17 +28,20 @@ pub struct ProducerIdAllocator {
     path: PathBuf,
     next: i64,
     block_end: i64,
+    /// First id of the next range: this one never hands it out.
+    range_end: i64,
 }
 
 impl ProducerIdAllocator {
     /// The idempotent-producer range of broker `node_id`.
     pub fn open(data_dir: &Path, node_id: i32) -> std::io::Result<Self> {
-        Self::open_range(data_dir, &format!("{node_id}"), (node_id as i64) << RANGE_BITS)
+        Self::open_range(data_dir, &format!("{node_id}"), (node_id.clamp(0, MAX_NODE_ID) as i64) << RANGE_BITS)
     }
 
     /// The range of transaction-coordinator shard `shard` (moves with the shard).
     pub fn open_txn_shard(data_dir: &Path, shard: u32) -> std::io::Result<Self> {
-        Self::open_range(data_dir, &format!("txn-shard-{shard}"), (1i64 << 50) + ((shard as i64) << RANGE_BITS))
+        let shard = shard.min(MAX_TXN_SHARDS as u32 - 1) as i64;
+        Self::open_range(data_dir, &format!("txn-shard-{shard}"), TXN_RANGES_START + (shard << RANGE_BITS))
     }
 
     fn open_range(data_dir: &Path, name: &str, range_start: i64) -> std::io::Result<Self> {
@@ -46,13 +54,18 @@ impl ProducerIdAllocator {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => range_start,
             Err(e) => return Err(e),
         };
-        Ok(ProducerIdAllocator { path, next: start, block_end: start })
+        let range_end = range_start + (1 << RANGE_BITS);
+        Ok(ProducerIdAllocator { path, next: start, block_end: start, range_end })
     }
 
     /// Makes sure the next id is already reserved on disk, so that `next_id` cannot fail.
     pub fn ensure_reserved(&mut self) -> std::io::Result<()> {
         if self.next >= self.block_end {
-            let end = self.next + BLOCK_SIZE;
+            let end = (self.next + BLOCK_SIZE).min(self.range_end);
+            if self.next >= end {
+                // 2^40 ids later: refuse rather than hand out another broker's or shard's ids.
+                return Err(std::io::Error::other(format!("producer id range exhausted at {}", self.next)));
+            }
             let bytes = serde_json::to_vec(&Reserved { next_block_start: end })
                 .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
             write_atomic(&self.path, &bytes)?;
@@ -63,13 +76,7 @@ impl ProducerIdAllocator {
 
     /// The next id; reserves (durably) a new block when the current one is used up.
     pub fn next_id(&mut self) -> std::io::Result<i64> {
-        if self.next >= self.block_end {
-            let end = self.next + BLOCK_SIZE;
-            let bytes = serde_json::to_vec(&Reserved { next_block_start: end })
-                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-            write_atomic(&self.path, &bytes)?;
-            self.block_end = end;
-        }
+        self.ensure_reserved()?;
         let id = self.next;
         self.next += 1;
         Ok(id)
@@ -101,5 +108,25 @@ mod tests {
         let t0 = ProducerIdAllocator::open_txn_shard(dir.path(), 0).unwrap().next_id().unwrap();
         let t1 = ProducerIdAllocator::open_txn_shard(dir.path(), 1).unwrap().next_id().unwrap();
         assert!(t0 >= 1 << 50 && t1 > t0 && t1 - t0 == 1 << 40);
+    }
+
+    #[test]
+    fn rule_1_ranges_never_overlap_or_overflow() {
+        let dir = tempfile::tempdir().unwrap();
+        let last_broker = ProducerIdAllocator::open(dir.path(), MAX_NODE_ID).unwrap();
+        let first_shard = ProducerIdAllocator::open_txn_shard(dir.path(), 0).unwrap();
+        assert!(last_broker.range_end <= first_shard.next);
+        let last_shard = ProducerIdAllocator::open_txn_shard(dir.path(), MAX_TXN_SHARDS as u32 - 1).unwrap();
+        assert!(last_shard.range_end > last_shard.next, "no overflow");
+    }
+
+    #[test]
+    fn rule_1_an_exhausted_range_refuses_instead_of_overlapping() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = ProducerIdAllocator::open(dir.path(), 0).unwrap();
+        a.next = a.range_end - 2;
+        assert_eq!(a.next_id().unwrap(), a.range_end - 2);
+        assert_eq!(a.next_id().unwrap(), a.range_end - 1);
+        assert!(a.next_id().is_err());
     }
 }

@@ -1,7 +1,7 @@
 //! Per-partition producer table: epochs, sequences and the last 5 batches of every producer id
 //! (eos-rules 14-23, 26). Pure: no I/O, the partition actor feeds it headers and clocks.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -12,6 +12,8 @@ use super::batch::{increment_sequence, BatchHeader};
 pub const BATCHES_TO_RETAIN: usize = 5;
 pub const NO_PRODUCER_EPOCH: i16 = -1;
 pub const NO_SEQUENCE: i32 = -1;
+/// Verifications in flight per partition; a verification lasts one coordinator round trip.
+pub const MAX_VERIFICATIONS: usize = 10_000;
 
 /// Why a batch was refused; each maps to exactly one Kafka error code.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -132,6 +134,10 @@ pub struct ProducerStateTable {
     /// Verification guards by producer id (eos-rules 28); in memory only, like Apache Kafka's.
     #[serde(skip)]
     verifications: HashMap<i64, u64>,
+    /// The same guards by age: any client can start a verification for any producer id, so
+    /// beyond MAX_VERIFICATIONS the oldest (long finished or abandoned) is forgotten.
+    #[serde(skip)]
+    verifications_by_guard: BTreeMap<u64, i64>,
     #[serde(skip)]
     next_guard: u64,
 }
@@ -270,7 +276,14 @@ impl ProducerStateTable {
             return None;
         }
         self.next_guard += 1;
-        self.verifications.insert(producer_id, self.next_guard);
+        if let Some(old) = self.verifications.insert(producer_id, self.next_guard) {
+            self.verifications_by_guard.remove(&old);
+        }
+        self.verifications_by_guard.insert(self.next_guard, producer_id);
+        while self.verifications.len() > MAX_VERIFICATIONS {
+            let Some((_, pid)) = self.verifications_by_guard.pop_first() else { break };
+            self.verifications.remove(&pid);
+        }
         Some(self.next_guard)
     }
 
@@ -348,7 +361,9 @@ impl ProducerStateTable {
         now_ms: i64,
     ) -> Option<CompletedTxn> {
         // eos-rules 28: a verification that raced with this marker is void.
-        self.verifications.remove(&producer_id);
+        if let Some(guard) = self.verifications.remove(&producer_id) {
+            self.verifications_by_guard.remove(&guard);
+        }
         let entry = self.producers.entry(producer_id).or_insert_with(|| ProducerEntry::new(producer_id));
         let completed = entry.current_txn_first_offset.take().map(|first| CompletedTxn {
             producer_id,
@@ -672,6 +687,22 @@ mod tests {
         let mut t = ProducerStateTable::new();
         let g = t.begin_verification(1, 0).unwrap();
         assert!(t.check_verification(&txn_header(1, 0, 5), Verified::Guard(g)).is_ok());
+    }
+
+    #[test]
+    fn rule_28_verifications_are_bounded_oldest_first() {
+        let mut t = ProducerStateTable::new();
+        let first = t.begin_verification(0, 0).unwrap();
+        for pid in 1..=MAX_VERIFICATIONS as i64 {
+            t.begin_verification(pid, 0).unwrap();
+        }
+        assert_eq!(t.verifications.len(), MAX_VERIFICATIONS);
+        assert_eq!(t.verifications_by_guard.len(), MAX_VERIFICATIONS);
+        assert!(t.check_verification(&txn_header(0, 0, 0), Verified::Guard(first)).is_err(), "oldest forgotten");
+        let newest = t.verifications[&(MAX_VERIFICATIONS as i64)];
+        assert!(t.check_verification(&txn_header(MAX_VERIFICATIONS as i64, 0, 0), Verified::Guard(newest)).is_ok());
+        t.record_marker(5, 0, 0, 10, true, 0);
+        assert_eq!(t.verifications_by_guard.len(), t.verifications.len());
     }
 
     #[test]

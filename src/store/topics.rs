@@ -21,6 +21,107 @@ pub enum TopicError {
     InvalidPartitions(i32),
 }
 
+/// Kafka's POLICY_VIOLATION.
+pub const POLICY_VIOLATION: i16 = 44;
+/// Kafka's INVALID_PARTITIONS.
+pub const INVALID_PARTITIONS: i16 = 37;
+
+/// Kafka's KRaft controller writes at most this many records for one user operation
+/// (QuorumController.MAX_RECORDS_PER_USER_OP, bounding the controller's BoundedList).
+pub const MAX_RECORDS_PER_USER_OP: usize = 10_000;
+
+/// What Kafka's controller answers when a request would exceed MAX_RECORDS_PER_USER_OP
+/// (its EventHandlerExceptionInfo turns the BoundedListTooLongException into POLICY_VIOLATION).
+pub const EXCESSIVE_BATCH_MESSAGE: &str = "Unable to perform excessively large batch operation.";
+
+/// The partition limit used when `max_partitions` is 0 (auto) and the open-file limit allows it.
+pub const DEFAULT_MAX_PARTITIONS: u32 = 10_000;
+
+/// Open files the auto limit assumes per partition: the active segment, plus the duplicate
+/// handle the syncer holds during an fsync.
+pub const FILES_PER_PARTITION: u64 = 2;
+
+/// A refusal of a topic creation, with the Kafka error code it is answered with.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum LimitError {
+    /// Kafka's ReplicationControlManager: a count of 0 or below -1.
+    #[error("Number of partitions was set to an invalid non-positive value.")]
+    NonPositive,
+    /// The records of one CreateTopics request exceed MAX_RECORDS_PER_USER_OP.
+    #[error("{EXCESSIVE_BATCH_MESSAGE}")]
+    ExcessiveBatch,
+    /// The broker-wide `max_partitions` would be exceeded.
+    #[error(
+        "Creating {requested} partitions would bring this broker to {total} partitions, above its limit \
+         max_partitions = {max}."
+    )]
+    BrokerLimit { requested: i32, total: u64, max: u32 },
+}
+
+impl LimitError {
+    pub fn code(&self) -> i16 {
+        match self {
+            LimitError::NonPositive => INVALID_PARTITIONS,
+            LimitError::ExcessiveBatch | LimitError::BrokerLimit { .. } => POLICY_VIOLATION,
+        }
+    }
+}
+
+/// The partition count a CreateTopics entry asks for: -1 means the broker's default; 0 and other
+/// negative values are INVALID_PARTITIONS as in Kafka.
+pub fn resolve_partitions(requested: i32, default: i32) -> Result<i32, LimitError> {
+    match requested {
+        -1 => Ok(default),
+        n if n >= 1 => Ok(n),
+        _ => Err(LimitError::NonPositive),
+    }
+}
+
+/// Records Kafka's controller writes for one new topic: a TopicRecord, one PartitionRecord per
+/// partition and one ConfigRecord per config.
+pub fn creation_records(partitions: i32, configs: usize) -> usize {
+    1 + usize::try_from(partitions).unwrap_or(0) + configs
+}
+
+/// Kafka's bound on one CreateTopics request: all or none of its topics are created.
+pub fn check_request_records(records: usize) -> Result<(), LimitError> {
+    if records > MAX_RECORDS_PER_USER_OP {
+        Err(LimitError::ExcessiveBatch)
+    } else {
+        Ok(())
+    }
+}
+
+/// The broker-wide partition limit: `existing` partitions plus `requested` new ones must not
+/// exceed `max`.
+pub fn check_broker_limit(existing: u64, requested: i32, max: u32) -> Result<(), LimitError> {
+    let total = existing.saturating_add(u64::try_from(requested).unwrap_or(0));
+    if total > u64::from(max) {
+        Err(LimitError::BrokerLimit { requested, total, max })
+    } else {
+        Ok(())
+    }
+}
+
+/// Open files kept for everything but partitions (client connections, coordinator databases,
+/// fence files, logs): a quarter of the limit, at most 1024.
+pub fn reserved_files(nofile: u64) -> u64 {
+    (nofile / 4).min(1024)
+}
+
+/// Partitions an open-file limit supports with one open file per segment: what is left after
+/// the reserve, FILES_PER_PARTITION each.
+pub fn partitions_for_nofile(nofile: u64) -> u64 {
+    nofile.saturating_sub(reserved_files(nofile)) / FILES_PER_PARTITION
+}
+
+/// `max_partitions = 0` (auto): DEFAULT_MAX_PARTITIONS, lowered to what the open-file limit
+/// supports, and at least 1.
+pub fn auto_max_partitions(nofile: u64) -> u32 {
+    let fit = u32::try_from(partitions_for_nofile(nofile)).unwrap_or(u32::MAX);
+    fit.clamp(1, DEFAULT_MAX_PARTITIONS)
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopicMeta {
     pub name: String,
@@ -55,7 +156,7 @@ pub fn partition_dir(data_dir: &Path, topic: &str, partition: i32) -> PathBuf {
 /// Writes `bytes` to `path` atomically and durably (tmp file, fsync, rename, fsync dir).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
+    crate::store::durable::create_dir_all_durable(dir)?;
     let tmp = path.with_extension("tmp");
     {
         let mut f = File::create(&tmp)?;
@@ -69,7 +170,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 pub fn load_all(data_dir: &Path) -> Result<Vec<TopicMeta>, TopicError> {
     let dir = topics_dir(data_dir);
-    std::fs::create_dir_all(&dir)?;
+    crate::store::durable::create_dir_all_durable(&dir)?;
     let mut out = Vec::new();
     for entry in std::fs::read_dir(&dir)? {
         let path = entry?.path();
@@ -92,6 +193,72 @@ pub fn save(data_dir: &Path, meta: &TopicMeta) -> Result<(), TopicError> {
     let bytes = serde_json::to_vec_pretty(meta).map_err(|e| TopicError::Parse(PathBuf::from(&meta.name), e))?;
     write_atomic(&topics_dir(data_dir).join(format!("{}.json", meta.name)), &bytes)?;
     Ok(())
+}
+
+/// What start-up may open: at most `max_partitions` partitions are started (the rest of a topic
+/// left by an older kaas is not served), and at most what the open-file limit supports opens a
+/// file (the rest is served offline), so the broker keeps the files it needs to start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartupBudget {
+    partitions_left: u64,
+    files_left: u64,
+}
+
+impl StartupBudget {
+    pub fn new(max_partitions: u32, nofile: u64) -> StartupBudget {
+        StartupBudget { partitions_left: u64::from(max_partitions), files_left: partitions_for_nofile(nofile) }
+    }
+
+    /// How many of a topic's `partitions` are started (the first ones).
+    pub fn take_topic(&mut self, partitions: i32) -> i32 {
+        let started = u64::try_from(partitions).unwrap_or(0).min(self.partitions_left);
+        self.partitions_left -= started;
+        i32::try_from(started).unwrap_or(0)
+    }
+
+    /// Whether one more partition may open its files.
+    pub fn take_file(&mut self) -> bool {
+        let ok = self.files_left > 0;
+        self.files_left = self.files_left.saturating_sub(1);
+        ok
+    }
+}
+
+/// True when the topic file of `name` exists (a topic created here or by a peer broker on the
+/// shared disk).
+pub fn exists_on_disk(data_dir: &Path, name: &str) -> bool {
+    topics_dir(data_dir).join(format!("{name}.json")).exists()
+}
+
+/// True when `dir_name` is `<topic>-<partition number>`.
+fn is_partition_dir_of(dir_name: &str, topic: &str) -> bool {
+    dir_name
+        .strip_prefix(topic)
+        .and_then(|rest| rest.strip_prefix('-'))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Removes every partition directory of `topic` (whatever its partition number): left-overs of a
+/// creation that did not complete, so a new topic of that name never starts on old data.
+pub fn remove_partition_dirs(data_dir: &Path, topic: &str) -> std::io::Result<usize> {
+    let root = data_dir.join("topics");
+    let entries = match std::fs::read_dir(&root) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    let mut removed = 0;
+    for entry in entries {
+        let entry = entry?;
+        if is_partition_dir_of(&entry.file_name().to_string_lossy(), topic) {
+            std::fs::remove_dir_all(entry.path())?;
+            removed += 1;
+        }
+    }
+    if removed > 0 {
+        File::open(&root)?.sync_all()?;
+    }
+    Ok(removed)
 }
 
 pub fn remove(data_dir: &Path, meta: &TopicMeta) -> Result<(), TopicError> {
@@ -118,10 +285,78 @@ mod tests {
     }
 
     #[test]
+    fn partition_count_minus_one_is_the_default_and_zero_is_invalid_partitions() {
+        assert_eq!(resolve_partitions(-1, 3), Ok(3));
+        assert_eq!(resolve_partitions(5, 3), Ok(5));
+        for bad in [0, -2, i32::MIN] {
+            assert_eq!(resolve_partitions(bad, 3).map_err(|e| e.code()), Err(INVALID_PARTITIONS));
+        }
+    }
+
+    #[test]
+    fn a_request_is_bounded_by_kafkas_records_per_user_operation() {
+        // Kafka: one TopicRecord + 9,999 PartitionRecords fit; 10,000 partitions do not.
+        assert!(check_request_records(creation_records(9_999, 0)).is_ok());
+        let e = check_request_records(creation_records(10_000, 0)).unwrap_err();
+        assert_eq!((e.code(), e.to_string().as_str()), (POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE));
+        assert!(check_request_records(creation_records(9_998, 2)).is_err(), "config records count too");
+        assert!(check_request_records(creation_records(1_000_000, 0)).is_err());
+    }
+
+    #[test]
+    fn the_broker_wide_partition_limit_counts_existing_partitions() {
+        assert!(check_broker_limit(90, 10, 100).is_ok());
+        let e = check_broker_limit(90, 11, 100).unwrap_err();
+        assert_eq!(e, LimitError::BrokerLimit { requested: 11, total: 101, max: 100 });
+        assert_eq!(e.code(), POLICY_VIOLATION);
+        assert!(check_broker_limit(0, i32::MAX, u32::MAX).is_ok());
+    }
+
+    #[test]
+    fn the_auto_partition_limit_follows_the_open_file_limit() {
+        // Debian under systemd: soft 1024 raised to the hard 524288; a bare login: 1048576.
+        assert_eq!(auto_max_partitions(524_288), DEFAULT_MAX_PARTITIONS);
+        assert_eq!(auto_max_partitions(1 << 20), DEFAULT_MAX_PARTITIONS);
+        // Soft and hard both 1024: a quarter kept for the rest, two files per partition.
+        assert_eq!(auto_max_partitions(1024), 384);
+        assert_eq!(auto_max_partitions(0), 1);
+        assert_eq!(auto_max_partitions(u64::MAX), DEFAULT_MAX_PARTITIONS);
+    }
+
+    #[test]
+    fn start_up_starts_at_most_max_partitions_and_opens_what_the_file_limit_holds() {
+        let mut b = StartupBudget::new(10, 1024);
+        assert_eq!((b.take_topic(4), b.take_topic(1_000_000), b.take_topic(3)), (4, 6, 0));
+        assert_eq!(b.take_topic(-1), 0);
+        // 1024 open files: 384 partitions open, the next one is served offline.
+        let mut b = StartupBudget::new(1000, 1024);
+        assert_eq!((0..385).filter(|_| b.take_file()).count(), 384);
+        assert!(!b.take_file());
+    }
+
+    #[test]
+    fn left_over_partition_dirs_of_a_topic_are_removed_and_no_others() {
+        let dir = tempfile::tempdir().unwrap();
+        for d in ["t-0", "t-17", "t-x", "t-1-0", "tt-0", "u-0"] {
+            std::fs::create_dir_all(dir.path().join("topics").join(d)).unwrap();
+        }
+        assert_eq!(remove_partition_dirs(dir.path(), "t").unwrap(), 2);
+        let mut left: Vec<String> = std::fs::read_dir(dir.path().join("topics"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["t-1-0", "t-x", "tt-0", "u-0"]);
+        assert_eq!(remove_partition_dirs(tempfile::tempdir().unwrap().path(), "t").unwrap(), 0);
+    }
+
+    #[test]
     fn topics_round_trip_and_remove() {
         let dir = tempfile::tempdir().unwrap();
         let meta = TopicMeta { name: "t".into(), id: Uuid::new_v4(), partitions: 3, configs: BTreeMap::new() };
+        assert!(!exists_on_disk(dir.path(), "t"));
         save(dir.path(), &meta).unwrap();
+        assert!(exists_on_disk(dir.path(), "t"));
         assert_eq!(load_all(dir.path()).unwrap(), vec![meta.clone()]);
         std::fs::create_dir_all(partition_dir(dir.path(), "t", 1)).unwrap();
         remove(dir.path(), &meta).unwrap();

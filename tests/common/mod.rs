@@ -1,5 +1,10 @@
 //! Black-box helpers: start the real `kaas` binary on a free port with a temp data dir, and a
 //! tiny blocking Kafka client built on kafka-protocol for wire-level assertions.
+//!
+//! A `Broker` checks itself when it is dropped (unless the test is already failing): the process
+//! must still run, answer ApiVersions, stop cleanly on SIGTERM, and its log (every run, restarts
+//! included) must hold no panic and no ERROR line the test did not declare with
+//! `allow_log_errors`. So a test cannot pass with a broker that died or panicked behind it.
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
@@ -18,7 +23,10 @@ pub struct Broker {
     pub dir: tempfile::TempDir,
     pub port: u16,
     env: Vec<(String, String)>,
+    /// RLIMIT_NOFILE (soft and hard) the broker process starts with; None inherits ours.
+    pub nofile: Option<u64>,
     child: Option<Child>,
+    allowed_errors: Vec<String>,
 }
 
 /// A port no other test of this process was given: tests run as threads, and two brokers on one
@@ -43,7 +51,24 @@ impl Broker {
     /// Starts with extra `KAAS_*` settings in the environment.
     pub fn start_with_env(env: &[(&str, &str)]) -> Broker {
         let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        let mut b = Broker { dir: tempfile::tempdir().expect("tempdir"), port: free_port(), env, child: None };
+        Self::spawn_new(env, None)
+    }
+
+    /// Starts under an open-file limit (soft = hard = `nofile`), as `ulimit -n` would.
+    pub fn start_with_nofile(env: &[(&str, &str)], nofile: u64) -> Broker {
+        let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Self::spawn_new(env, Some(nofile))
+    }
+
+    fn spawn_new(env: Vec<(String, String)>, nofile: Option<u64>) -> Broker {
+        let mut b = Broker {
+            dir: tempfile::tempdir().expect("tempdir"),
+            port: free_port(),
+            env,
+            nofile,
+            child: None,
+            allowed_errors: Vec::new(),
+        };
         b.spawn();
         b
     }
@@ -58,7 +83,22 @@ impl Broker {
             .append(true)
             .open(self.dir.path().join("kaas.log"))
             .expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_kaas"))
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kaas"));
+        if let Some(n) = self.nofile {
+            use std::os::unix::process::CommandExt;
+            let lim = libc::rlimit { rlim_cur: n as libc::rlim_t, rlim_max: n as libc::rlim_t };
+            // SAFETY: setrlimit is async-signal-safe and only reads `lim`.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) == 0 {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::last_os_error())
+                    }
+                });
+            }
+        }
+        let child = cmd
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .args(["serve", "--data-dir"])
             .arg(self.data_dir())
@@ -75,25 +115,116 @@ impl Broker {
             std::thread::sleep(Duration::from_millis(20));
         }
         // Something else listening there would have answered the probe: make sure it was us.
-        std::thread::sleep(Duration::from_millis(50));
+        if let Some(problem) = api_versions_problem(self.port) {
+            panic!("kaas on {} not serving after start: {problem}\n{}", self.port, self.log());
+        }
         assert!(self.is_running(), "kaas exited at start: {}", self.log());
+    }
+
+    /// Declares ERROR log lines containing `fragment` as caused by the test on purpose.
+    pub fn allow_log_errors(&mut self, fragment: &str) {
+        self.allowed_errors.push(fragment.to_string());
+    }
+
+    /// Panic lines and ERROR lines not declared with `allow_log_errors`, from every run.
+    pub fn log_problems(&self) -> Vec<String> {
+        strip_ansi(&self.log())
+            .lines()
+            .filter(|line| {
+                let panic = line.contains("panicked at") || (line.contains("thread '") && line.contains("' panicked"));
+                // tracing-subscriber's fmt layout: "<timestamp> ERROR <target>: <message>"
+                let error = line.split_whitespace().nth(1) == Some("ERROR")
+                    && !self.allowed_errors.iter().any(|a| line.contains(a.as_str()));
+                panic || error
+            })
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// What is wrong with this broker at the end of a test: not running, not answering
+    /// ApiVersions, not stopping cleanly on SIGTERM, panics or unexpected ERROR lines in its log.
+    /// Stops the process either way.
+    fn finish_problems(&mut self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if let Some(mut child) = self.child.take() {
+            match child.try_wait() {
+                Ok(None) => {
+                    if let Some(p) = api_versions_problem(self.port) {
+                        problems.push(format!("kaas no longer answers ApiVersions: {p}"));
+                    }
+                    let term = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+                    if !matches!(term, Ok(s) if s.success()) {
+                        problems.push(format!("could not send SIGTERM: {term:?}"));
+                    }
+                    let deadline = Instant::now() + Duration::from_secs(15);
+                    loop {
+                        match child.try_wait() {
+                            Ok(Some(status)) if status.success() => break,
+                            Ok(Some(status)) => {
+                                problems.push(format!("kaas exited with {status} on SIGTERM"));
+                                break;
+                            }
+                            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                            other => {
+                                problems.push(format!("kaas did not stop within 15 s of SIGTERM: {other:?}"));
+                                let _ = child.kill();
+                                let _ = child.wait();
+                                break;
+                            }
+                        }
+                    }
+                }
+                other => problems.push(format!("kaas is not running at the end of the test: {other:?}")),
+            }
+        }
+        let bad = self.log_problems();
+        if !bad.is_empty() {
+            problems.push(format!("{} panic/ERROR log lines the test did not expect:\n{}", bad.len(), bad.join("\n")));
+        }
+        problems
+    }
+
+    /// Ends the test's use of the broker and fails the test when the broker is unhealthy (see
+    /// `finish_problems`). Dropping the broker does the same; this only makes it explicit.
+    pub fn finish(mut self) {
+        self.check_and_stop();
+    }
+
+    fn check_and_stop(&mut self) {
+        let problems = self.finish_problems();
+        if problems.is_empty() {
+            return;
+        }
+        let report = format!("broker on port {}: {}", self.port, problems.join("\n"));
+        if std::thread::panicking() {
+            eprintln!("{report}"); // the test already failed; a second panic would abort
+        } else {
+            panic!("{report}\n--- log ---\n{}", tail(&self.log(), 60));
+        }
     }
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("kaas.log")).unwrap_or_default()
     }
 
-    /// SIGKILL, then start again on the same data dir and port.
+    /// SIGKILL, then start again on the same data dir and port. The broker must have been
+    /// running: one that died by itself before the test killed it fails the test.
     pub fn crash_and_restart(&mut self) {
+        assert!(self.is_running(), "kaas had already exited before the test killed it:\n{}", self.log());
         if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
+            c.kill().expect("SIGKILL kaas");
+            c.wait().expect("reap kaas");
         }
         self.spawn();
     }
 
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
+    }
+
+    /// The broker's process id (to read /proc/<pid>/status).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(|c| c.id()).expect("broker running")
     }
 
     pub fn client(&self) -> Client {
@@ -103,11 +234,70 @@ impl Broker {
 
 impl Drop for Broker {
     fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
+        self.check_and_stop();
+    }
+}
+
+/// Sends ApiVersions v0 on a fresh connection; None when the broker answered error code 0.
+pub fn api_versions_problem(port: u16) -> Option<String> {
+    let run = || -> std::io::Result<Result<(), String>> {
+        let mut s = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(10))?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        s.set_write_timeout(Some(Duration::from_secs(10)))?;
+        let mut req = BytesMut::new();
+        req.put_i16(ApiKey::ApiVersions as i16);
+        req.put_i16(0);
+        req.put_i32(4242);
+        req.put_i16(6);
+        req.extend_from_slice(b"health");
+        let mut frame = BytesMut::new();
+        frame.put_i32(req.len() as i32);
+        frame.extend_from_slice(&req);
+        s.write_all(&frame)?;
+        let mut head = [0u8; 10];
+        s.read_exact(&mut head)?;
+        let correlation = i32::from_be_bytes([head[4], head[5], head[6], head[7]]);
+        let error = i16::from_be_bytes([head[8], head[9]]);
+        Ok(if correlation == 4242 && error == 0 {
+            Ok(())
+        } else {
+            Err(format!("ApiVersions answered correlation id {correlation}, error code {error}"))
+        })
+    };
+    // A refused connection (a test that filled max_connections and just closed its own) is
+    // retried for a few seconds; a wrong answer is not.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match run() {
+            Ok(Ok(())) => return None,
+            Ok(Err(e)) => return Some(e),
+            Err(e) if Instant::now() >= deadline => return Some(format!("ApiVersions request failed: {e}")),
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
         }
     }
+}
+
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // CSI: ESC '[' parameters... final byte in '@'..='~'
+            for d in chars.by_ref() {
+                if ('@'..='~').contains(&d) && d != '[' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn tail(s: &str, lines: usize) -> String {
+    let all: Vec<&str> = s.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
 }
 
 pub struct Client {

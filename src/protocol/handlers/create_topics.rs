@@ -1,4 +1,6 @@
 //! CreateTopics (key 19). Replication factor must be -1 or 1 (one copy on the shared disk).
+//! Partition counts are bounded per request (Kafka's controller limit) and per broker
+//! (`max_partitions`); topic configs are range-checked as Kafka checks them.
 
 use std::rc::Rc;
 
@@ -7,12 +9,29 @@ use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 
 use crate::actors::messages::CreateTopic;
 use crate::protocol::{str_bytes, Session};
+use crate::store::topics;
 
 const INVALID_REPLICATION_FACTOR: i16 = 38;
 const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
 
 pub async fn handle(s: Rc<Session>, version: i16, req: CreateTopicsRequest) -> CreateTopicsResponse {
     let mut resp = CreateTopicsResponse::default();
+    // Kafka's controller writes every record of one request as one bounded batch: past
+    // MAX_RECORDS_PER_USER_OP the whole request fails with POLICY_VIOLATION and nothing is created.
+    let records = req.topics.iter().fold(0usize, |sum, t| {
+        let partitions = if t.num_partitions == -1 { s.settings.num_partitions } else { t.num_partitions };
+        sum.saturating_add(topics::creation_records(partitions, t.configs.len()))
+    });
+    if let Err(e) = topics::check_request_records(records) {
+        for t in req.topics {
+            let mut r = CreatableTopicResult::default();
+            r.name = t.name;
+            r.error_code = e.code();
+            r.error_message = Some(str_bytes(&e.to_string()));
+            resp.topics.push(r);
+        }
+        return resp;
+    }
     for t in req.topics {
         let mut r = CreatableTopicResult::default();
         r.name = t.name.clone();
@@ -29,11 +48,8 @@ pub async fn handle(s: Rc<Session>, version: i16, req: CreateTopicsRequest) -> C
         } else if !t.assignments.is_empty() {
             fail(&mut r, INVALID_REPLICA_ASSIGNMENT, "Manual replica assignment is not supported.".into());
         } else {
-            let configs = t
-                .configs
-                .iter()
-                .filter_map(|c| c.value.as_ref().map(|v| (c.name.to_string(), v.to_string())))
-                .collect();
+            let configs =
+                t.configs.iter().map(|c| (c.name.to_string(), c.value.as_ref().map(|v| v.to_string()))).collect();
             let msg = CreateTopic {
                 name: t.name.0.to_string(),
                 partitions: t.num_partitions,

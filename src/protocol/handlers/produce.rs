@@ -1,4 +1,5 @@
-//! Produce (key 0): validates each partition's batch (eos-rules 14), enqueues it on the
+//! Produce (key 0): validates each partition's batch (eos-rules 14) and its records as Kafka's
+//! LogValidator does (store::validate), enqueues it on the
 //! partition leader in request order, and answers once every append is durable.
 
 use std::rc::Rc;
@@ -8,33 +9,102 @@ use actix::dev::SendError;
 use bytes::BytesMut;
 use futures::future::{join_all, LocalBoxFuture};
 use futures::FutureExt;
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TopicName};
 use tokio::sync::oneshot;
 
-use crate::actors::messages::{Append, AppendAck, BeginVerification, TxnError, TxnOp, Verified, VerifyTxn};
-use crate::actors::partition::PartitionLeader;
+use crate::actors::messages::{Append, AppendAck, BeginVerification, ListOffset, TxnError, TxnOp, Verified, VerifyTxn};
+use crate::actors::partition::{now_ms, PartitionLeader};
 use crate::protocol::{str_bytes, Session, UNKNOWN_TOPIC_OR_PARTITION};
 use crate::store::batch::BatchHeader;
 use crate::store::batch::{self, BatchError};
+use crate::store::records;
 use crate::store::txn_state::{produce_verification_error, TV_2};
+use crate::store::validate::{self, RecordError, TimestampPolicy};
 
 const CORRUPT_MESSAGE: i16 = 2;
 const MESSAGE_TOO_LARGE: i16 = 10;
 const INVALID_REQUIRED_ACKS: i16 = 21;
 const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
 const INVALID_RECORD: i16 = 87;
+const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
 const NOT_ENOUGH_REPLICAS: i16 = 19;
 const INVALID_PRODUCER_ID_MAPPING: i16 = 49;
 
 enum Slot {
     Done(AppendAck),
-    Waiting(oneshot::Receiver<AppendAck>),
+    /// Refused by the record validator: Kafka answers with the log start offset and, for
+    /// record-level errors, error_message and record_errors (v8+).
+    Rejected(AppendAck, Option<(String, Vec<RecordError>)>),
+    /// Appending; the second field is the LogAppendTime stamped on the batch, if any.
+    Waiting(oneshot::Receiver<AppendAck>, Option<i64>),
 }
 
 fn err(code: i16) -> Slot {
     // eos-rules 22: LogStartOffset is -1 for these (the partition was never consulted).
     Slot::Done(AppendAck { error_code: code, base_offset: -1, log_append_time: -1, log_start_offset: -1 })
+}
+
+fn timestamp_policy(s: &Session) -> TimestampPolicy {
+    TimestampPolicy {
+        log_append_time: s.settings.log_message_timestamp_type == "LogAppendTime",
+        before_max_ms: s.settings.log_message_timestamp_before_max_ms,
+        after_max_ms: s.settings.log_message_timestamp_after_max_ms,
+    }
+}
+
+/// Kafka's LogValidator on the batch, then the append. The records are walked by streaming
+/// decompression (bounded memory, see store::records), never decoded whole.
+async fn validate_and_append(
+    s: &Session,
+    leader: &actix::Addr<PartitionLeader>,
+    name: &str,
+    records: &[u8],
+    header: BatchHeader,
+    verified: Verified,
+    acks: i16,
+) -> Slot {
+    let now = now_ms();
+    let validated = match validate::validate_client_batch(records, &header, &timestamp_policy(s), now) {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::debug!(topic = name, "produce refused by the record validator: {e}");
+            // eos-rules 22: validation errors carry the log start offset (processFailedRecord).
+            let log_start = log_start_offset(leader).await;
+            let ack =
+                AppendAck { error_code: e.code(), base_offset: -1, log_append_time: -1, log_start_offset: log_start };
+            let details = e.record_errors().map(|(m, errors)| (m.to_string(), errors.to_vec()));
+            return Slot::Rejected(ack, details);
+        }
+    };
+    let mut data = BytesMut::from(records);
+    let mut header = header;
+    if validated.needs_patch(&header) {
+        batch::patch_max_timestamp(&mut data, validated.max_timestamp, validated.log_append_time.is_some());
+        match BatchHeader::parse(&data) {
+            Ok(h) => header = h,
+            Err(_) => return err(INVALID_RECORD),
+        }
+    }
+    let (tx, rx) = oneshot::channel();
+    let reply = if acks == 0 { None } else { Some(tx) };
+    let msg = Append { data, header, verified, reply };
+    if enqueue(leader, msg).await {
+        Slot::Waiting(rx, validated.log_append_time)
+    } else {
+        s.evict(name);
+        err(UNKNOWN_TOPIC_OR_PARTITION)
+    }
+}
+
+async fn log_start_offset(leader: &actix::Addr<PartitionLeader>) -> i64 {
+    let (tx, rx) = oneshot::channel();
+    if leader.send(ListOffset { timestamp: -2, isolation_level: 0, reply: tx }).await.is_err() {
+        return -1;
+    }
+    rx.await.map_or(-1, |a| a.offset)
 }
 
 /// Enqueues every append now; the returned future completes with the response (None for acks=0).
@@ -82,6 +152,10 @@ pub async fn dispatch(
                             match batch::validate_single(&records) {
                                 Err(BatchError::Crc { .. }) => err(CORRUPT_MESSAGE),
                                 Err(_) => err(INVALID_RECORD),
+                                // Kafka's ProduceRequest.validateRecords: zstd needs Produce v7+.
+                                Ok(header) if version < 7 && header.compression() == records::CODEC_ZSTD => {
+                                    err(UNSUPPORTED_COMPRESSION_TYPE)
+                                }
                                 Ok(header) => {
                                     let verified = if header.is_transactional() {
                                         let id =
@@ -93,16 +167,8 @@ pub async fn dispatch(
                                     match verified {
                                         Err(code) => err(code),
                                         Ok(verified) => {
-                                            let (tx, rx) = oneshot::channel();
-                                            let reply = if acks == 0 { None } else { Some(tx) };
-                                            let data = BytesMut::from(&records[..]);
-                                            let msg = Append { data, header, verified, reply };
-                                            if enqueue(leader, msg).await {
-                                                Slot::Waiting(rx)
-                                            } else {
-                                                s.evict(&name);
-                                                err(UNKNOWN_TOPIC_OR_PARTITION)
-                                            }
+                                            validate_and_append(&s, leader, &name, &records, header, verified, acks)
+                                                .await
                                         }
                                     }
                                 }
@@ -122,30 +188,51 @@ pub async fn dispatch(
         let mut resp = ProduceResponse::default();
         for (name, slots) in topics {
             let acks = join_all(slots.into_iter().map(|(index, slot)| async move {
-                let ack = match slot {
-                    Slot::Done(a) => a,
+                let (ack, details) = match slot {
+                    Slot::Done(a) => (a, None),
+                    Slot::Rejected(a, details) => (a, details),
                     // The leader went away mid-append (topic deleted or shutdown).
-                    Slot::Waiting(rx) => rx.await.unwrap_or(AppendAck {
-                        error_code: UNKNOWN_TOPIC_OR_PARTITION,
-                        base_offset: -1,
-                        log_append_time: -1,
-                        log_start_offset: -1,
-                    }),
+                    Slot::Waiting(rx, append_time) => {
+                        let mut a = rx.await.unwrap_or(AppendAck {
+                            error_code: UNKNOWN_TOPIC_OR_PARTITION,
+                            base_offset: -1,
+                            log_append_time: -1,
+                            log_start_offset: -1,
+                        });
+                        // Kafka answers the LogAppendTime it stamped (-1 under CreateTime); a
+                        // duplicate already carries its original batch's time.
+                        if a.error_code == 0 && a.log_append_time == -1 {
+                            a.log_append_time = append_time.unwrap_or(-1);
+                        }
+                        (a, None)
+                    }
                 };
-                (index, ack)
+                (index, ack, details)
             }))
             .await;
             let mut t = TopicProduceResponse::default();
             t.name = TopicName(str_bytes(&name));
             t.partition_responses = acks
                 .into_iter()
-                .map(|(index, a)| {
+                .map(|(index, a, details)| {
                     let mut p = PartitionProduceResponse::default();
                     p.index = index;
                     p.error_code = a.error_code;
                     p.base_offset = a.base_offset;
                     p.log_append_time_ms = a.log_append_time;
                     p.log_start_offset = a.log_start_offset;
+                    // record_errors and error_message exist from Produce v8 (KIP-467).
+                    if let Some((message, errors)) = details.filter(|_| version >= 8) {
+                        p.error_message = Some(str_bytes(&message));
+                        p.record_errors = errors
+                            .into_iter()
+                            .map(|e| {
+                                BatchIndexAndErrorMessage::default()
+                                    .with_batch_index(e.batch_index)
+                                    .with_batch_index_error_message(Some(str_bytes(&e.message)))
+                            })
+                            .collect();
+                    }
                     p
                 })
                 .collect();

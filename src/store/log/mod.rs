@@ -6,6 +6,7 @@ mod segment;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use thiserror::Error;
@@ -19,8 +20,14 @@ pub enum LogError {
     Io(#[from] std::io::Error),
     #[error("corrupt log: {0}")]
     Corrupt(String),
+    /// A batch the log cannot hold (its offsets would not move the log end forward).
+    #[error("invalid batch: {0}")]
+    InvalidBatch(String),
     #[error("offset {offset} out of range [{start}, {end}]")]
     OffsetOutOfRange { offset: i64, start: i64, end: i64 },
+    /// The log could not be opened (see [`Log::offline`]); nothing can be read or written.
+    #[error("log offline")]
+    Offline,
 }
 
 #[derive(Debug, Clone)]
@@ -50,7 +57,13 @@ pub struct Log {
     segments: BTreeMap<i64, Segment>,
     config: LogConfig,
     /// Rolled segments whose data has not been fsynced yet.
-    unsynced: Vec<File>,
+    unsynced: Vec<Arc<File>>,
+}
+
+const RECOVERY_POINT_FILE: &str = "recovery-point";
+
+fn read_recovery_point(dir: &Path) -> Option<i64> {
+    std::fs::read_to_string(dir.join(RECOVERY_POINT_FILE)).ok()?.trim().parse().ok()
 }
 
 /// What recovery found when the log was opened.
@@ -61,10 +74,15 @@ pub struct RecoveryInfo {
 }
 
 impl Log {
-    /// Opens (or creates) the log in `dir`. Every segment's index is rebuilt from its headers;
-    /// the active segment's CRCs are verified and a torn tail is truncated.
+    /// Opens (or creates) the log in `dir`. Every segment's index is rebuilt from its headers.
+    /// As Kafka's log recovery: every segment holding offsets at or past the recovery point
+    /// (all of them when there is none, e.g. after a crash before the first checkpoint) has its
+    /// CRCs verified, and the log is cut at the first torn or corrupt batch or at a gap between
+    /// segments: everything after it (later segments too) was never durable, so never
+    /// acknowledged, and is removed.
     pub fn open(dir: &Path, config: LogConfig) -> Result<(Log, RecoveryInfo), LogError> {
-        std::fs::create_dir_all(dir)?;
+        // The partition directory must survive a power loss with the segments in it.
+        crate::store::durable::create_dir_all_durable(dir)?;
         let mut bases = Vec::new();
         for entry in std::fs::read_dir(dir)? {
             let name = entry?.file_name();
@@ -76,14 +94,28 @@ impl Log {
             }
         }
         bases.sort_unstable();
-        let mut segments = BTreeMap::new();
+        let recovery_point = read_recovery_point(dir);
+        let mut segments: BTreeMap<i64, Segment> = BTreeMap::new();
         let mut info = RecoveryInfo::default();
-        let last = bases.last().copied();
-        for base in bases {
-            let active = Some(base) == last;
-            let (seg, truncated) = Segment::open(dir, base, active, config.index_interval_bytes)?;
+        let mut cut = false;
+        for (i, &base) in bases.iter().enumerate() {
+            let contiguous = segments.values().next_back().is_none_or(|prev| prev.next_offset == base);
+            if cut || !contiguous {
+                // Past a cut or a gap: nothing here was ever acknowledged.
+                let path = segment::segment_file(dir, base);
+                info.truncated_bytes += std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+                std::fs::remove_file(&path)?;
+                cut = true;
+                continue;
+            }
+            let holds_unchecked = bases.get(i + 1).is_none_or(|next| *next > recovery_point.unwrap_or(-1));
+            let (seg, truncated) = Segment::open(dir, base, holds_unchecked, config.index_interval_bytes)?;
             info.truncated_bytes += truncated;
+            cut = truncated > 0;
             segments.insert(base, seg);
+        }
+        if cut {
+            crate::store::durable::sync_dir(dir)?;
         }
         if segments.is_empty() {
             segments.insert(0, Segment::create(dir, 0)?);
@@ -92,13 +124,26 @@ impl Log {
         Ok((Log { dir: dir.to_path_buf(), segments, config, unsynced: Vec::new() }, info))
     }
 
-    fn active(&self) -> &Segment {
-        self.segments.values().next_back().expect("a log always has a segment")
+    /// Records that everything below `offset` is on disk (Kafka's recovery-point checkpoint):
+    /// the next open verifies only the segments from there on.
+    pub fn checkpoint_recovery_point(&self, offset: i64) -> std::io::Result<()> {
+        crate::store::topics::write_atomic(&self.dir.join(RECOVERY_POINT_FILE), offset.to_string().as_bytes())
     }
 
-    /// The log end offset: the offset the next batch gets.
+    /// A log that could not be opened: it holds no segment and no open file, answers every read
+    /// and write with [`LogError::Offline`], and leaves whatever is on disk untouched.
+    pub fn offline(dir: &Path, config: LogConfig) -> Log {
+        Log { dir: dir.to_path_buf(), segments: BTreeMap::new(), config, unsynced: Vec::new() }
+    }
+
+    /// The segment appends go to; an opened log always has one, an offline log none.
+    fn active(&self) -> Result<&Segment, LogError> {
+        self.segments.values().next_back().ok_or(LogError::Offline)
+    }
+
+    /// The log end offset: the offset the next batch gets (0 for an offline log).
     pub fn next_offset(&self) -> i64 {
-        self.active().next_offset
+        self.active().map_or(0, |s| s.next_offset)
     }
 
     pub fn log_start_offset(&self) -> i64 {
@@ -114,31 +159,45 @@ impl Log {
     pub fn append(&mut self, mut data: BytesMut) -> Result<BatchHeader, LogError> {
         let base = self.next_offset();
         batch::patch_base_offset(&mut data, base);
-        let h = BatchHeader::parse(&data).map_err(|e| LogError::Corrupt(e.to_string()))?;
+        let h = BatchHeader::parse(&data).map_err(|e| LogError::InvalidBatch(e.to_string()))?;
+        // Offsets only move forward: a negative lastOffsetDelta would move the log end back below
+        // the high watermark, so no fsync would ever be asked for and the append never answered.
+        if h.last_offset_delta < 0 {
+            return Err(LogError::InvalidBatch(format!("lastOffsetDelta {}", h.last_offset_delta)));
+        }
         let roll = {
-            let a = self.active();
-            a.size > 0 && a.size + data.len() as u64 > self.config.segment_bytes
+            let a = self.active()?;
+            a.size > 0 && a.size.saturating_add(data.len() as u64) > self.config.segment_bytes
         };
         if roll {
-            let handle = self.active().sync_handle()?;
-            self.unsynced.push(handle);
-            self.segments.insert(base, Segment::create(&self.dir, base)?);
+            // Create first: if that fails (EMFILE, ENOSPC) the log is unchanged and the next
+            // append tries again.
+            let next = Segment::create(&self.dir, base)?;
+            self.unsynced.push(self.active()?.sync_handle());
+            self.segments.insert(base, next);
         }
         let interval = self.config.index_interval_bytes;
-        let active = self.segments.values_mut().next_back().expect("a log always has a segment");
+        let active = self.segments.values_mut().next_back().ok_or(LogError::Offline)?;
         active.append(&data, &h, interval)?;
         Ok(h)
     }
 
+    /// Every segment's file: recovery fsyncs them all before the log end is exposed.
+    pub fn segment_files(&self) -> Vec<Arc<File>> {
+        self.segments.values().map(|s| s.sync_handle()).collect()
+    }
+
     /// File handles that must be fsynced to make everything appended so far durable.
-    pub fn sync_handles(&mut self) -> Result<Vec<File>, LogError> {
+    pub fn sync_handles(&mut self) -> Vec<Arc<File>> {
         let mut out = std::mem::take(&mut self.unsynced);
-        out.push(self.active().sync_handle()?);
-        Ok(out)
+        // An offline log has no segment and nothing to sync.
+        out.extend(self.active().ok().map(|a| a.sync_handle()));
+        out
     }
 
     /// Reads batches from `offset` (which must lie in [log start, log end]) up to `upper_bound`.
     pub fn read(&self, offset: i64, upper_bound: i64, max_bytes: usize) -> Result<Bytes, LogError> {
+        self.active()?;
         let (start, end) = (self.log_start_offset(), self.next_offset());
         if offset < start || offset > end {
             return Err(LogError::OffsetOutOfRange { offset, start, end });
@@ -236,6 +295,39 @@ mod tests {
     }
 
     #[test]
+    fn a_negative_last_offset_delta_is_refused_and_nothing_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = Log::open(dir.path(), cfg(1 << 20)).unwrap();
+        log.append(rec(2, 1)).unwrap();
+        let mut bad = rec(1, 1);
+        bad[23..27].copy_from_slice(&(-3i32).to_be_bytes());
+        assert!(matches!(log.append(bad), Err(LogError::InvalidBatch(_))));
+        assert_eq!(log.next_offset(), 2);
+        assert_eq!(log.append(rec(1, 1)).unwrap().base_offset, 2);
+    }
+
+    #[test]
+    fn recovery_stops_at_a_batch_with_a_negative_last_offset_delta() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (mut log, _) = Log::open(dir.path(), cfg(1 << 20)).unwrap();
+            log.append(rec(2, 1)).unwrap();
+        }
+        // A batch written by an older build before the log refused it.
+        let mut bad = rec(1, 1);
+        batch::patch_base_offset(&mut bad, 2);
+        bad[23..27].copy_from_slice(&(-3i32).to_be_bytes());
+        batch::patch_max_timestamp(&mut bad, 1, false); // recomputes a valid CRC
+        let path = segment::segment_file(dir.path(), 0);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.extend_from_slice(&bad);
+        std::fs::write(&path, bytes).unwrap();
+        let (mut log, info) = Log::open(dir.path(), cfg(1 << 20)).unwrap();
+        assert_eq!((log.next_offset(), info.truncated_bytes), (2, bad.len() as u64));
+        assert_eq!(log.append(rec(1, 1)).unwrap().base_offset, 2);
+    }
+
+    #[test]
     fn max_bytes_still_returns_first_whole_batch() {
         let dir = tempfile::tempdir().unwrap();
         let (mut log, _) = Log::open(dir.path(), cfg(1 << 20)).unwrap();
@@ -262,6 +354,68 @@ mod tests {
         let data = log.read(41, 80, 1).unwrap();
         let (h, _) = batch::iter_batches(&data).next().unwrap();
         assert_eq!(h.base_offset, 40);
+    }
+
+    fn corrupt_last_byte(dir: &Path, base: i64) {
+        let path = segment::segment_file(dir, base);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0xff;
+        std::fs::write(&path, bytes).unwrap();
+    }
+
+    #[test]
+    fn recovery_cuts_at_a_torn_older_segment_and_drops_the_later_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (mut log, _) = Log::open(dir.path(), cfg(100)).unwrap();
+            for _ in 0..3 {
+                log.append(rec(1, 1)).unwrap();
+            }
+            assert_eq!(log.segments.len(), 3);
+        }
+        // The power loss kept segment 2's pages but not the tail of segment 1.
+        corrupt_last_byte(dir.path(), 1);
+        let (mut log, info) = Log::open(dir.path(), cfg(100)).unwrap();
+        assert_eq!(log.next_offset(), 1);
+        assert!(!segment::segment_file(dir.path(), 2).exists());
+        assert!(info.truncated_bytes > 0);
+        assert_eq!(log.append(rec(1, 1)).unwrap().base_offset, 1);
+    }
+
+    #[test]
+    fn recovery_drops_a_segment_after_a_gap() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (mut log, _) = Log::open(dir.path(), cfg(100)).unwrap();
+            log.append(rec(1, 1)).unwrap();
+            log.append(rec(1, 1)).unwrap();
+        }
+        // Segment 0 lost its unsynced data; segment 1's (empty or not) must not leave a gap.
+        std::fs::write(segment::segment_file(dir.path(), 0), b"").unwrap();
+        let (log, _) = Log::open(dir.path(), cfg(100)).unwrap();
+        assert_eq!((log.next_offset(), log.segments.len()), (0, 1));
+    }
+
+    #[test]
+    fn recovery_point_limits_verification_to_newer_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (mut log, _) = Log::open(dir.path(), cfg(100)).unwrap();
+            for _ in 0..3 {
+                log.append(rec(1, 1)).unwrap();
+            }
+            log.checkpoint_recovery_point(2).unwrap();
+        }
+        // Below the recovery point nothing is re-verified (it was on disk, as in Kafka)...
+        corrupt_last_byte(dir.path(), 0);
+        let (log, _) = Log::open(dir.path(), cfg(100)).unwrap();
+        assert_eq!(log.next_offset(), 3);
+        drop(log);
+        // ...while from the recovery point on it is.
+        corrupt_last_byte(dir.path(), 2);
+        let (log, _) = Log::open(dir.path(), cfg(100)).unwrap();
+        assert_eq!(log.next_offset(), 2);
     }
 
     #[test]
@@ -320,6 +474,18 @@ mod tests {
         }
         log.enforce_retention(2000).unwrap();
         assert_eq!(log.segments.len(), 1, "all but the active segment are past retention");
+    }
+
+    #[test]
+    fn an_offline_log_refuses_reads_and_writes_and_touches_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let part = dir.path().join("t-0");
+        let mut log = Log::offline(&part, cfg(1 << 20));
+        assert!(matches!(log.append(rec(1, 1)), Err(LogError::Offline)));
+        assert!(matches!(log.read(0, 1, 100), Err(LogError::Offline)));
+        assert!(log.sync_handles().is_empty(), "an offline log has nothing to sync");
+        assert_eq!((log.next_offset(), log.log_start_offset(), log.enforce_retention(0).unwrap()), (0, 0, 0));
+        assert!(!part.exists());
     }
 
     #[test]

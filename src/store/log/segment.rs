@@ -1,9 +1,11 @@
 //! One segment file `<base>.log` with its sparse offset index and time index, kept in memory and
-//! rebuilt from the batch headers on open. Positions are u32 (segments stay far below 4 GiB).
+//! rebuilt from the batch headers on open. File positions are u64 everywhere: a segment may grow
+//! past 4 GiB without a position wrapping to the start of the file.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
@@ -18,13 +20,14 @@ pub fn segment_file(dir: &Path, base: i64) -> PathBuf {
 pub struct Segment {
     pub base_offset: i64,
     pub path: PathBuf,
-    file: File,
+    /// Shared with the fsync threads: handing them the file costs no descriptor (no EMFILE).
+    file: Arc<File>,
     pub size: u64,
     /// Next offset after the last batch of this segment.
     pub next_offset: i64,
     pub max_timestamp: i64,
     /// (last offset of a batch, position of that batch), every `index_interval` bytes.
-    index: Vec<(i64, u32)>,
+    index: Vec<(i64, u64)>,
     /// (max timestamp so far, base offset of the batch that raised it).
     time_index: Vec<(i64, i64)>,
     bytes_since_index: usize,
@@ -33,7 +36,9 @@ pub struct Segment {
 impl Segment {
     pub fn create(dir: &Path, base_offset: i64) -> Result<Segment, LogError> {
         let path = segment_file(dir, base_offset);
-        let file = OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&path)?;
+        let file = Arc::new(OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&path)?);
+        // POSIX: the new name survives a power loss only once its directory is fsynced.
+        crate::store::durable::sync_dir(dir)?;
         Ok(Segment {
             base_offset,
             path,
@@ -52,7 +57,7 @@ impl Segment {
     /// segment and the number of bytes truncated.
     pub fn open(dir: &Path, base_offset: i64, verify: bool, index_interval: usize) -> Result<(Segment, u64), LogError> {
         let path = segment_file(dir, base_offset);
-        let file = OpenOptions::new().read(true).write(true).open(&path)?;
+        let file = Arc::new(OpenOptions::new().read(true).write(true).open(&path)?);
         let len = file.metadata()?.len();
         let mut seg = Segment {
             base_offset,
@@ -75,7 +80,7 @@ impl Segment {
                 break;
             };
             let size = h.total_size() as u64;
-            if pos + size > len || h.base_offset < seg.next_offset {
+            if pos + size > len || h.base_offset < seg.next_offset || h.last_offset_delta < 0 {
                 break;
             }
             if verify {
@@ -85,7 +90,7 @@ impl Segment {
                     break;
                 }
             }
-            seg.note_batch(&h, pos as u32, index_interval);
+            seg.note_batch(&h, pos, index_interval);
             pos += size;
         }
         let truncated = len - pos;
@@ -97,7 +102,7 @@ impl Segment {
         Ok((seg, truncated))
     }
 
-    fn note_batch(&mut self, h: &BatchHeader, pos: u32, index_interval: usize) {
+    fn note_batch(&mut self, h: &BatchHeader, pos: u64, index_interval: usize) {
         if self.bytes_since_index >= index_interval || self.index.is_empty() {
             self.index.push((h.last_offset(), pos));
             self.bytes_since_index = 0;
@@ -108,30 +113,31 @@ impl Segment {
             self.time_index.push((h.max_timestamp, h.base_offset));
         }
         self.next_offset = h.last_offset() + 1;
-        self.size = pos as u64 + h.total_size() as u64;
+        self.size = pos + h.total_size() as u64;
     }
 
     /// Appends one batch whose base offset is already patched.
     pub fn append(&mut self, data: &[u8], h: &BatchHeader, index_interval: usize) -> Result<(), LogError> {
         let pos = self.size;
         self.file.write_all_at(data, pos)?;
-        self.note_batch(h, pos as u32, index_interval);
+        self.note_batch(h, pos, index_interval);
         Ok(())
     }
 
-    /// A handle on the same open file, for fsync on the syncer thread.
-    pub fn sync_handle(&self) -> Result<File, LogError> {
-        Ok(self.file.try_clone()?)
+    /// The open file, for fsync on the syncer thread.
+    pub fn sync_handle(&self) -> Arc<File> {
+        self.file.clone()
     }
 
     /// Position of the batch holding `offset`, or None when it is past this segment's end.
     fn locate(&self, offset: i64) -> Result<Option<(u64, BatchHeader)>, LogError> {
         // Start at the last indexed batch that ends before `offset`.
         let idx = self.index.partition_point(|(last, _)| *last < offset);
-        let mut pos = if idx == 0 { 0 } else { self.index[idx - 1].1 as u64 };
+        let mut pos = idx.checked_sub(1).and_then(|i| self.index.get(i)).map_or(0, |&(_, p)| p);
         let mut peek = [0u8; HEADER_LEN];
         while pos < self.size {
-            self.file.read_exact_at(&mut peek[..HEADER_LEN.min((self.size - pos) as usize)], pos)?;
+            let left = usize::try_from(self.size - pos).unwrap_or(HEADER_LEN);
+            self.file.read_exact_at(&mut peek[..HEADER_LEN.min(left)], pos)?;
             let h =
                 BatchHeader::parse(&peek).map_err(|e| LogError::Corrupt(format!("{}: {e}", self.path.display())))?;
             if h.last_offset() >= offset {
@@ -151,7 +157,8 @@ impl Segment {
         if first.base_offset >= upper_bound {
             return Ok(Bytes::new());
         }
-        let want = max_bytes.max(first.total_size()).min((self.size - start) as usize);
+        let left = usize::try_from(self.size - start).unwrap_or(usize::MAX);
+        let want = max_bytes.max(first.total_size()).min(left);
         let mut buf = BytesMut::zeroed(want);
         self.file.read_exact_at(&mut buf, start)?;
         let buf = buf.freeze();
@@ -204,5 +211,39 @@ impl Segment {
         drop(self.file);
         std::fs::remove_file(segment_file(dir, base))?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::batch::testutil::{batch, Spec};
+
+    fn stored(base: i64) -> (BytesMut, BatchHeader) {
+        let mut data = batch(Spec { records: 2, timestamp: 7, ..Spec::default() });
+        batch::patch_base_offset(&mut data, base);
+        let h = BatchHeader::parse(&data).unwrap();
+        (data, h)
+    }
+
+    #[test]
+    fn positions_past_four_gib_are_not_truncated() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut seg = Segment::create(dir.path(), 0).unwrap();
+        // A sparse file standing for a segment that already holds 5 GiB.
+        let five_gib = 5u64 << 30;
+        seg.file.set_len(five_gib).unwrap();
+        seg.size = five_gib;
+        let (first, h1) = stored(0);
+        let (second, h2) = stored(2);
+        seg.append(&first, &h1, 0).unwrap();
+        seg.append(&second, &h2, 0).unwrap();
+        assert_eq!(seg.size, five_gib + (first.len() + second.len()) as u64);
+        let mut head = [0u8; HEADER_LEN];
+        seg.file.read_exact_at(&mut head, five_gib - (4u64 << 30)).unwrap();
+        assert_eq!(head, [0u8; HEADER_LEN], "nothing landed at the position truncated to 32 bits");
+        let (pos, found) = seg.locate(2).unwrap().unwrap();
+        assert_eq!((pos, found.base_offset), (five_gib + first.len() as u64, 2));
+        assert_eq!(&seg.read(2, 4, 1 << 20).unwrap()[..], &second[..]);
     }
 }

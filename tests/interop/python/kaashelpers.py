@@ -23,8 +23,11 @@ def log_tail(broker, lines: int = 80) -> str:
 
 
 def assert_no_panic(broker):
-    text = broker.log_text()
-    assert "panicked at" not in text, "broker log shows a panic:\n" + log_tail(broker, 120)
+    """Fails now if the broker logged a panic (the fixtures also check this, and more, when the
+    test ends: see Broker.stop in conftest.py)."""
+    from conftest import PANIC_RE
+    assert not PANIC_RE.search(broker.log_text()), \
+        "broker log shows a panic:\n" + log_tail(broker, 120)
 
 
 # ----------------------------------------------------------------------------- topics

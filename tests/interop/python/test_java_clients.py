@@ -19,7 +19,8 @@ def _check_produce_consume(broker, res, count, partitions=3, preexisting=0):
     s = res.summary
     assert s is not None, f"ProduceConsume printed no JSON summary\n{ctx}"
     assert res.run.returncode == 0 and s["ok"] is True, f"ProduceConsume failed: {s['errors']}\n{ctx}"
-    assert s["sent"] == count, ctx
+    # (s["sent"] is the count we passed in; what the broker acknowledged and what was read
+    # back are what count)
     assert s["acked"] == count, ctx
     assert s["send_errors"] == 0, ctx
     assert s["received"] == count, ctx

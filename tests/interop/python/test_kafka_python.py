@@ -40,9 +40,11 @@ def test_kafka_python_roundtrip(broker, compression):
             sent.append((part, key, value, headers, fut))
         producer.flush(timeout=60)
         metas = [s[4].get(timeout=30) for s in sent]
+        # an idempotent kafka-python producer always has a transaction manager holding the
+        # producer id the broker gave it
         tm = getattr(producer, "_transaction_manager", None)
-        if tm is not None:
-            assert tm.producer_id_and_epoch.producer_id >= 0, "no producer id from InitProducerId"
+        assert tm is not None, "idempotent kafka-python producer without a transaction manager"
+        assert tm.producer_id_and_epoch.producer_id >= 0, "no producer id from InitProducerId"
     finally:
         producer.close(timeout=10)
 

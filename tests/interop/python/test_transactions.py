@@ -18,7 +18,7 @@ import time
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from conftest import Broker, free_port
+from conftest import Broker, free_port, poll_until
 from kaashelpers import (assert_no_panic, consume_to_end, create_topic, end_offsets, log_tail,
                          unique_topic)
 
@@ -89,6 +89,7 @@ class CrashingTxnRun:
         self.delivered = {}             # value -> (partition, offset)
         self.delivery_failed = {}       # value -> KafkaError
         self.outcome = {}               # txn -> "committed" | "aborted" | "unknown"
+        self.span = {}                  # txn -> (began, ended) wall-clock times
         self.commit_called = set()
         self.crashes = []
         self.killer_errors = []
@@ -188,6 +189,7 @@ class CrashingTxnRun:
 
     def run_txn(self, t):
         commit = t % 3 != 2               # every 3rd transaction is aborted
+        began = time.time()
         try:
             try:
                 self.p.begin_transaction()
@@ -224,6 +226,7 @@ class CrashingTxnRun:
             self.join_killer()
             self.new_producer()
         finally:
+            self.span[t] = (began, time.time())
             self.p.poll(0)
 
     def run(self):
@@ -232,6 +235,20 @@ class CrashingTxnRun:
         self.join_killer()
         self.p.flush(10)
         self.p.poll(0)
+
+
+RECOVERY_GRACE = 5.0               # after a restart: librdkafka reconnects, coordinator loads
+
+
+def outage_windows(crashes):
+    """[(killed, restarted + RECOVERY_GRACE)] from the ("killed"|"restarted", time) log."""
+    kills = [at for what, at in crashes if what == "killed"]
+    starts = [at for what, at in crashes if what == "restarted"]
+    return [(k, s + RECOVERY_GRACE) for k, s in zip(kills, starts)]
+
+
+def overlaps(span, window):
+    return span[0] <= window[1] and window[0] <= span[1]
 
 
 def test_transactions_commit_abort_across_sigkill(broker):
@@ -255,9 +272,29 @@ def test_transactions_commit_abort_across_sigkill(broker):
     unknown = {t for t, o in r.outcome.items() if o == "unknown"}
     planned_commits = {t for t in range(TXNS) if t % 3 != 2}
     assert committed <= planned_commits, ctx
-    # The crashes may cost a transaction or two, not more; and commits succeed after each restart.
-    assert len(committed) >= len(planned_commits) - 2 * len(KILLS), \
-        f"only {sorted(committed)} committed\n{ctx}"
+    # Exact bookkeeping instead of a count tolerance: a planned commit that did not commit must
+    # have been turned into an abort (or a fatal, in-doubt commit) by an error the client
+    # reported for that very transaction, and that transaction must have overlapped a crash
+    # (from the kill until the restarted broker listened again, plus RECOVERY_GRACE for
+    # librdkafka to reconnect). In-doubt ("unknown") ones are checked below to be wholly
+    # visible or wholly absent.
+    errors_of = collections.defaultdict(list)
+    for t, op, e in r.txn_errors:
+        errors_of[t].append((op, e.name()))
+    for t, e in r.fatal:
+        errors_of[t].append(("fatal", e.name()))
+    outages = outage_windows(r.crashes)
+    not_committed = sorted(planned_commits - committed)
+    print(f"planned commits not committed: "
+          f"{[(t, r.outcome[t], errors_of[t]) for t in not_committed]}")
+    unexplained = [t for t in not_committed if not errors_of[t]]
+    assert not unexplained, (f"planned commits ended {[(t, r.outcome[t]) for t in unexplained]} "
+                             f"without any client error for them\n{ctx}")
+    far_from_crash = [(t, r.outcome[t], errors_of[t]) for t in not_committed
+                      if not any(overlaps(r.span[t], w) for w in outages)]
+    assert not far_from_crash, (f"planned commits failed although no crash overlapped them: "
+                                f"{far_from_crash}\noutages {outages}, spans "
+                                f"{ {t: r.span[t] for t, _, _ in far_from_crash} }\n{ctx}")
     kill_points = sorted(KILLS) + [TXNS]
     for a, b in zip(kill_points, kill_points[1:]):
         assert any(a < t < b for t in committed), f"no commit between crashes at {a} and {b}\n{ctx}"
@@ -270,9 +307,22 @@ def test_transactions_commit_abort_across_sigkill(broker):
                                          f"report ({r.delivery_failed.get(v)})\n{ctx}"
 
     # ---- read back
-    hw = end_offsets(broker.bootstrap, topic, PARTS, "read_uncommitted")
-    lso = end_offsets(broker.bootstrap, topic, PARTS, "read_committed")
-    assert lso == hw, f"LSO {lso} != high watermark {hw} with no open transaction\n{log_tail(broker)}"
+    # The coordinator writes the last transaction's markers after answering EndTxn (as Kafka's
+    # does), so they may still be landing: poll until the high watermark is stable and the LSO
+    # equals it (no open transaction is left), rather than comparing two racing reads.
+    seen = []
+
+    def settled():
+        hw1 = end_offsets(broker.bootstrap, topic, PARTS, "read_uncommitted")
+        lso = end_offsets(broker.bootstrap, topic, PARTS, "read_committed")
+        hw2 = end_offsets(broker.bootstrap, topic, PARTS, "read_uncommitted")
+        seen.append((hw1, lso, hw2))
+        return hw2 if hw1 == lso == hw2 else None
+
+    try:
+        hw = poll_until(settled, 30, "LSO == high watermark with no open transaction", 0.1)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; last (hw, lso, hw) reads {seen[-3:]}\n{log_tail(broker)}")
     rc = consume_to_end(broker.bootstrap, topic, PARTS, "read_committed", timeout=60, targets=hw)
     ru = consume_to_end(broker.bootstrap, topic, PARTS, "read_uncommitted", timeout=60, targets=hw)
 
@@ -325,10 +375,17 @@ def test_transactions_commit_abort_across_sigkill(broker):
     lost = [v for v in r.delivered if seen_ru[v] == 0]
     assert not lost, f"acknowledged records missing from the log: {lost[:10]}\n{log_tail(broker)}"
     assert set(seen_rc) <= set(seen_ru)
-    aborted_in_log = {t for t in aborted if by_txn_ru[t] == full}
-    assert len(aborted_in_log) >= TXNS // 3 - 2 * len(KILLS), (
-        f"aborted transactions' records should be in the log (hidden only by markers); fully "
-        f"present: {sorted(aborted_in_log)}; per-transaction counts: {dict(by_txn_ru)}")
+    # Aborted transactions' records stay in the log, hidden only by the ABORT markers: every
+    # acknowledged one is there (checked above), and a transaction whose records were all
+    # acknowledged is there in full.
+    for t in aborted:
+        acked = sum(1 for part in range(PARTS) for j in range(PER_PART)
+                    if rec_value(t, part, j) in r.delivered)
+        assert acked <= by_txn_ru[t] <= full, (t, acked, by_txn_ru[t])
+    planned_aborts_clean = [t for t in aborted if t % 3 == 2 and not errors_of[t]]
+    not_in_log = {t: by_txn_ru[t] for t in planned_aborts_clean if by_txn_ru[t] != full}
+    assert not not_in_log, (f"aborted transactions (no client error) not fully in the log "
+                            f"read_uncommitted (txn: records of {full}): {not_in_log}")
     # records of aborted transactions are exactly the difference between the two views
     assert sum(by_txn_ru[t] for t in aborted) == len(seen_ru) - len(seen_rc) - sum(
         by_txn_ru[t] - by_txn_rc[t] for t in unknown)
@@ -410,6 +467,9 @@ def test_transaction_timeout_reaper_aborts(tmp_path):
         broker.stop()
 
 
+STALL_TIMEOUT_MS = 3000
+
+
 def _timeout_scenario(broker):
     topic = unique_topic("txn-timeout")
     create_topic(broker.bootstrap, topic, 1)
@@ -428,7 +488,7 @@ def _timeout_scenario(broker):
 
     errs = []
     stalled = txn_producer(broker.bootstrap, unique_topic("stall"), errs,
-                           **{"transaction.timeout.ms": 2000})
+                           **{"transaction.timeout.ms": STALL_TIMEOUT_MS})
     stalled.init_transactions(30)
     stalled.begin_transaction()
     t0 = time.time()
@@ -444,11 +504,14 @@ def _timeout_scenario(broker):
     assert plain.flush(30) == 0
     lso_open = end_offsets(broker.bootstrap, topic, 1, "read_committed")[0]
     elapsed = time.time() - t0
-    if elapsed < 1.5:
-        # well inside the 2 s timeout the transaction is open: the LSO sits at its first offset
-        assert lso_open == first_stalled, (
-            f"LSO {lso_open} while a transaction starting at {first_stalled} is open")
     print(f"\nLSO {lso_open} measured {elapsed:.2f}s after the transaction began")
+    # Not a conditional check: if the machine is too slow to look inside the timeout, say so.
+    assert elapsed < STALL_TIMEOUT_MS / 1000 - 1, (
+        f"could not read the LSO within {STALL_TIMEOUT_MS / 1000 - 1}s of beginning the "
+        f"transaction (took {elapsed:.2f}s), so cannot check it while the transaction is open")
+    # well inside the timeout the transaction is open: the LSO sits at its first offset
+    assert lso_open == first_stalled, (
+        f"LSO {lso_open} while a transaction starting at {first_stalled} is open")
 
     # The reaper aborts the transaction: read_committed readers get past it (polling, no sleep).
     hw = end_offsets(broker.bootstrap, topic, 1, "read_uncommitted")
@@ -459,7 +522,8 @@ def _timeout_scenario(broker):
     got = [v for _, _, v in rc]
     expect = [f"before-{i}" for i in range(10)] + [f"after-{i}" for i in range(10)]
     assert got == expect, f"read_committed after the timeout: {got}\n{log_tail(broker)}"
-    assert waited >= 1.9, f"transaction ended after {waited:.2f}s, before its 2 s timeout"
+    assert waited >= STALL_TIMEOUT_MS / 1000 - 0.1, (
+        f"transaction ended after {waited:.2f}s, before its {STALL_TIMEOUT_MS} ms timeout")
     print(f"read_committed reader passed the stalled transaction {waited:.2f}s after it began")
     lso = end_offsets(broker.bootstrap, topic, 1, "read_committed")
     hw_now = end_offsets(broker.bootstrap, topic, 1, "read_uncommitted")

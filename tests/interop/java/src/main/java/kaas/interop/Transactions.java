@@ -296,14 +296,18 @@ public final class Transactions {
             return;
         }
 
-        Map<Integer, Long> hw = endOffsets(bootstrap, tps, "read_uncommitted");
-        Map<Integer, Long> lso = endOffsets(bootstrap, tps, "read_committed");
+        // The coordinator writes the last transaction's markers after answering EndTxn (as
+        // Kafka's does): poll until every partition ends at its last marker and the LSO equals
+        // the high watermark, instead of comparing two reads that race the markers.
+        long expectedEnd = (long) txns * (perPartition + 1);
+        List<Map<Integer, Long>> settled = settledEnds(bootstrap, tps, expectedEnd);
+        Map<Integer, Long> hw = settled.get(0);
+        Map<Integer, Long> lso = settled.get(1);
         out.put("high_watermarks", Common.intMap(hw));
         out.put("lso", Common.intMap(lso));
         if (!hw.equals(lso)) {
             errors.add("LSO " + lso + " != high watermark " + hw + " with no open transaction");
         }
-        long expectedEnd = (long) txns * (perPartition + 1);
         for (Map.Entry<Integer, Long> e : hw.entrySet()) {
             if (e.getValue() != expectedEnd) {
                 errors.add("partition " + e.getKey() + " high watermark " + e.getValue() + ", expected "
@@ -319,6 +323,31 @@ public final class Transactions {
         out.put("read_committed_records", rcStats[0]);
         out.put("read_uncommitted_records", ruStats[0]);
         out.put("expected_committed_records", (long) committed.size() * partitions * perPartition);
+    }
+
+    /**
+     * [high watermarks, LSOs], polled for up to 30 s until a high-watermark read, an LSO read and
+     * a second high-watermark read agree (and, when expectedEnd >= 0, every partition ends
+     * there); the last reads otherwise, for the caller's checks to report.
+     */
+    private static List<Map<Integer, Long>> settledEnds(String bootstrap, List<TopicPartition> tps,
+                                                        long expectedEnd) {
+        long deadline = System.currentTimeMillis() + 30_000;
+        while (true) {
+            Map<Integer, Long> hw = endOffsets(bootstrap, tps, "read_uncommitted");
+            Map<Integer, Long> lso = endOffsets(bootstrap, tps, "read_committed");
+            Map<Integer, Long> hw2 = endOffsets(bootstrap, tps, "read_uncommitted");
+            boolean atEnd = expectedEnd < 0 || hw2.values().stream().allMatch(v -> v == expectedEnd);
+            if ((hw.equals(lso) && lso.equals(hw2) && atEnd) || System.currentTimeMillis() > deadline) {
+                return List.of(hw2, lso);
+            }
+            try {
+                Thread.sleep(100);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return List.of(hw2, lso);
+            }
+        }
     }
 
     private static List<Integer> allTxns(int txns) {
@@ -520,8 +549,9 @@ public final class Transactions {
     private static void count(String bootstrap, String topic, String isolation, Map<String, Object> out,
                               List<String> errors) {
         List<TopicPartition> tps = partitionsOf(bootstrap, topic);
-        Map<Integer, Long> hw = endOffsets(bootstrap, tps, "read_uncommitted");
-        Map<Integer, Long> lso = endOffsets(bootstrap, tps, "read_committed");
+        List<Map<Integer, Long>> settled = settledEnds(bootstrap, tps, -1);
+        Map<Integer, Long> hw = settled.get(0);
+        Map<Integer, Long> lso = settled.get(1);
         Map<Integer, List<ConsumerRecord<String, String>>> view = readAll(bootstrap, tps, isolation, hw, errors);
         Map<Integer, Long> per = new TreeMap<>();
         long total = 0;
