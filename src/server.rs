@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use actix::{Actor, Arbiter};
+use actix::{Actor, Addr, Arbiter};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use tokio::net::TcpListener;
@@ -69,50 +69,102 @@ pub fn run(settings: Settings) -> Result<(), ServerError> {
     result
 }
 
+/// The broker's actors without a listener: partitions (recovered), coordinators and the cluster
+/// view. `serve` accepts connections into it; the fuzz harness (fuzz/) feeds frames to it.
+pub struct Broker {
+    pub cluster: Addr<ClusterView>,
+    /// Transaction-coordinator shards, indexed by `shard_for(transactional_id)`.
+    pub txn: Arc<Vec<Addr<TxnCoordinator>>>,
+    pub groups: Addr<GroupCoordinator>,
+    arbiters: Vec<Arbiter>,
+}
+
+impl Broker {
+    /// Recovers every partition and starts the actors. Must run inside an actix System.
+    pub fn start(settings: &Arc<Settings>) -> Result<Broker, ServerError> {
+        let mut arbiters: Vec<Arbiter> =
+            (0..Settings::threads(settings.partition_threads)).map(|_| Arbiter::new()).collect();
+        let cluster_arbiter = Arbiter::new();
+        let coordinator_arbiter = Arbiter::new();
+        // Panics where broker state lives stop the broker (see actors::supervisor).
+        for a in arbiters.iter().chain([&cluster_arbiter, &coordinator_arbiter]) {
+            a.spawn_fn(mark_state_thread);
+        }
+        if settings.debug_skip_fsync {
+            tracing::error!("debug_skip_fsync is set: the log is never fsynced, acknowledged records can be lost on a power loss (test hook only)");
+        }
+        let syncer = Syncer::start(settings.sync_threads, MAILBOX_CAPACITY * 4, settings.debug_skip_fsync);
+        let started = std::time::Instant::now();
+        let view = ClusterView::load(settings.clone(), arbiters.iter().map(|a| a.handle()).collect(), syncer)
+            .map_err(ServerError::Startup)?;
+        let cluster = ClusterView::start_in_arbiter(&cluster_arbiter.handle(), move |_| view);
+        let txn_settings = TxnSettings {
+            max_timeout_ms: settings.transaction_max_timeout_ms,
+            expiration_ms: settings.transactional_id_expiration_ms,
+            abort_check_interval: std::time::Duration::from_millis(
+                settings.transaction_abort_check_interval_ms.max(10),
+            ),
+            cluster_tv2: settings.transaction_version >= 2,
+        };
+        let group_coordinator = GroupCoordinator::open(
+            &settings.data_dir,
+            GroupConfig {
+                initial_rebalance_delay_ms: settings.group_initial_rebalance_delay_ms,
+                offsets_retention_ms: settings.offsets_retention_minutes.saturating_mul(60_000),
+                ..GroupConfig::default()
+            },
+            std::time::Duration::from_millis(settings.offsets_retention_check_interval_ms.max(10)),
+        )
+        .map_err(ServerError::Startup)?;
+        let groups = GroupCoordinator::start_in_arbiter(&coordinator_arbiter.handle(), move |_| group_coordinator);
+        let mut shards = Vec::with_capacity(settings.txn_shards);
+        for shard in 0..settings.txn_shards as u32 {
+            let c =
+                TxnCoordinator::open(&settings.data_dir, shard, cluster.clone(), groups.clone(), txn_settings.clone())
+                    .map_err(ServerError::Startup)?;
+            shards.push(TxnCoordinator::start_in_arbiter(&coordinator_arbiter.handle(), move |_| c));
+        }
+        tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "recovered partitions");
+        arbiters.extend([cluster_arbiter, coordinator_arbiter]);
+        Ok(Broker { cluster, txn: Arc::new(shards), groups, arbiters })
+    }
+
+    /// The per-connection state a client's requests are dispatched with.
+    pub fn session(&self, settings: &Arc<Settings>, cluster_id: &Arc<str>, peer: String) -> std::rc::Rc<Session> {
+        Session::new(
+            self.cluster.clone(),
+            self.txn.clone(),
+            self.groups.clone(),
+            settings.clone(),
+            cluster_id.clone(),
+            peer,
+        )
+    }
+
+    /// Flushes every partition and stops the actors' threads.
+    pub async fn shutdown(&self) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if self.cluster.send(ShutdownAll { reply: tx }).await.is_ok() {
+            let _ = rx.await;
+        }
+        for a in &self.arbiters {
+            a.stop();
+        }
+    }
+
+    /// Blocks until the stopped actors' threads are gone (their files and sled databases closed),
+    /// so the data directory can be opened again. Call outside the actor system.
+    pub fn join(self) {
+        for a in self.arbiters {
+            let _ = a.join();
+        }
+    }
+}
+
 async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>) -> Result<(), ServerError> {
-    let partition_arbiters: Vec<Arbiter> =
-        (0..Settings::threads(settings.partition_threads)).map(|_| Arbiter::new()).collect();
+    let broker = Broker::start(&settings)?;
     let conn_arbiters: Vec<Arbiter> =
         (0..Settings::threads(settings.connection_threads)).map(|_| Arbiter::new()).collect();
-    let cluster_arbiter = Arbiter::new();
-    let coordinator_arbiter = Arbiter::new();
-    // Panics where broker state lives stop the broker (see actors::supervisor).
-    for a in partition_arbiters.iter().chain([&cluster_arbiter, &coordinator_arbiter]) {
-        a.spawn_fn(mark_state_thread);
-    }
-    if settings.debug_skip_fsync {
-        tracing::error!("debug_skip_fsync is set: the log is never fsynced, acknowledged records can be lost on a power loss (test hook only)");
-    }
-    let syncer = Syncer::start(settings.sync_threads, MAILBOX_CAPACITY * 4, settings.debug_skip_fsync);
-    let started = std::time::Instant::now();
-    let view = ClusterView::load(settings.clone(), partition_arbiters.iter().map(|a| a.handle()).collect(), syncer)
-        .map_err(ServerError::Startup)?;
-    let cluster = ClusterView::start_in_arbiter(&cluster_arbiter.handle(), move |_| view);
-    let txn_settings = TxnSettings {
-        max_timeout_ms: settings.transaction_max_timeout_ms,
-        expiration_ms: settings.transactional_id_expiration_ms,
-        abort_check_interval: std::time::Duration::from_millis(settings.transaction_abort_check_interval_ms.max(10)),
-        cluster_tv2: settings.transaction_version >= 2,
-    };
-    let group_coordinator = GroupCoordinator::open(
-        &settings.data_dir,
-        GroupConfig {
-            initial_rebalance_delay_ms: settings.group_initial_rebalance_delay_ms,
-            offsets_retention_ms: settings.offsets_retention_minutes.saturating_mul(60_000),
-            ..GroupConfig::default()
-        },
-        std::time::Duration::from_millis(settings.offsets_retention_check_interval_ms.max(10)),
-    )
-    .map_err(ServerError::Startup)?;
-    let groups = GroupCoordinator::start_in_arbiter(&coordinator_arbiter.handle(), move |_| group_coordinator);
-    let mut shards = Vec::with_capacity(settings.txn_shards);
-    for shard in 0..settings.txn_shards as u32 {
-        let c = TxnCoordinator::open(&settings.data_dir, shard, cluster.clone(), groups.clone(), txn_settings.clone())
-            .map_err(ServerError::Startup)?;
-        shards.push(TxnCoordinator::start_in_arbiter(&coordinator_arbiter.handle(), move |_| c));
-    }
-    let txn = Arc::new(shards);
-    tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "recovered partitions");
 
     let listener = TcpListener::bind(&settings.listen).await?;
     tracing::info!(listen = %settings.listen, data_dir = %settings.data_dir.display(), node_id = settings.node_id, "kaas is serving");
@@ -151,7 +203,7 @@ async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>) -> Result<(), Serv
                 };
                 let arbiter = &conn_arbiters[next % conn_arbiters.len()];
                 next += 1;
-                let (cluster, txn, groups) = (cluster.clone(), txn.clone(), groups.clone());
+                let (cluster, txn, groups) = (broker.cluster.clone(), broker.txn.clone(), broker.groups.clone());
                 let (settings, cluster_id) = (settings.clone(), cluster_id.clone());
                 let limits = limits.clone();
                 Connection::start_in_arbiter(&arbiter.handle(), move |_| {
@@ -164,11 +216,8 @@ async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>) -> Result<(), Serv
         }
     }
     drop(listener);
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    if cluster.send(ShutdownAll { reply: tx }).await.is_ok() {
-        let _ = rx.await;
-    }
-    for a in partition_arbiters.iter().chain(&conn_arbiters).chain([&cluster_arbiter, &coordinator_arbiter]) {
+    broker.shutdown().await;
+    for a in &conn_arbiters {
         a.stop();
     }
     tracing::info!("stopped cleanly");

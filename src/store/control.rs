@@ -84,6 +84,56 @@ mod tests {
     use super::*;
     use crate::store::batch::validate_single;
 
+    /// Found by fuzz/ (target batch): the record decoder reserved capacity for the batch's
+    /// claimed record count, so one stored batch claiming 2^31-1 records made the allocator
+    /// abort the broker when it was decoded (here, and by ListOffsets by timestamp).
+    #[test]
+    fn decoding_a_batch_claiming_2_31_records_does_not_allocate_for_them() {
+        let mut b = marker_batch(42, 7, Marker { commit: true, coordinator_epoch: 3 }, 1_000);
+        b[57..61].copy_from_slice(&i32::MAX.to_be_bytes());
+        let crc = crc32c::crc32c(&b[21..]);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        assert_eq!(validate_single(&b).unwrap().records_count, i32::MAX);
+        // The one record decodes, then the decoder runs out of bytes: an error, not an abort.
+        assert_eq!(parse_marker(&b.freeze()), None);
+    }
+
+    /// The vendored snappy decoder refuses a block claiming more than 32 times its size (it
+    /// allocated the claim: 5 bytes asking for 4 GiB, fuzz/corpus/batch/repro-snappy-4gib-claim);
+    /// real snappy data, however repetitive, still decodes.
+    #[test]
+    fn snappy_batches_decode_under_the_claimed_length_cap() {
+        let records: Vec<Record> = (0..200)
+            .map(|i| Record {
+                transactional: false,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: 0,
+                producer_id: -1,
+                producer_epoch: -1,
+                timestamp_type: TimestampType::Creation,
+                offset: i,
+                // offset - sequence constant: one batch (the encoder splits otherwise).
+                sequence: i as i32,
+                timestamp: 1_000,
+                key: None,
+                value: Some(Bytes::from(vec![b'x'; 4096])),
+                headers: IndexMap::new(),
+            })
+            .collect();
+        let mut buf = BytesMut::new();
+        RecordBatchEncoder::encode(
+            &mut buf,
+            &records,
+            &RecordEncodeOptions { version: 2, compression: Compression::Snappy },
+        )
+        .unwrap();
+        // Highly compressible data: more than tenfold, under the cap of 32:1 (snappy tops out near 21:1).
+        assert!(buf.len() * 10 < 200 * 4096, "{} bytes: not compressed tenfold", buf.len());
+        let set = RecordBatchDecoder::decode(&mut buf.freeze()).unwrap();
+        assert_eq!(set.records.len(), 200);
+    }
+
     #[test]
     fn rule_45_marker_batch_format() {
         let b = marker_batch(42, 7, Marker { commit: true, coordinator_epoch: 3 }, 1_000);

@@ -514,7 +514,9 @@ impl RecordBatchDecoder {
         version: i8,
         records: &mut Vec<Record>,
     ) -> Result<()> {
-        records.reserve(batch_decode_info.record_count as usize);
+        // kaas patch: the count is untrusted; every record takes at least seven bytes (length,
+        // attributes, timestamp delta, offset delta, key length, value length, header count).
+        records.reserve((batch_decode_info.record_count.max(0) as usize).min(bytes::Buf::remaining(buf) / 7));
         for _ in 0..batch_decode_info.record_count {
             records.push(Record::decode_new(buf, batch_decode_info, version)?);
         }
@@ -859,11 +861,13 @@ impl Record {
 
         // Timestamp delta
         let timestamp_delta: i64 = types::VarLong.decode(buf)?;
-        let timestamp = batch_decode_info.min_timestamp + timestamp_delta;
+        // kaas patch: both untrusted; wrap as Kafka's Java long arithmetic does instead of
+        // panicking where overflow checks are on (the fuzz build).
+        let timestamp = batch_decode_info.min_timestamp.wrapping_add(timestamp_delta);
 
         // Offset delta
         let offset_delta: i32 = types::VarInt.decode(buf)?;
-        let offset = batch_decode_info.min_offset + offset_delta as i64;
+        let offset = batch_decode_info.min_offset.wrapping_add(offset_delta as i64);
         let sequence = batch_decode_info.base_sequence.wrapping_add(offset_delta);
 
         // Key

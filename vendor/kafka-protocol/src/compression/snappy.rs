@@ -57,6 +57,16 @@ impl<B: ByteBufMut> Compressor<B> for Snappy {
 
 const MAGIC_HEADER: &[u8; 16] = b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01";
 
+/// kaas patch: the uncompressed length at the start of a snappy block is untrusted and was
+/// allocated (zeroed) as claimed: 5 bytes claiming 4 GiB. No snappy op yields more than 64
+/// bytes from 3 bytes of input, so a claim beyond 32 times the input is a lie.
+fn check_claimed_len(claimed: usize, compressed: usize) -> Result<()> {
+    if claimed > compressed.saturating_mul(32) {
+        anyhow::bail!("snappy block claims {claimed} bytes from {compressed}");
+    }
+    Ok(())
+}
+
 impl<B: ByteBuf> Decompressor<B> for Snappy {
     type Buf = Bytes;
     fn decompress<R, F>(compressed: &mut B, f: F) -> Result<R>
@@ -81,6 +91,7 @@ impl<B: ByteBuf> Decompressor<B> for Snappy {
         {
             let compressed = compressed.copy_to_bytes(compressed.remaining());
             let actual_len = decompress_len(&compressed).context("failed to read snappy header")?;
+            check_claimed_len(actual_len, compressed.len())?;
             let mut tmp = BytesMut::zeroed(actual_len);
             Decoder::new()
                 .decompress(&compressed, &mut tmp)
@@ -104,6 +115,7 @@ impl<B: ByteBuf> Decompressor<B> for Snappy {
 
             let uncompressed_block_length = decompress_len(&compressed_block)
                 .context("failed to get snappy uncompressed length")?;
+            check_claimed_len(uncompressed_block_length, compressed_block.len())?;
             let uncompressed_block_start = uncompressed.len();
             uncompressed.resize(
                 uncompressed_block_start.saturating_add(uncompressed_block_length),
