@@ -32,8 +32,13 @@ RSS_MB="${FUZZ_RSS_MB:-2048}"
 # dispatch awaits every answer for at most 20 s and panics after that; 60 s is a hang outside it.
 TIMEOUT_S=60
 
+# The instrumented build of kaas and its dependencies is long; keep it outside the checkout so
+# that later runs on the same machine (CI clones afresh) rebuild only what changed.
+FUZZ_TARGET_DIR="${KAAS_FUZZ_TARGET_DIR:-$HOME/.cache/kaas/fuzz-target}"
+mkdir -p "$FUZZ_TARGET_DIR"
+
 start=$(date +%s)
-cargo fuzz build --sanitizer "$SANITIZER" --fuzz-dir fuzz
+cargo fuzz build --sanitizer "$SANITIZER" --fuzz-dir fuzz --target-dir "$FUZZ_TARGET_DIR"
 echo "fuzz: build took $(( $(date +%s) - start )) s"
 
 SHM_ROOT=/dev/shm
@@ -53,7 +58,8 @@ for t in $TARGETS; do
     log="fuzz/artifacts/$t/last-run.log"
     echo "fuzz: $t for ${SECONDS_PER_TARGET}s"
     set +e
-    KAAS_FUZZ_DIR="$data_dir" cargo fuzz run --sanitizer "$SANITIZER" --fuzz-dir fuzz "$t" \
+    KAAS_FUZZ_DIR="$data_dir" cargo fuzz run --sanitizer "$SANITIZER" --fuzz-dir fuzz \
+        --target-dir "$FUZZ_TARGET_DIR" "$t" \
         "fuzz/work/$t" "fuzz/corpus/$t" -- \
         -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb="$RSS_MB" -malloc_limit_mb="$malloc_mb" \
         -timeout="$TIMEOUT_S" -max_len="$max_len" -print_final_stats=1 \

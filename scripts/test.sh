@@ -32,3 +32,6 @@ cargo test --release --locked
 
 step "black-box tests with real clients against target/release/kaas"
 KAAS_BIN="$PWD/target/release/kaas" .venv/bin/pytest -q -p no:cacheprovider -W ignore::DeprecationWarning tests/interop/python
+
+step "fuzz targets, 45 s each (scripts/fuzz.sh SECONDS for a long run)"
+./scripts/fuzz.sh 45
