@@ -130,12 +130,13 @@ impl BatchHeader {
 }
 
 /// `DefaultRecordBatch.incrementSequence`: sequences wrap from i32::MAX to 0.
+/// Computed in i64 so that no header field (a negative delta from a hostile or corrupt batch)
+/// can overflow it; the validator refuses such batches before they matter.
 pub fn increment_sequence(seq: i32, delta: i32) -> i32 {
-    if seq > i32::MAX - delta {
-        delta - (i32::MAX - seq) - 1
-    } else {
-        seq + delta
-    }
+    let (seq, delta) = (seq as i64, delta as i64);
+    let max = i32::MAX as i64;
+    let next = if seq > max - delta { delta - (max - seq) - 1 } else { seq + delta };
+    next as i32
 }
 
 /// Verifies the CRC32C (attributes .. end) of one complete batch held in `b`.
@@ -301,6 +302,9 @@ mod tests {
         assert_eq!(increment_sequence(i32::MAX, 1), 0);
         assert_eq!(increment_sequence(i32::MAX - 1, 3), 1);
         assert_eq!(increment_sequence(10, 4), 14);
+        // No overflow panic whatever the header says.
+        assert_eq!(increment_sequence(0, -3), -3);
+        assert_eq!(increment_sequence(i32::MIN, -1), i32::MAX);
     }
 
     #[test]
