@@ -2,6 +2,7 @@
 
 pub mod actors;
 pub mod config;
+pub mod error_code;
 pub mod limits;
 pub mod protocol;
 pub mod server;

@@ -13,20 +13,12 @@ use super::messages::*;
 use super::partition::PartitionLeader;
 use super::syncer::Syncer;
 use crate::config::Settings;
+use crate::error_code::ResponseError;
 use crate::store::fence_log::FenceLog;
 use crate::store::log::{LogConfig, LogError};
 use crate::store::producer_ids::ProducerIdAllocator;
 use crate::store::topic_config;
 use crate::store::topics::{self, TopicMeta};
-
-/// Kafka error codes used here.
-const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-const INVALID_TOPIC_EXCEPTION: i16 = 17;
-const TOPIC_ALREADY_EXISTS: i16 = 36;
-const UNKNOWN_TOPIC_ID: i16 = 100;
-const UNKNOWN_SERVER_ERROR: i16 = -1;
-const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
-const KAFKA_STORAGE_ERROR: i16 = 56;
 
 pub struct ClusterView {
     settings: Arc<Settings>,
@@ -158,11 +150,15 @@ impl ClusterView {
     /// commit point) is written, and a failure removes what was made.
     fn create(&mut self, msg: CreateTopic) -> Result<TopicMeta, TopicFailure> {
         let fail = |code: i16, message: String| TopicFailure { error_code: code, message };
-        topics::validate_name(&msg.name).map_err(|e| fail(INVALID_TOPIC_EXCEPTION, e.to_string()))?;
+        topics::validate_name(&msg.name)
+            .map_err(|e| fail(ResponseError::InvalidTopicException.code(), e.to_string()))?;
         // The file counts too: a peer on the shared disk may have created it (and its partition
         // directories are then not left-overs to remove).
         if self.topics.contains_key(&msg.name) || topics::exists_on_disk(&self.settings.data_dir, &msg.name) {
-            return Err(fail(TOPIC_ALREADY_EXISTS, format!("Topic '{}' already exists.", msg.name)));
+            return Err(fail(
+                ResponseError::TopicAlreadyExists.code(),
+                format!("Topic '{}' already exists.", msg.name),
+            ));
         }
         let limit = |e: topics::LimitError| fail(e.code(), e.to_string());
         let partitions = topics::resolve_partitions(msg.partitions, self.settings.num_partitions).map_err(limit)?;
@@ -173,8 +169,9 @@ impl ClusterView {
             return Ok(meta);
         }
         // Directories of an earlier creation that crashed before its topic file was written.
-        topics::remove_partition_dirs(&self.settings.data_dir, &meta.name)
-            .map_err(|e| fail(KAFKA_STORAGE_ERROR, format!("removing left-overs of {}: {e}", meta.name)))?;
+        topics::remove_partition_dirs(&self.settings.data_dir, &meta.name).map_err(|e| {
+            fail(ResponseError::KafkaStorageError.code(), format!("removing left-overs of {}: {e}", meta.name))
+        })?;
         let log_config = self.log_config(&meta);
         let mut leaders = Vec::with_capacity(usize::try_from(partitions).unwrap_or(0));
         for p in 0..partitions {
@@ -185,7 +182,7 @@ impl ClusterView {
                     self.roll_back(&meta.name);
                     tracing::warn!(topic = %meta.name, partition = p, "creation rolled back: {e}");
                     return Err(fail(
-                        KAFKA_STORAGE_ERROR,
+                        ResponseError::KafkaStorageError.code(),
                         format!(
                             "Could not open partition {}-{p}: {e}. Topic '{}' was not created.",
                             meta.name, meta.name
@@ -197,7 +194,10 @@ impl ClusterView {
         if let Err(e) = topics::save(&self.settings.data_dir, &meta) {
             drop(leaders);
             self.roll_back(&meta.name);
-            return Err(fail(KAFKA_STORAGE_ERROR, format!("Could not save topic '{}': {e}", meta.name)));
+            return Err(fail(
+                ResponseError::KafkaStorageError.code(),
+                format!("Could not save topic '{}': {e}", meta.name),
+            ));
         }
         let partitions = leaders.into_iter().map(|l| self.spawn_leader(l)).collect();
         tracing::info!(topic = %meta.name, partitions = meta.partitions, "created topic");
@@ -218,11 +218,11 @@ impl Handler<GetTopic> for ClusterView {
             return Ok(h.clone());
         }
         if !(msg.auto_create && self.settings.auto_create_topics) {
-            return Err(UNKNOWN_TOPIC_OR_PARTITION);
+            return Err(ResponseError::UnknownTopicOrPartition.code());
         }
         let create = CreateTopic { name: msg.name.clone(), partitions: -1, configs: Vec::new(), validate_only: false };
         match self.create(create) {
-            Ok(_) => self.topics.get(&msg.name).cloned().ok_or(UNKNOWN_TOPIC_OR_PARTITION),
+            Ok(_) => self.topics.get(&msg.name).cloned().ok_or(ResponseError::UnknownTopicOrPartition.code()),
             Err(f) => {
                 tracing::warn!(topic = %msg.name, code = f.error_code, "auto-creation refused: {}", f.message);
                 Err(f.error_code)
@@ -258,7 +258,11 @@ impl Handler<DeleteTopic> for ClusterView {
             (None, Some(id)) => self.topics.values().find(|h| h.meta.id == id).map(|h| h.meta.name.clone()),
             (None, None) => None,
         };
-        let missing = if msg.name.is_some() { UNKNOWN_TOPIC_OR_PARTITION } else { UNKNOWN_TOPIC_ID };
+        let missing = if msg.name.is_some() {
+            ResponseError::UnknownTopicOrPartition.code()
+        } else {
+            ResponseError::UnknownTopicId.code()
+        };
         let Some(handle) = name.and_then(|n| self.topics.remove(&n)) else {
             return Box::pin(async move { Err(missing) }.into_actor(self));
         };
@@ -277,7 +281,7 @@ impl Handler<DeleteTopic> for ClusterView {
             .map(move |_, _, _| {
                 topics::remove(&data_dir, &handle.meta).map_err(|e| {
                     tracing::error!(topic = %handle.meta.name, "delete: {e}");
-                    UNKNOWN_SERVER_ERROR
+                    ResponseError::UnknownServerError.code()
                 })?;
                 tracing::info!(topic = %handle.meta.name, "deleted topic");
                 Ok(handle.meta)
@@ -293,7 +297,7 @@ impl Handler<AllocateProducerId> for ClusterView {
         // eos-rules 1: when no id block can be reserved, the client retries.
         self.producer_ids.next_id().map_err(|e| {
             tracing::error!("producer id block: {e}");
-            COORDINATOR_LOAD_IN_PROGRESS
+            ResponseError::CoordinatorLoadInProgress.code()
         })
     }
 }

@@ -2,6 +2,7 @@
 //! and answered after the syncer has made them durable; the high watermark only covers durable
 //! data, so consumers never see what a crash could take back.
 
+use crate::error_code::ResponseError;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -188,14 +189,14 @@ impl PartitionLeader {
     fn fail(&mut self, why: String) {
         tracing::error!(partition = %self.name, "log failure, partition offline: {why}");
         self.failed = true;
-        let ack = self.error_ack(56, false);
+        let ack = self.error_ack(ResponseError::KafkaStorageError.code(), false);
         for (_, waiter) in self.pending.drain(..) {
             match waiter {
                 Waiter::Append(reply, _) => {
                     let _ = reply.send(ack);
                 }
                 Waiter::Marker(reply) => {
-                    let _ = reply.send(56);
+                    let _ = reply.send(ResponseError::KafkaStorageError.code());
                 }
             }
         }
@@ -258,7 +259,7 @@ impl Handler<Append> for PartitionLeader {
             }
         };
         if self.failed {
-            return answer(reply, self.error_ack(56, false));
+            return answer(reply, self.error_ack(ResponseError::KafkaStorageError.code(), false));
         }
         // eos-rules 14: shape checks answer with LogStartOffset (rule 22).
         if let Err(e) = ProducerStateTable::check_client_batch_shape(&header) {
@@ -307,13 +308,13 @@ impl Handler<Append> for PartitionLeader {
                 // A batch the log refuses leaves it unchanged: answer INVALID_RECORD, stay online.
                 Err(LogError::InvalidBatch(e)) => {
                     tracing::warn!(partition = %self.name, "append refused by the log: {e}");
-                    answer(reply, self.error_ack(87, true))
+                    answer(reply, self.error_ack(ResponseError::InvalidRecord.code(), true))
                 }
                 Err(e) => {
                     // Nothing counted as written (the log end did not move): refuse this batch
                     // and let the producer retry; only a failed fsync takes the partition offline.
                     tracing::error!(partition = %self.name, "append not written: {e}");
-                    answer(reply, self.error_ack(56, false));
+                    answer(reply, self.error_ack(ResponseError::KafkaStorageError.code(), false));
                 }
             },
         }
@@ -369,7 +370,7 @@ impl Handler<Read> for PartitionLeader {
             aborted: Vec::new(),
         };
         if self.failed {
-            result.error_code = 56;
+            result.error_code = ResponseError::KafkaStorageError.code();
         } else {
             match self.log.read(msg.offset, upper, msg.max_bytes) {
                 Ok(records) => {
@@ -385,10 +386,10 @@ impl Handler<Read> for PartitionLeader {
                             .collect();
                     }
                 }
-                Err(LogError::OffsetOutOfRange { .. }) => result.error_code = 1,
+                Err(LogError::OffsetOutOfRange { .. }) => result.error_code = ResponseError::OffsetOutOfRange.code(),
                 Err(e) => {
                     tracing::error!(partition = %self.name, "read: {e}");
-                    result.error_code = 56;
+                    result.error_code = ResponseError::KafkaStorageError.code();
                 }
             }
         }
@@ -415,7 +416,11 @@ impl Handler<ListOffset> for PartitionLeader {
 
     fn handle(&mut self, msg: ListOffset, _: &mut Self::Context) {
         if self.failed {
-            let _ = msg.reply.send(OffsetAnswer { error_code: 56, offset: -1, timestamp: -1 });
+            let _ = msg.reply.send(OffsetAnswer {
+                error_code: ResponseError::KafkaStorageError.code(),
+                offset: -1,
+                timestamp: -1,
+            });
             return;
         }
         let latest = if msg.isolation_level == 1 { self.last_stable_offset() } else { self.high_watermark };
@@ -454,7 +459,7 @@ impl Handler<WriteMarker> for PartitionLeader {
 
     fn handle(&mut self, msg: WriteMarker, ctx: &mut Self::Context) {
         if self.failed {
-            let _ = msg.reply.send(56);
+            let _ = msg.reply.send(ResponseError::KafkaStorageError.code());
             return;
         }
         // eos-rules 46-48: epoch checks by the marker's transaction version.
@@ -484,12 +489,12 @@ impl Handler<WriteMarker> for PartitionLeader {
             }
             Err(LogError::InvalidBatch(e)) => {
                 tracing::error!(partition = %self.name, "marker refused by the log: {e}");
-                let _ = msg.reply.send(-1);
+                let _ = msg.reply.send(ResponseError::UnknownServerError.code());
             }
             Err(e) => {
                 // As for appends: not written, the coordinator retries the marker.
                 tracing::error!(partition = %self.name, "marker not written: {e}");
-                let _ = msg.reply.send(56);
+                let _ = msg.reply.send(ResponseError::KafkaStorageError.code());
             }
         }
     }

@@ -15,12 +15,11 @@ use super::cluster::ClusterView;
 use super::group_coordinator::GroupCoordinator;
 use super::messages::*;
 use super::partition::now_ms;
+use crate::error_code::ResponseError;
 use crate::store::producer_ids::ProducerIdAllocator;
 use crate::store::txn_state::{
     self as core, Decision, Effect, MarkerOutcome, TxnEntry, TxnState, CONSUMER_OFFSETS_TOPIC,
 };
-
-const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 
 #[derive(Debug, Clone)]
 pub struct TxnSettings {
@@ -250,8 +249,8 @@ async fn write_markers(
                     let (tx, rx) = oneshot::channel();
                     let msg = CompleteTxnOffsets { offsets_partition: partition, producer_id, commit, reply: tx };
                     let code = match groups.send(msg).await {
-                        Ok(()) => rx.await.unwrap_or(-1),
-                        Err(_) => -1,
+                        Ok(()) => rx.await.unwrap_or(ResponseError::UnknownServerError.code()),
+                        Err(_) => ResponseError::UnknownServerError.code(),
                     };
                     if core::marker_outcome(code) != MarkerOutcome::Retry {
                         return code;
@@ -265,7 +264,7 @@ async fn write_markers(
                     Ok(Ok(h)) => h.partitions.get(partition as usize).cloned(),
                     _ => None,
                 };
-                let Some(leader) = leader else { return UNKNOWN_TOPIC_OR_PARTITION };
+                let Some(leader) = leader else { return ResponseError::UnknownTopicOrPartition.code() };
                 let (tx, rx) = oneshot::channel();
                 let msg = WriteMarker {
                     producer_id,
@@ -276,8 +275,8 @@ async fn write_markers(
                     reply: tx,
                 };
                 let code = match leader.send(msg).await {
-                    Ok(()) => rx.await.unwrap_or(-1),
-                    Err(_) => -1,
+                    Ok(()) => rx.await.unwrap_or(ResponseError::UnknownServerError.code()),
+                    Err(_) => ResponseError::UnknownServerError.code(),
                 };
                 if core::marker_outcome(code) != MarkerOutcome::Retry {
                     return code;

@@ -25,8 +25,7 @@ use crate::actors::messages::{
 };
 use crate::actors::txn_coordinator::{shard_for, TxnCoordinator};
 use crate::config::Settings;
-
-pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+use crate::error_code::ResponseError;
 
 #[derive(Debug, Error)]
 pub enum RequestError {
@@ -114,7 +113,7 @@ impl Session {
             .cluster
             .send(GetTopic { name: name.to_string(), auto_create })
             .await
-            .map_err(|_| UNKNOWN_TOPIC_OR_PARTITION)??;
+            .map_err(|_| ResponseError::UnknownTopicOrPartition.code())??;
         self.topics.borrow_mut().insert(name.to_string(), found.clone());
         Ok(found)
     }

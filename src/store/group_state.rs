@@ -7,39 +7,46 @@
 //! Offsets ([`OffsetStore`]) and the generation ([`GroupSnapshot`]) are serde-serializable;
 //! members are not persisted: after a restart the group is Empty and members rejoin.
 
+use crate::error_code::ResponseError;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
 macro_rules! group_errors {
-    ($($name:ident = $code:literal, $msg:literal;)*) => {
+    ($($name:ident, $msg:literal;)*) => {
         /// Kafka error codes this state machine produces (`code()` gives the wire value).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
         pub enum GroupError { $(#[error($msg)] $name,)* }
         impl GroupError {
-            pub fn code(self) -> i16 { match self { $(GroupError::$name => $code,)* } }
+            /// The Kafka error this is.
+            pub fn error(self) -> ResponseError { match self { $(GroupError::$name => ResponseError::$name,)* } }
+            /// The wire code.
+            pub fn code(self) -> i16 { self.error().code() }
+        }
+        impl From<GroupError> for ResponseError {
+            fn from(e: GroupError) -> ResponseError { e.error() }
         }
     };
 }
 
 group_errors! {
-    CoordinatorNotAvailable = 15, "COORDINATOR_NOT_AVAILABLE";
-    IllegalGeneration = 22, "ILLEGAL_GENERATION";
-    InconsistentGroupProtocol = 23, "INCONSISTENT_GROUP_PROTOCOL";
-    UnknownMemberId = 25, "UNKNOWN_MEMBER_ID";
-    InvalidSessionTimeout = 26, "INVALID_SESSION_TIMEOUT";
-    RebalanceInProgress = 27, "REBALANCE_IN_PROGRESS";
-    NonEmptyGroup = 68, "NON_EMPTY_GROUP";
-    GroupIdNotFound = 69, "GROUP_ID_NOT_FOUND";
-    MemberIdRequired = 79, "MEMBER_ID_REQUIRED";
-    GroupMaxSizeReached = 81, "GROUP_MAX_SIZE_REACHED";
-    FencedInstanceId = 82, "FENCED_INSTANCE_ID";
-    GroupSubscribedToTopic = 86, "GROUP_SUBSCRIBED_TO_TOPIC";
-    UnstableOffsetCommit = 88, "UNSTABLE_OFFSET_COMMIT";
+    CoordinatorNotAvailable, "COORDINATOR_NOT_AVAILABLE";
+    IllegalGeneration, "ILLEGAL_GENERATION";
+    InconsistentGroupProtocol, "INCONSISTENT_GROUP_PROTOCOL";
+    UnknownMemberId, "UNKNOWN_MEMBER_ID";
+    InvalidSessionTimeout, "INVALID_SESSION_TIMEOUT";
+    RebalanceInProgress, "REBALANCE_IN_PROGRESS";
+    NonEmptyGroup, "NON_EMPTY_GROUP";
+    GroupIdNotFound, "GROUP_ID_NOT_FOUND";
+    MemberIdRequired, "MEMBER_ID_REQUIRED";
+    GroupMaxSizeReached, "GROUP_MAX_SIZE_REACHED";
+    FencedInstanceId, "FENCED_INSTANCE_ID";
+    GroupSubscribedToTopic, "GROUP_SUBSCRIBED_TO_TOPIC";
+    UnstableOffsetCommit, "UNSTABLE_OFFSET_COMMIT";
 }
 
 /// Wire code of an optional error (0 = NONE).
 pub fn error_code(e: Option<GroupError>) -> i16 {
-    e.map_or(0, GroupError::code)
+    crate::error_code::code(e.map(GroupError::error))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

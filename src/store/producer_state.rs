@@ -1,6 +1,7 @@
 //! Per-partition producer table: epochs, sequences and the last 5 batches of every producer id
 //! (eos-rules 14-23, 26). Pure: no I/O, the partition actor feeds it headers and clocks.
 
+use crate::error_code::ResponseError;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
@@ -32,14 +33,19 @@ pub enum ProducerStateError {
 
 impl ProducerStateError {
     /// The Kafka error code Apache Kafka returns for this failure.
-    pub fn code(&self) -> i16 {
+    pub fn error(&self) -> ResponseError {
         match self {
-            ProducerStateError::InvalidRecord(_) => 87,
-            ProducerStateError::OutOfOrderSequence { .. } => 45,
-            ProducerStateError::InvalidProducerEpoch { .. } => 47,
-            ProducerStateError::InvalidTxnState(_) => 48,
-            ProducerStateError::CoordinatorFenced { .. } => 52,
+            ProducerStateError::InvalidRecord(_) => ResponseError::InvalidRecord,
+            ProducerStateError::OutOfOrderSequence { .. } => ResponseError::OutOfOrderSequenceNumber,
+            ProducerStateError::InvalidProducerEpoch { .. } => ResponseError::InvalidProducerEpoch,
+            ProducerStateError::InvalidTxnState(_) => ResponseError::InvalidTxnState,
+            ProducerStateError::CoordinatorFenced { .. } => ResponseError::TransactionCoordinatorFenced,
         }
+    }
+
+    /// The wire code.
+    pub fn code(&self) -> i16 {
+        self.error().code()
     }
 }
 

@@ -7,9 +7,7 @@ use std::collections::BTreeMap;
 use thiserror::Error;
 
 use super::log::LogConfig;
-
-/// Kafka's INVALID_CONFIG.
-pub const INVALID_CONFIG: i16 = 40;
+use crate::error_code::ResponseError;
 
 /// Kafka 4.x `segment.bytes` minimum (KIP-1030 raised it from 14 to 1 MiB).
 pub const MIN_SEGMENT_BYTES: i64 = 1024 * 1024;
@@ -29,7 +27,7 @@ pub enum TopicConfigError {
 impl TopicConfigError {
     /// Every topic-config failure is INVALID_CONFIG (40) in Kafka's CreateTopics.
     pub fn code(&self) -> i16 {
-        INVALID_CONFIG
+        ResponseError::InvalidConfig.code()
     }
 }
 
@@ -251,7 +249,7 @@ mod tests {
     fn non_numeric_values_are_invalid_config() {
         for name in ["segment.bytes", "retention.ms", "retention.bytes", "max.message.bytes"] {
             let e = one(name, "ten").unwrap_err();
-            assert_eq!(e.code(), INVALID_CONFIG, "{name}");
+            assert_eq!(e.code(), ResponseError::InvalidConfig.code(), "{name}");
         }
         assert!(one("segment.bytes", " 1048576 ").is_ok(), "Kafka trims values before parsing");
     }
@@ -259,13 +257,16 @@ mod tests {
     #[test]
     fn unknown_config_names_are_invalid_config() {
         assert_eq!(one("segment.byte", "1"), Err(TopicConfigError::Unknown("segment.byte".into())));
-        assert_eq!(one("segment.byte", "1").unwrap_err().code(), INVALID_CONFIG);
+        assert_eq!(one("segment.byte", "1").unwrap_err().code(), ResponseError::InvalidConfig.code());
     }
 
     #[test]
     fn kafka_configs_kaas_does_not_implement_are_refused() {
         let e = one("segment.ms", "1000").unwrap_err();
-        assert_eq!((e.clone(), e.code()), (TopicConfigError::Unsupported("segment.ms".into()), INVALID_CONFIG));
+        assert_eq!(
+            (e.clone(), e.code()),
+            (TopicConfigError::Unsupported("segment.ms".into()), ResponseError::InvalidConfig.code())
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::error_code::ResponseError;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use uuid::Uuid;
@@ -20,11 +21,6 @@ pub enum TopicError {
     #[error("invalid partition count {0}")]
     InvalidPartitions(i32),
 }
-
-/// Kafka's POLICY_VIOLATION.
-pub const POLICY_VIOLATION: i16 = 44;
-/// Kafka's INVALID_PARTITIONS.
-pub const INVALID_PARTITIONS: i16 = 37;
 
 /// Kafka's KRaft controller writes at most this many records for one user operation
 /// (QuorumController.MAX_RECORDS_PER_USER_OP, bounding the controller's BoundedList).
@@ -61,8 +57,8 @@ pub enum LimitError {
 impl LimitError {
     pub fn code(&self) -> i16 {
         match self {
-            LimitError::NonPositive => INVALID_PARTITIONS,
-            LimitError::ExcessiveBatch | LimitError::BrokerLimit { .. } => POLICY_VIOLATION,
+            LimitError::NonPositive => ResponseError::InvalidPartitions.code(),
+            LimitError::ExcessiveBatch | LimitError::BrokerLimit { .. } => ResponseError::PolicyViolation.code(),
         }
     }
 }
@@ -289,7 +285,7 @@ mod tests {
         assert_eq!(resolve_partitions(-1, 3), Ok(3));
         assert_eq!(resolve_partitions(5, 3), Ok(5));
         for bad in [0, -2, i32::MIN] {
-            assert_eq!(resolve_partitions(bad, 3).map_err(|e| e.code()), Err(INVALID_PARTITIONS));
+            assert_eq!(resolve_partitions(bad, 3).map_err(|e| e.code()), Err(ResponseError::InvalidPartitions.code()));
         }
     }
 
@@ -298,7 +294,10 @@ mod tests {
         // Kafka: one TopicRecord + 9,999 PartitionRecords fit; 10,000 partitions do not.
         assert!(check_request_records(creation_records(9_999, 0)).is_ok());
         let e = check_request_records(creation_records(10_000, 0)).unwrap_err();
-        assert_eq!((e.code(), e.to_string().as_str()), (POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE));
+        assert_eq!(
+            (e.code(), e.to_string().as_str()),
+            (ResponseError::PolicyViolation.code(), EXCESSIVE_BATCH_MESSAGE)
+        );
         assert!(check_request_records(creation_records(9_998, 2)).is_err(), "config records count too");
         assert!(check_request_records(creation_records(1_000_000, 0)).is_err());
     }
@@ -308,7 +307,7 @@ mod tests {
         assert!(check_broker_limit(90, 10, 100).is_ok());
         let e = check_broker_limit(90, 11, 100).unwrap_err();
         assert_eq!(e, LimitError::BrokerLimit { requested: 11, total: 101, max: 100 });
-        assert_eq!(e.code(), POLICY_VIOLATION);
+        assert_eq!(e.code(), ResponseError::PolicyViolation.code());
         assert!(check_broker_limit(0, i32::MAX, u32::MAX).is_ok());
     }
 

@@ -19,6 +19,7 @@
 //! 4. Entries are serialized without `pending`; after a restart call `settled()` on each
 //!    loaded entry and resend the markers of Prepare* entries.
 
+use crate::error_code::ResponseError;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -167,22 +168,33 @@ pub enum CoordinatorApi {
     EndTxn,
 }
 
+impl From<TxnError> for ResponseError {
+    fn from(e: TxnError) -> ResponseError {
+        e.error()
+    }
+}
+
 impl TxnError {
-    /// The Kafka error code (`Errors.java`).
-    pub fn code(self) -> i16 {
+    /// The Kafka error this is (`Errors.java`).
+    pub fn error(self) -> ResponseError {
         match self {
-            TxnError::UnknownServerError => -1,
-            TxnError::InvalidRequest => 42,
-            TxnError::InvalidProducerEpoch => 47,
-            TxnError::InvalidTxnState => 48,
-            TxnError::InvalidProducerIdMapping => 49,
-            TxnError::InvalidTransactionTimeout => 50,
-            TxnError::ConcurrentTransactions => 51,
-            TxnError::ProducerFenced => 90,
-            TxnError::TransactionAbortable => 120,
-            TxnError::NotCoordinator => 16,
-            TxnError::CoordinatorNotAvailable => 15,
+            TxnError::UnknownServerError => ResponseError::UnknownServerError,
+            TxnError::InvalidRequest => ResponseError::InvalidRequest,
+            TxnError::InvalidProducerEpoch => ResponseError::InvalidProducerEpoch,
+            TxnError::InvalidTxnState => ResponseError::InvalidTxnState,
+            TxnError::InvalidProducerIdMapping => ResponseError::InvalidProducerIdMapping,
+            TxnError::InvalidTransactionTimeout => ResponseError::InvalidTransactionTimeout,
+            TxnError::ConcurrentTransactions => ResponseError::ConcurrentTransactions,
+            TxnError::ProducerFenced => ResponseError::ProducerFenced,
+            TxnError::TransactionAbortable => ResponseError::TransactionAbortable,
+            TxnError::NotCoordinator => ResponseError::NotCoordinator,
+            TxnError::CoordinatorNotAvailable => ResponseError::CoordinatorNotAvailable,
         }
+    }
+
+    /// The wire code.
+    pub fn code(self) -> i16 {
+        self.error().code()
     }
 
     /// eos-rules 60: PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH for InitProducerId v<4
@@ -755,14 +767,16 @@ pub fn state_write_error(failure: StateWriteFailure) -> TxnError {
 /// implicit add (TV2, Produce v12, after its CONCURRENT_TRANSACTIONS retries) as the Produce error.
 pub fn produce_verification_error(error: TxnError, produce_version: i16) -> i16 {
     match error {
-        TxnError::ProducerFenced => 47,
-        TxnError::InvalidProducerIdMapping => 49,
-        TxnError::TransactionAbortable if produce_version >= 11 => 120,
-        TxnError::TransactionAbortable => 48,
+        TxnError::ProducerFenced => ResponseError::InvalidProducerEpoch.code(),
+        TxnError::InvalidProducerIdMapping => ResponseError::InvalidProducerIdMapping.code(),
+        TxnError::TransactionAbortable if produce_version >= 11 => ResponseError::TransactionAbortable.code(),
+        TxnError::TransactionAbortable => ResponseError::InvalidTxnState.code(),
         // eos-rules 29: TV2 returns CONCURRENT_TRANSACTIONS unmapped once its retries are spent.
-        TxnError::ConcurrentTransactions if produce_version >= 12 => 51,
+        TxnError::ConcurrentTransactions if produce_version >= 12 => ResponseError::ConcurrentTransactions.code(),
         // Retriable for the client: NOT_ENOUGH_REPLICAS.
-        TxnError::ConcurrentTransactions | TxnError::NotCoordinator | TxnError::CoordinatorNotAvailable => 19,
+        TxnError::ConcurrentTransactions | TxnError::NotCoordinator | TxnError::CoordinatorNotAvailable => {
+            ResponseError::NotEnoughReplicas.code()
+        }
         e => e.code(),
     }
 }
@@ -770,10 +784,10 @@ pub fn produce_verification_error(error: TxnError, produce_version: i16) -> i16 
 /// eos-rules 58: the offsets partition's membership check of TxnOffsetCommit as its error.
 pub fn txn_offset_commit_error(error: TxnError, version: i16) -> i16 {
     match error {
-        TxnError::TransactionAbortable if version >= 4 => 120,
-        TxnError::TransactionAbortable => 48,
-        TxnError::ProducerFenced => 47,
-        TxnError::NotCoordinator => 15,
+        TxnError::TransactionAbortable if version >= 4 => ResponseError::TransactionAbortable.code(),
+        TxnError::TransactionAbortable => ResponseError::InvalidTxnState.code(),
+        TxnError::ProducerFenced => ResponseError::InvalidProducerEpoch.code(),
+        TxnError::NotCoordinator => ResponseError::CoordinatorNotAvailable.code(),
         e => e.code(),
     }
 }

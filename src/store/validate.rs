@@ -5,10 +5,7 @@ use thiserror::Error;
 
 use super::batch::BatchHeader;
 use super::records::{record_timestamp, RecordWalk, RecordsError};
-
-pub const UNKNOWN_SERVER_ERROR: i16 = -1;
-pub const INVALID_TIMESTAMP: i16 = 32;
-pub const INVALID_RECORD: i16 = 87;
+use crate::error_code::ResponseError;
 /// Kafka's `RecordBatch.NO_TIMESTAMP`.
 pub const NO_TIMESTAMP: i64 = -1;
 /// Record errors kept per batch (the count is always exact); bounds the answer's size.
@@ -62,10 +59,10 @@ impl ValidationError {
     pub fn code(&self) -> i16 {
         match self {
             ValidationError::Records(RecordsError::UnknownCodec(_) | RecordsError::Decompress(_)) => {
-                UNKNOWN_SERVER_ERROR
+                ResponseError::UnknownServerError.code()
             }
             ValidationError::RecordErrors { code, .. } => *code,
-            _ => INVALID_RECORD,
+            _ => ResponseError::InvalidRecord.code(),
         }
     }
 
@@ -176,9 +173,15 @@ pub fn validate_client_batch(
     if !errors.is_empty() {
         // Kafka: any timestamp error makes the whole answer INVALID_TIMESTAMP.
         let (code, message) = if timestamp_error {
-            (INVALID_TIMESTAMP, "One or more records were rejected due to an invalid timestamp".to_string())
+            (
+                ResponseError::InvalidTimestamp.code(),
+                "One or more records were rejected due to an invalid timestamp".to_string(),
+            )
         } else {
-            (INVALID_RECORD, format!("One or more records were rejected ({error_count} record errors)"))
+            (
+                ResponseError::InvalidRecord.code(),
+                format!("One or more records were rejected ({error_count} record errors)"),
+            )
         };
         return Err(ValidationError::RecordErrors { code, message, errors });
     }
@@ -260,7 +263,7 @@ mod tests {
     #[test]
     fn negative_last_offset_delta_is_an_invalid_offset_range() {
         let e = validate(&one_record(-3)).unwrap_err();
-        assert_eq!((e.clone(), e.code()), (ValidationError::OffsetRange(-3), INVALID_RECORD));
+        assert_eq!((e.clone(), e.code()), (ValidationError::OffsetRange(-3), ResponseError::InvalidRecord.code()));
     }
 
     #[test]
@@ -273,7 +276,7 @@ mod tests {
     fn record_count_must_match_last_offset_delta() {
         let e = validate(&one_record(1000)).unwrap_err();
         assert_eq!(e, ValidationError::CountMismatch { last_offset_delta: 1000, count: 1 });
-        assert_eq!(e.code(), INVALID_RECORD);
+        assert_eq!(e.code(), ResponseError::InvalidRecord.code());
     }
 
     #[test]
@@ -294,7 +297,7 @@ mod tests {
     #[test]
     fn unknown_compression_codec_is_an_unknown_server_error() {
         let b = raw_batch(1, 0, 6, NOW, &record(0, 0, None, b"v"));
-        assert_eq!(validate(&b).unwrap_err().code(), UNKNOWN_SERVER_ERROR);
+        assert_eq!(validate(&b).unwrap_err().code(), ResponseError::UnknownServerError.code());
     }
 
     #[test]
@@ -303,20 +306,20 @@ mod tests {
         raw.extend(record(2, 0, None, b"b"));
         let e = validate(&raw_batch(2, 1, 0, NOW, &raw)).unwrap_err();
         let (_, errors) = e.record_errors().unwrap();
-        assert_eq!((e.code(), errors[0].batch_index), (INVALID_RECORD, 1));
+        assert_eq!((e.code(), errors[0].batch_index), (ResponseError::InvalidRecord.code(), 1));
     }
 
     #[test]
     fn missing_records_are_invalid() {
         let b = raw_batch(3, 2, CODEC_LZ4 as i16, NOW, &compress(CODEC_LZ4, &record(0, 0, None, b"v")));
-        assert_eq!(validate(&b).unwrap_err().code(), INVALID_RECORD);
+        assert_eq!(validate(&b).unwrap_err().code(), ResponseError::InvalidRecord.code());
     }
 
     #[test]
     fn trailing_bytes_are_invalid() {
         let mut raw = record(0, 0, None, b"a");
         raw.push(0);
-        assert_eq!(validate(&raw_batch(1, 0, 0, NOW, &raw)).unwrap_err().code(), INVALID_RECORD);
+        assert_eq!(validate(&raw_batch(1, 0, 0, NOW, &raw)).unwrap_err().code(), ResponseError::InvalidRecord.code());
     }
 
     #[test]
@@ -324,7 +327,7 @@ mod tests {
         // Default after.max.ms: one hour.
         let b = raw_batch(1, 0, 0, NOW + 3_600_001, &record(0, 0, None, b"v"));
         let e = validate(&b).unwrap_err();
-        assert_eq!(e.code(), INVALID_TIMESTAMP);
+        assert_eq!(e.code(), ResponseError::InvalidTimestamp.code());
         assert_eq!(e.record_errors().unwrap().1.len(), 1);
         let ok = raw_batch(1, 0, 0, NOW + 3_600_000, &record(0, 0, None, b"v"));
         assert!(validate(&ok).is_ok());
@@ -335,7 +338,7 @@ mod tests {
         let old = raw_batch(1, 0, 0, 0, &record(0, 0, None, b"v"));
         assert!(validate(&old).is_ok(), "default before.max.ms accepts any past time");
         let p = TimestampPolicy { before_max_ms: 1000, ..TimestampPolicy::default() };
-        assert_eq!(validate_with(&old, &p).unwrap_err().code(), INVALID_TIMESTAMP);
+        assert_eq!(validate_with(&old, &p).unwrap_err().code(), ResponseError::InvalidTimestamp.code());
     }
 
     #[test]
@@ -347,7 +350,7 @@ mod tests {
     #[test]
     fn log_append_time_batches_from_clients_are_invalid_timestamp() {
         let b = raw_batch(1, 0, 0x08, NOW, &record(0, 0, None, b"v"));
-        assert_eq!(validate(&b).unwrap_err().code(), INVALID_TIMESTAMP);
+        assert_eq!(validate(&b).unwrap_err().code(), ResponseError::InvalidTimestamp.code());
     }
 
     #[test]

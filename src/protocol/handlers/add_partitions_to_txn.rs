@@ -12,10 +12,9 @@ use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResp
 use tokio::sync::oneshot;
 
 use crate::actors::messages::{TopicPartition, TxnOp, VerifyTxn};
-use crate::protocol::{str_bytes, Session, UNKNOWN_TOPIC_OR_PARTITION};
+use crate::error_code::ResponseError;
+use crate::protocol::{str_bytes, Session};
 use crate::store::txn_state::{CoordinatorApi, TxnError, TV_0, TV_2};
-
-const OPERATION_NOT_ATTEMPTED: i16 = 55;
 
 /// eos-rules 31: any unknown partition fails the whole request: 3 on the bad ones, 55 on the rest.
 async fn precheck(s: &Session, topics: &[AddPartitionsToTxnTopic]) -> Option<BTreeMap<TopicPartition, i16>> {
@@ -34,7 +33,14 @@ async fn precheck(s: &Session, topics: &[AddPartitionsToTxnTopic]) -> Option<BTr
     let all = topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.to_string(), *p)));
     Some(
         all.map(|tp| {
-            (tp.clone(), if bad.contains(&tp) { UNKNOWN_TOPIC_OR_PARTITION } else { OPERATION_NOT_ATTEMPTED })
+            (
+                tp.clone(),
+                if bad.contains(&tp) {
+                    ResponseError::UnknownTopicOrPartition.code()
+                } else {
+                    ResponseError::OperationNotAttempted.code()
+                },
+            )
         })
         .collect(),
     )

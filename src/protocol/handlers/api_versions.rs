@@ -4,11 +4,9 @@
 use kafka_protocol::messages::api_versions_response::{ApiVersion, FinalizedFeatureKey, SupportedFeatureKey};
 use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
 
+use crate::error_code::ResponseError;
 use crate::protocol::str_bytes;
 use crate::protocol::versions::advertised;
-
-/// UNSUPPORTED_VERSION: a client asked for a version newer than this broker speaks.
-pub const UNSUPPORTED_VERSION: i16 = 35;
 
 fn ranges(tv2: bool) -> Vec<ApiVersion> {
     advertised(tv2)
@@ -40,5 +38,7 @@ pub fn handle(version: i16, transaction_version: i16, _req: ApiVersionsRequest) 
 /// Apache Kafka answers a too-new ApiVersions with a v0 response carrying code 35 and the
 /// supported ranges, so the client can retry with a version both sides know.
 pub fn unsupported() -> ApiVersionsResponse {
-    ApiVersionsResponse::default().with_error_code(UNSUPPORTED_VERSION).with_api_keys(ranges(false))
+    ApiVersionsResponse::default()
+        .with_error_code(ResponseError::UnsupportedVersion.code())
+        .with_api_keys(ranges(false))
 }

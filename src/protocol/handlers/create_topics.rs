@@ -8,11 +8,9 @@ use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 
 use crate::actors::messages::CreateTopic;
+use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
 use crate::store::topics;
-
-const INVALID_REPLICATION_FACTOR: i16 = 38;
-const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
 
 pub async fn handle(s: Rc<Session>, version: i16, req: CreateTopicsRequest) -> CreateTopicsResponse {
     let mut resp = CreateTopicsResponse::default();
@@ -42,11 +40,15 @@ pub async fn handle(s: Rc<Session>, version: i16, req: CreateTopicsRequest) -> C
         if !matches!(t.replication_factor, -1 | 1) {
             fail(
                 &mut r,
-                INVALID_REPLICATION_FACTOR,
+                ResponseError::InvalidReplicationFactor.code(),
                 format!("Replication factor must be 1 on kaas, got {}.", t.replication_factor),
             );
         } else if !t.assignments.is_empty() {
-            fail(&mut r, INVALID_REPLICA_ASSIGNMENT, "Manual replica assignment is not supported.".into());
+            fail(
+                &mut r,
+                ResponseError::InvalidReplicaAssignment.code(),
+                "Manual replica assignment is not supported.".into(),
+            );
         } else {
             let configs =
                 t.configs.iter().map(|c| (c.name.to_string(), c.value.as_ref().map(|v| v.to_string()))).collect();

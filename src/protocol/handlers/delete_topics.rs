@@ -1,5 +1,6 @@
 //! DeleteTopics (key 20): by name (v0-5) or by name or id (v6+).
 
+use crate::error_code::ResponseError;
 use std::rc::Rc;
 
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
@@ -35,7 +36,7 @@ pub async fn handle(s: Rc<Session>, version: i16, req: DeleteTopicsRequest) -> D
                 s.evict(&meta.name);
             }
             Ok(Err(code)) => r.error_code = code,
-            Err(_) => r.error_code = -1,
+            Err(_) => r.error_code = ResponseError::UnknownServerError.code(),
         }
         resp.responses.push(r);
     }

@@ -6,11 +6,11 @@ use std::rc::Rc;
 use kafka_protocol::messages::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult};
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 
-use crate::protocol::{str_bytes, Session, UNKNOWN_TOPIC_OR_PARTITION};
+use crate::error_code::ResponseError;
+use crate::protocol::{str_bytes, Session};
 
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
-const INVALID_REQUEST: i16 = 42;
 /// ConfigSource values of DescribeConfigs v1+.
 const SOURCE_TOPIC: i8 = 1;
 const SOURCE_STATIC_BROKER: i8 = 4;
@@ -59,7 +59,7 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: DescribeConfigsRequest) 
                         }
                     }
                 }
-                Err(_) => r.error_code = UNKNOWN_TOPIC_OR_PARTITION,
+                Err(_) => r.error_code = ResponseError::UnknownTopicOrPartition.code(),
             },
             RESOURCE_BROKER => {
                 let broker = [
@@ -79,7 +79,7 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: DescribeConfigsRequest) 
                 }
             }
             _ => {
-                r.error_code = INVALID_REQUEST;
+                r.error_code = ResponseError::InvalidRequest.code();
                 r.error_message = Some(str_bytes("Unsupported resource type"));
             }
         }

@@ -8,7 +8,8 @@ use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersRespon
 use tokio::sync::oneshot;
 
 use crate::actors::messages::InspectProducers;
-use crate::protocol::{Session, UNKNOWN_TOPIC_OR_PARTITION};
+use crate::error_code::ResponseError;
+use crate::protocol::Session;
 
 pub async fn handle(s: Rc<Session>, _version: i16, req: DescribeProducersRequest) -> DescribeProducersResponse {
     let mut r = DescribeProducersResponse::default();
@@ -31,7 +32,7 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: DescribeProducersRequest
                 None => None,
             };
             match entries {
-                None => pr.error_code = UNKNOWN_TOPIC_OR_PARTITION,
+                None => pr.error_code = ResponseError::UnknownTopicOrPartition.code(),
                 Some(entries) => {
                     pr.active_producers = entries
                         .into_iter()

@@ -7,10 +7,9 @@ use kafka_protocol::messages::{DescribeTransactionsRequest, DescribeTransactions
 use tokio::sync::oneshot;
 
 use crate::actors::messages::InspectTxns;
+use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
 use crate::store::txn_state::TxnEntry;
-
-const TRANSACTIONAL_ID_NOT_FOUND: i16 = 105;
 
 /// Kafka's names for the states (TransactionState.stateName).
 pub fn state_name(e: &TxnEntry) -> &'static str {
@@ -38,7 +37,7 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: DescribeTransactionsRequ
         let mut t = TransactionState::default();
         t.transactional_id = id;
         match found {
-            None => t.error_code = TRANSACTIONAL_ID_NOT_FOUND,
+            None => t.error_code = ResponseError::TransactionalIdNotFound.code(),
             Some(e) => {
                 t.transaction_state = str_bytes(state_name(&e));
                 t.transaction_timeout_ms = e.timeout_ms;

@@ -11,7 +11,8 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId, TopicNam
 use tokio::sync::oneshot;
 
 use crate::actors::messages::{Read, ReadResult, WaitForData};
-use crate::protocol::{str_bytes, Session, UNKNOWN_TOPIC_OR_PARTITION};
+use crate::error_code::ResponseError;
+use crate::protocol::{str_bytes, Session};
 
 struct Wanted {
     topic: String,
@@ -69,7 +70,7 @@ async fn read_all(s: &Session, wanted: &[Wanted], max_bytes: usize, isolation_le
     let mut out = Vec::with_capacity(wanted.len());
     for w in wanted {
         let mut r = ReadResult {
-            error_code: UNKNOWN_TOPIC_OR_PARTITION,
+            error_code: ResponseError::UnknownTopicOrPartition.code(),
             high_watermark: -1,
             last_stable_offset: -1,
             log_start_offset: -1,

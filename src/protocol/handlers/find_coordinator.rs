@@ -5,9 +5,8 @@ use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
-
-const INVALID_REQUEST: i16 = 42;
 const KEY_GROUP: i8 = 0;
 const KEY_TRANSACTION: i8 = 1;
 
@@ -16,9 +15,9 @@ fn check(key_type: i8, key: &str) -> Option<(i16, &'static str)> {
     match key_type {
         KEY_GROUP => None,
         // eos-rules 4: an empty transactional id is never valid.
-        KEY_TRANSACTION if key.is_empty() => Some((INVALID_REQUEST, "empty transactional id")),
+        KEY_TRANSACTION if key.is_empty() => Some((ResponseError::InvalidRequest.code(), "empty transactional id")),
         KEY_TRANSACTION => None,
-        _ => Some((INVALID_REQUEST, "unsupported coordinator key type")),
+        _ => Some((ResponseError::InvalidRequest.code(), "unsupported coordinator key type")),
     }
 }
 

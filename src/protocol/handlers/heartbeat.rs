@@ -1,5 +1,6 @@
 //! Heartbeat (key 12): keeps a member's session alive and tells it about rebalances.
 
+use crate::error_code::ResponseError;
 use std::rc::Rc;
 
 use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
@@ -17,7 +18,7 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: HeartbeatRequest) -> Hea
     let mut r = HeartbeatResponse::default();
     r.error_code = match s.group_call(&req.group_id.0, op).await {
         Some(GroupResponse::Heartbeat(e)) => error_code(e),
-        _ => 15,
+        _ => ResponseError::CoordinatorNotAvailable.code(),
     };
     r
 }

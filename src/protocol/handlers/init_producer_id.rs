@@ -7,10 +7,9 @@ use std::rc::Rc;
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
 use crate::actors::messages::{AllocateProducerId, TxnOp};
+use crate::error_code::ResponseError;
 use crate::protocol::Session;
 use crate::store::txn_state::{idempotent_init_producer_id, CoordinatorApi};
-
-const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
 
 fn error(code: i16) -> InitProducerIdResponse {
     let mut r = InitProducerIdResponse::default();
@@ -39,7 +38,7 @@ pub async fn handle(s: Rc<Session>, version: i16, req: InitProducerIdRequest) ->
     let pid = match s.cluster.send(AllocateProducerId).await {
         Ok(Ok(pid)) => pid,
         Ok(Err(code)) => return error(code),
-        Err(_) => return error(COORDINATOR_LOAD_IN_PROGRESS),
+        Err(_) => return error(ResponseError::CoordinatorLoadInProgress.code()),
     };
     let claim = (version >= 3).then_some((req.producer_id.0, req.producer_epoch));
     match idempotent_init_producer_id(claim, &mut || pid) {

@@ -7,11 +7,9 @@ use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
 
 use crate::actors::messages::{GroupOp, GroupResponse, JoinRequest};
+use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
 use crate::store::group_state::error_code;
-
-const INVALID_GROUP_ID: i16 = 24;
-const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 
 pub async fn handle(s: Rc<Session>, version: i16, req: JoinGroupRequest) -> JoinGroupResponse {
     let mut r = JoinGroupResponse::default();
@@ -19,7 +17,7 @@ pub async fn handle(s: Rc<Session>, version: i16, req: JoinGroupRequest) -> Join
         r.protocol_name = Some(str_bytes(""));
     }
     if req.group_id.0.is_empty() {
-        r.error_code = INVALID_GROUP_ID;
+        r.error_code = ResponseError::InvalidGroupId.code();
         return r;
     }
     let join = JoinRequest {
@@ -35,7 +33,7 @@ pub async fn handle(s: Rc<Session>, version: i16, req: JoinGroupRequest) -> Join
         protocols: req.protocols.iter().map(|p| (p.name.to_string(), p.metadata.to_vec())).collect(),
     };
     let Some(GroupResponse::Join(j)) = s.group_call(&req.group_id.0, GroupOp::Join(join)).await else {
-        r.error_code = COORDINATOR_NOT_AVAILABLE;
+        r.error_code = ResponseError::CoordinatorNotAvailable.code();
         return r;
     };
     r.error_code = error_code(j.error);

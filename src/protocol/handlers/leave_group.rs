@@ -1,5 +1,6 @@
 //! LeaveGroup (key 13): v0-2 one member, v3+ a batch (static members by instance id).
 
+use crate::error_code::ResponseError;
 use std::rc::Rc;
 
 use kafka_protocol::messages::leave_group_response::MemberResponse;
@@ -42,7 +43,7 @@ pub async fn handle(s: Rc<Session>, version: i16, req: LeaveGroupRequest) -> Lea
                     .collect();
             }
         }
-        _ => r.error_code = 15,
+        _ => r.error_code = ResponseError::CoordinatorNotAvailable.code(),
     }
     r
 }

@@ -1,5 +1,6 @@
 //! ListGroups (key 16), with the v4 state filter and the v5 type filter.
 
+use crate::error_code::ResponseError;
 use std::rc::Rc;
 
 use kafka_protocol::messages::list_groups_response::ListedGroup;
@@ -17,7 +18,7 @@ pub async fn handle(s: Rc<Session>, version: i16, req: ListGroupsRequest) -> Lis
         Err(_) => None,
     };
     let Some(GroupAdminAnswer::List(groups)) = answer else {
-        r.error_code = 15;
+        r.error_code = ResponseError::CoordinatorNotAvailable.code();
         return r;
     };
     let states: Vec<String> = req.states_filter.iter().map(|s| s.to_lowercase()).collect();

@@ -7,7 +7,8 @@ use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use tokio::sync::oneshot;
 
 use crate::actors::messages::{ListOffset, OffsetAnswer};
-use crate::protocol::{Session, UNKNOWN_TOPIC_OR_PARTITION};
+use crate::error_code::ResponseError;
+use crate::protocol::Session;
 
 pub async fn handle(s: Rc<Session>, version: i16, req: ListOffsetsRequest) -> ListOffsetsResponse {
     let mut resp = ListOffsetsResponse::default();
@@ -17,7 +18,8 @@ pub async fn handle(s: Rc<Session>, version: i16, req: ListOffsetsRequest) -> Li
         let mut out = ListOffsetsTopicResponse::default();
         out.name = t.name;
         for p in t.partitions {
-            let missing = OffsetAnswer { error_code: UNKNOWN_TOPIC_OR_PARTITION, offset: -1, timestamp: -1 };
+            let missing =
+                OffsetAnswer { error_code: ResponseError::UnknownTopicOrPartition.code(), offset: -1, timestamp: -1 };
             let mut answer = missing;
             if let Some(leader) = handle.as_ref().ok().and_then(|h| h.partitions.get(p.partition_index as usize)) {
                 let (tx, rx) = oneshot::channel();

@@ -8,11 +8,9 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
 
 use crate::actors::messages::ListTopics;
+use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
 use crate::store::topics::{validate_name, TopicMeta};
-
-const INVALID_TOPIC_EXCEPTION: i16 = 17;
-const UNKNOWN_TOPIC_ID: i16 = 100;
 
 fn topic_entry(s: &Session, version: i16, meta: &TopicMeta) -> MetadataResponseTopic {
     let mut t = MetadataResponseTopic::default();
@@ -65,12 +63,12 @@ pub async fn handle(s: Rc<Session>, version: i16, req: MetadataRequest) -> Metad
     let auto_create = version < 4 || req.allow_auto_topic_creation;
     for t in req.topics.unwrap_or_default() {
         let Some(name) = t.name else {
-            r.topics.push(error_entry(None, UNKNOWN_TOPIC_ID));
+            r.topics.push(error_entry(None, ResponseError::UnknownTopicId.code()));
             continue;
         };
         let name = name.0.to_string();
         if validate_name(&name).is_err() {
-            r.topics.push(error_entry(Some(&name), INVALID_TOPIC_EXCEPTION));
+            r.topics.push(error_entry(Some(&name), ResponseError::InvalidTopicException.code()));
             continue;
         }
         match s.lookup(&name, auto_create).await {

@@ -7,10 +7,8 @@ use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 use tokio::sync::oneshot;
 
 use crate::actors::messages::{CommitOffsets, OffsetCommit};
+use crate::error_code::ResponseError;
 use crate::protocol::Session;
-
-const COORDINATOR_NOT_AVAILABLE: i16 = 15;
-const INVALID_GROUP_ID: i16 = 24;
 
 /// A commit for the group coordinator (plain, or transactional with `txn`).
 pub struct Commit {
@@ -38,9 +36,9 @@ pub async fn send(s: &Session, c: Commit) -> i16 {
         Ok(()) => match rx.await {
             Ok(Ok(())) => 0,
             Ok(Err(e)) => e.code(),
-            Err(_) => COORDINATOR_NOT_AVAILABLE,
+            Err(_) => ResponseError::CoordinatorNotAvailable.code(),
         },
-        Err(_) => COORDINATOR_NOT_AVAILABLE,
+        Err(_) => ResponseError::CoordinatorNotAvailable.code(),
     }
 }
 
@@ -59,7 +57,7 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: OffsetCommitRequest) -> 
         })
         .collect();
     let code = if req.group_id.0.is_empty() {
-        INVALID_GROUP_ID
+        ResponseError::InvalidGroupId.code()
     } else {
         let commit = Commit {
             group_id: req.group_id.0.to_string(),

@@ -8,10 +8,8 @@ use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpoch
 use tokio::sync::oneshot;
 
 use crate::actors::messages::ListOffset;
-use crate::protocol::{Session, UNKNOWN_TOPIC_OR_PARTITION};
-
-const FENCED_LEADER_EPOCH: i16 = 74;
-const UNKNOWN_LEADER_EPOCH: i16 = 76;
+use crate::error_code::ResponseError;
+use crate::protocol::Session;
 
 pub async fn handle(s: Rc<Session>, _version: i16, req: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse {
     let mut resp = OffsetForLeaderEpochResponse::default();
@@ -26,9 +24,9 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: OffsetForLeaderEpochRequ
             e.end_offset = -1;
             let leader = handle.as_ref().ok().and_then(|h| h.partitions.get(p.partition as usize));
             match leader {
-                None => e.error_code = UNKNOWN_TOPIC_OR_PARTITION,
-                Some(_) if p.current_leader_epoch > 0 => e.error_code = UNKNOWN_LEADER_EPOCH,
-                Some(_) if p.current_leader_epoch < -1 => e.error_code = FENCED_LEADER_EPOCH,
+                None => e.error_code = ResponseError::UnknownTopicOrPartition.code(),
+                Some(_) if p.current_leader_epoch > 0 => e.error_code = ResponseError::UnknownLeaderEpoch.code(),
+                Some(_) if p.current_leader_epoch < -1 => e.error_code = ResponseError::FencedLeaderEpoch.code(),
                 Some(_) if p.leader_epoch > 0 => {}
                 Some(leader) => {
                     let (tx, rx) = oneshot::channel();

@@ -17,21 +17,13 @@ use tokio::sync::oneshot;
 
 use crate::actors::messages::{Append, AppendAck, BeginVerification, ListOffset, TxnError, TxnOp, Verified, VerifyTxn};
 use crate::actors::partition::{now_ms, PartitionLeader};
-use crate::protocol::{str_bytes, Session, UNKNOWN_TOPIC_OR_PARTITION};
+use crate::error_code::ResponseError;
+use crate::protocol::{str_bytes, Session};
 use crate::store::batch::BatchHeader;
 use crate::store::batch::{self, BatchError};
 use crate::store::records;
 use crate::store::txn_state::{produce_verification_error, TV_2};
 use crate::store::validate::{self, RecordError, TimestampPolicy};
-
-const CORRUPT_MESSAGE: i16 = 2;
-const MESSAGE_TOO_LARGE: i16 = 10;
-const INVALID_REQUIRED_ACKS: i16 = 21;
-const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
-const INVALID_RECORD: i16 = 87;
-const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
-const NOT_ENOUGH_REPLICAS: i16 = 19;
-const INVALID_PRODUCER_ID_MAPPING: i16 = 49;
 
 enum Slot {
     Done(AppendAck),
@@ -85,7 +77,7 @@ async fn validate_and_append(
         batch::patch_max_timestamp(&mut data, validated.max_timestamp, validated.log_append_time.is_some());
         match BatchHeader::parse(&data) {
             Ok(h) => header = h,
-            Err(_) => return err(INVALID_RECORD),
+            Err(_) => return err(ResponseError::InvalidRecord.code()),
         }
     }
     let (tx, rx) = oneshot::channel();
@@ -95,7 +87,7 @@ async fn validate_and_append(
         Slot::Waiting(rx, validated.log_append_time)
     } else {
         s.evict(name);
-        err(UNKNOWN_TOPIC_OR_PARTITION)
+        err(ResponseError::UnknownTopicOrPartition.code())
     }
 }
 
@@ -137,24 +129,24 @@ pub async fn dispatch(
         let mut slots = Vec::with_capacity(t.partition_data.len());
         for p in t.partition_data {
             let slot = match &handle {
-                _ if !valid_acks => err(INVALID_REQUIRED_ACKS),
-                _ if txn_denied => err(TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
-                _ if mixed_ids => err(INVALID_PRODUCER_ID_MAPPING),
+                _ if !valid_acks => err(ResponseError::InvalidRequiredAcks.code()),
+                _ if txn_denied => err(ResponseError::TransactionalIdAuthorizationFailed.code()),
+                _ if mixed_ids => err(ResponseError::InvalidProducerIdMapping.code()),
                 Some(Err(code)) => err(*code),
-                None => err(UNKNOWN_TOPIC_OR_PARTITION),
+                None => err(ResponseError::UnknownTopicOrPartition.code()),
                 Some(Ok(h)) => match (h.partitions.get(p.index as usize), p.records) {
-                    (None, _) => err(UNKNOWN_TOPIC_OR_PARTITION),
-                    (Some(_), None) => err(INVALID_RECORD),
+                    (None, _) => err(ResponseError::UnknownTopicOrPartition.code()),
+                    (Some(_), None) => err(ResponseError::InvalidRecord.code()),
                     (Some(leader), Some(records)) => {
                         if records.len() > s.settings.max_message_bytes {
-                            err(MESSAGE_TOO_LARGE)
+                            err(ResponseError::MessageTooLarge.code())
                         } else {
                             match batch::validate_single(&records) {
-                                Err(BatchError::Crc { .. }) => err(CORRUPT_MESSAGE),
-                                Err(_) => err(INVALID_RECORD),
+                                Err(BatchError::Crc { .. }) => err(ResponseError::CorruptMessage.code()),
+                                Err(_) => err(ResponseError::InvalidRecord.code()),
                                 // Kafka's ProduceRequest.validateRecords: zstd needs Produce v7+.
                                 Ok(header) if version < 7 && header.compression() == records::CODEC_ZSTD => {
-                                    err(UNSUPPORTED_COMPRESSION_TYPE)
+                                    err(ResponseError::UnsupportedCompressionType.code())
                                 }
                                 Ok(header) => {
                                     let verified = if header.is_transactional() {
@@ -194,7 +186,7 @@ pub async fn dispatch(
                     // The leader went away mid-append (topic deleted or shutdown).
                     Slot::Waiting(rx, append_time) => {
                         let mut a = rx.await.unwrap_or(AppendAck {
-                            error_code: UNKNOWN_TOPIC_OR_PARTITION,
+                            error_code: ResponseError::UnknownTopicOrPartition.code(),
                             base_offset: -1,
                             log_append_time: -1,
                             log_start_offset: -1,
@@ -271,8 +263,10 @@ async fn verify(
 ) -> Result<Verified, i16> {
     let (tx, rx) = oneshot::channel();
     let begin = BeginVerification { producer_id: h.producer_id, producer_epoch: h.producer_epoch, reply: tx };
-    leader.send(begin).await.map_err(|_| UNKNOWN_TOPIC_OR_PARTITION)?;
-    let Some(guard) = rx.await.map_err(|_| UNKNOWN_TOPIC_OR_PARTITION)? else { return Ok(Verified::No) };
+    leader.send(begin).await.map_err(|_| ResponseError::UnknownTopicOrPartition.code())?;
+    let Some(guard) = rx.await.map_err(|_| ResponseError::UnknownTopicOrPartition.code())? else {
+        return Ok(Verified::No);
+    };
     let partitions = std::collections::BTreeSet::from([(topic.to_string(), partition)]);
     if version >= 12 {
         // eos-rules 29: Produce v12 (TV2) adds the partition implicitly; CONCURRENT_TRANSACTIONS
@@ -302,8 +296,8 @@ async fn verify(
         partitions,
         reply: tx,
     };
-    s.txn_shard(transactional_id).send(msg).await.map_err(|_| NOT_ENOUGH_REPLICAS)?;
-    let answer = rx.await.map_err(|_| NOT_ENOUGH_REPLICAS)?;
+    s.txn_shard(transactional_id).send(msg).await.map_err(|_| ResponseError::NotEnoughReplicas.code())?;
+    let answer = rx.await.map_err(|_| ResponseError::NotEnoughReplicas.code())?;
     match answer.into_values().next().unwrap_or(Err(TxnError::NotCoordinator)) {
         Ok(()) => Ok(Verified::Guard(guard)),
         Err(e) => Err(produce_verification_error(e, version)),

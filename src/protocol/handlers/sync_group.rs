@@ -5,10 +5,9 @@ use std::rc::Rc;
 use kafka_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
 
 use crate::actors::messages::{GroupOp, GroupResponse, SyncRequest};
+use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
 use crate::store::group_state::error_code;
-
-const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 
 pub async fn handle(s: Rc<Session>, version: i16, req: SyncGroupRequest) -> SyncGroupResponse {
     let mut r = SyncGroupResponse::default();
@@ -29,7 +28,7 @@ pub async fn handle(s: Rc<Session>, version: i16, req: SyncGroupRequest) -> Sync
             }
             r.assignment = sr.assignment.into();
         }
-        _ => r.error_code = COORDINATOR_NOT_AVAILABLE,
+        _ => r.error_code = ResponseError::CoordinatorNotAvailable.code(),
     }
     r
 }

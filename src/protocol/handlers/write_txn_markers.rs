@@ -11,8 +11,9 @@ use kafka_protocol::messages::{ProducerId, TopicName, WriteTxnMarkersResponse};
 use tokio::sync::oneshot;
 
 use crate::actors::messages::WriteMarker;
+use crate::error_code::ResponseError;
 use crate::protocol::write_txn_markers::TxnMarker;
-use crate::protocol::{str_bytes, Session, UNKNOWN_TOPIC_OR_PARTITION};
+use crate::protocol::{str_bytes, Session};
 
 pub async fn handle(s: Rc<Session>, version: i16, markers: Vec<TxnMarker>) -> WriteTxnMarkersResponse {
     let mut r = WriteTxnMarkersResponse::default();
@@ -27,7 +28,7 @@ pub async fn handle(s: Rc<Session>, version: i16, markers: Vec<TxnMarker>) -> Wr
                 let leader = handle.as_ref().and_then(|h| h.partitions.get(p as usize));
                 let code = match leader {
                     // eos-rules 44: a partition not hosted here.
-                    None => UNKNOWN_TOPIC_OR_PARTITION,
+                    None => ResponseError::UnknownTopicOrPartition.code(),
                     Some(l) => {
                         let (tx, rx) = oneshot::channel();
                         let msg = WriteMarker {
@@ -40,8 +41,8 @@ pub async fn handle(s: Rc<Session>, version: i16, markers: Vec<TxnMarker>) -> Wr
                             reply: tx,
                         };
                         match l.send(msg).await {
-                            Ok(()) => rx.await.unwrap_or(UNKNOWN_TOPIC_OR_PARTITION),
-                            Err(_) => UNKNOWN_TOPIC_OR_PARTITION,
+                            Ok(()) => rx.await.unwrap_or(ResponseError::UnknownTopicOrPartition.code()),
+                            Err(_) => ResponseError::UnknownTopicOrPartition.code(),
                         }
                     }
                 };

@@ -1,0 +1,86 @@
+//! Messages to the group coordinator.
+
+use actix::Message;
+
+use super::Reply;
+
+pub use crate::store::group_state::{
+    FetchedOffset, GroupDescription, GroupError, JoinRequest, LeaveMember, OffsetCommit, Response as GroupResponse,
+    SyncRequest,
+};
+
+#[derive(Debug, Clone)]
+pub enum GroupOp {
+    Join(JoinRequest),
+    Sync(SyncRequest),
+    Heartbeat { generation_id: i32, member_id: String, group_instance_id: Option<String> },
+    Leave(Vec<LeaveMember>),
+}
+
+/// A membership request; the reply may come much later (rebalances park joins and syncs).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct GroupCall {
+    pub group_id: String,
+    pub op: GroupOp,
+    pub reply: Reply<GroupResponse>,
+}
+
+/// OffsetCommit, or TxnOffsetCommit when `txn` is (producer id, epoch); answered once durable.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct CommitOffsets {
+    pub group_id: String,
+    pub generation_id: i32,
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    pub offsets: Vec<OffsetCommit>,
+    pub txn: Option<(i64, i16)>,
+    pub reply: Reply<Result<(), GroupError>>,
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct FetchOffsets {
+    pub group_id: String,
+    /// None = every committed partition.
+    pub partitions: Option<Vec<(String, i32)>>,
+    pub require_stable: bool,
+    pub reply: Reply<Result<Vec<FetchedOffset>, GroupError>>,
+}
+
+#[derive(Debug, Clone)]
+pub enum GroupAdminOp {
+    List,
+    Describe(Vec<String>),
+    Delete(Vec<String>),
+    DeleteOffsets { group_id: String, partitions: Vec<(String, i32)> },
+}
+
+#[derive(Debug)]
+pub enum GroupAdminAnswer {
+    /// (group id, protocol type, state)
+    List(Vec<(String, String, String)>),
+    Describe(Vec<(String, Result<GroupDescription, GroupError>)>),
+    Delete(Vec<(String, i16)>),
+    DeleteOffsets(Result<Vec<(String, i32, i16)>, GroupError>),
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct GroupAdmin {
+    pub op: GroupAdminOp,
+    pub reply: Reply<GroupAdminAnswer>,
+}
+
+/// A transaction marker for `__consumer_offsets` partition `offsets_partition` (eos-rules 59):
+/// pending transactional offsets of `producer_id` become visible (commit) or are dropped.
+/// Answered with the marker's error code: 0 once the change is flushed to disk.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct CompleteTxnOffsets {
+    pub offsets_partition: i32,
+    pub producer_id: i64,
+    pub commit: bool,
+    pub reply: Reply<i16>,
+}

@@ -1,0 +1,131 @@
+//! Messages to a partition leader.
+
+use actix::Message;
+use bytes::{Bytes, BytesMut};
+
+use super::Reply;
+use crate::store::batch::BatchHeader;
+
+/// Outcome of a Produce to one partition, as the ProduceResponse needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendAck {
+    pub error_code: i16,
+    pub base_offset: i64,
+    pub log_append_time: i64,
+    /// eos-rules 22: -1 where Apache Kafka leaves it unset.
+    pub log_start_offset: i64,
+}
+
+/// Append one validated client batch. With acks=0 there is no reply.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Append {
+    pub data: BytesMut,
+    pub header: BatchHeader,
+    /// For a transactional batch that opens a transaction here: how the coordinator confirmed
+    /// the partition (eos-rules 27-29).
+    pub verified: Verified,
+    pub reply: Option<Reply<AppendAck>>,
+}
+
+pub use crate::store::producer_state::Verified;
+
+/// Before the first transactional batch of (producer id, epoch) on a partition: answers None when
+/// a transaction is already open here at that epoch, else a guard to verify with the
+/// coordinator; a marker for the producer in between invalidates the guard (eos-rules 28).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct BeginVerification {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub reply: Reply<Option<u64>>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ReadResult {
+    pub error_code: i16,
+    pub high_watermark: i64,
+    pub last_stable_offset: i64,
+    pub log_start_offset: i64,
+    pub records: Bytes,
+    /// read_committed only: (producer id, first offset) of overlapping aborted transactions.
+    pub aborted: Vec<(i64, i64)>,
+}
+
+/// Read batches from `offset`; `isolation_level` 1 stops at the last stable offset.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Read {
+    pub offset: i64,
+    pub max_bytes: usize,
+    pub isolation_level: i8,
+    pub reply: Reply<ReadResult>,
+}
+
+/// Completes once the readable end (high watermark) moves past `offset`.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct WaitForData {
+    pub offset: i64,
+    pub reply: Reply<()>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OffsetAnswer {
+    pub error_code: i16,
+    pub offset: i64,
+    pub timestamp: i64,
+}
+
+/// ListOffsets for one partition (timestamp or one of the -1..-5 specials).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ListOffset {
+    pub timestamp: i64,
+    pub isolation_level: i8,
+    pub reply: Reply<OffsetAnswer>,
+}
+
+/// Write a COMMIT/ABORT marker for `producer_id` (eos-rules 45-49); the reply is the Kafka
+/// error code, sent once the marker is durable.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct WriteMarker {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub commit: bool,
+    pub coordinator_epoch: i32,
+    /// 0/1 legacy validation, 2+ strict (KIP-1228).
+    pub txn_version: i8,
+    pub reply: Reply<i16>,
+}
+
+/// A coordinator bumped `producer_id` to `epoch`: reject older epochs here from now on.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct FenceEpoch {
+    pub producer_id: i64,
+    pub epoch: i16,
+}
+
+/// The syncer made everything below `upto` durable (or failed to).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Synced {
+    pub upto: i64,
+    pub result: Result<(), String>,
+}
+
+/// Flush, snapshot producer state and stop.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Shutdown {
+    pub reply: Reply<()>,
+}
+
+/// DescribeProducers: the active producers of one partition.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct InspectProducers {
+    pub reply: Reply<Vec<crate::store::producer_state::ProducerEntry>>,
+}
