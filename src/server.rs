@@ -73,7 +73,7 @@ pub fn run(settings: Settings) -> Result<(), ServerError> {
 /// view. `serve` accepts connections into it; the fuzz harness (fuzz/) feeds frames to it.
 pub struct Broker {
     pub cluster: Addr<ClusterView>,
-    /// Transaction-coordinator shards, indexed by `shard_for(transactional_id)`.
+    /// Transaction-coordinator shards, indexed by `coordinator_key::txn_shard(transactional_id)`.
     pub txn: Arc<Vec<Addr<TxnCoordinator>>>,
     pub groups: Addr<GroupCoordinator>,
     arbiters: Vec<Arbiter>,

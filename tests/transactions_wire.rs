@@ -6,7 +6,7 @@ mod common;
 
 use bytes::Bytes;
 use common::{create_topic, txn_batch, Broker, Client};
-use kaas::protocol::write_txn_markers::{encode_request, MarkerTopic, TxnMarker};
+use kaas::protocol::txn_markers_codec::{encode_request, MarkerTopic, TxnMarker};
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};

@@ -332,7 +332,7 @@ impl Handler<BroadcastFence> for ClusterView {
         }
         // Across brokers: peers read this file (design: fence files on the shared disk).
         let max_age = self.settings.producer_id_expiration_ms;
-        if let Err(e) = self.fence_log.append(msg.producer_id, msg.epoch, super::partition::now_ms(), max_age) {
+        if let Err(e) = self.fence_log.append(msg.producer_id, msg.epoch, crate::store::clock::now_ms(), max_age) {
             tracing::error!(producer_id = msg.producer_id, "fence file not written: {e}");
         }
     }

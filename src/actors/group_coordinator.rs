@@ -10,18 +10,9 @@ use std::time::Duration;
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, WrapFuture};
 
 use super::messages::*;
-use super::partition::now_ms;
+use crate::store::clock::now_ms;
+use crate::store::coordinator_key::offsets_partition;
 use crate::store::group_state::{Group, GroupConfig, GroupSnapshot, Reply as GroupReply};
-
-/// Partitions of Kafka's `__consumer_offsets`, which transactions name (eos-rules 34).
-pub const OFFSETS_PARTITIONS: i32 = 50;
-
-/// Kafka's `Utils.abs(groupId.hashCode) % offsets.topic.num.partitions`.
-pub fn offsets_partition(group_id: &str) -> i32 {
-    let h = super::txn_coordinator::java_hash(group_id);
-    let abs = if h == i32::MIN { 0 } else { h.abs() };
-    abs % OFFSETS_PARTITIONS
-}
 
 pub struct GroupCoordinator {
     db: sled::Db,
@@ -369,13 +360,6 @@ fn subscribed_topics(metadata: &[u8]) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn offsets_partition_matches_kafka() {
-        // Java: Math.abs("my-group".hashCode()) % 50
-        assert_eq!(offsets_partition("my-group"), (super::super::txn_coordinator::java_hash("my-group").abs()) % 50);
-        assert!((0..OFFSETS_PARTITIONS).contains(&offsets_partition("")));
-    }
 
     #[test]
     fn reads_consumer_subscription_topics() {

@@ -5,7 +5,7 @@
 use crate::error_code::ResponseError;
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler};
 use bytes::Bytes;
@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::messages::*;
 use super::syncer::{SyncJob, Syncer};
+use crate::store::clock::now_ms;
 use crate::store::control;
 use crate::store::log::{Log, LogError};
 use crate::store::producer_state::{AppendDecision, CompletedTxn, ProducerStateTable};
@@ -23,10 +24,6 @@ const SNAPSHOT_FILE: &str = "producer-state.json";
 /// Appends waiting for their fsync; beyond this the mailbox stops being drained fast enough and
 /// senders see a full mailbox (backpressure).
 pub const MAILBOX_CAPACITY: usize = 1024;
-
-pub fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
-}
 
 #[derive(Serialize, Deserialize)]
 struct Snapshot {

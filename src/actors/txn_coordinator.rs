@@ -14,8 +14,8 @@ use tokio::sync::oneshot;
 use super::cluster::ClusterView;
 use super::group_coordinator::GroupCoordinator;
 use super::messages::*;
-use super::partition::now_ms;
 use crate::error_code::ResponseError;
+use crate::store::clock::now_ms;
 use crate::store::producer_ids::ProducerIdAllocator;
 use crate::store::txn_state::{
     self as core, Decision, Effect, MarkerOutcome, TxnEntry, TxnState, CONSUMER_OFFSETS_TOPIC,
@@ -40,16 +40,6 @@ pub struct TxnCoordinator {
     cluster: Addr<ClusterView>,
     groups: Addr<GroupCoordinator>,
     settings: TxnSettings,
-}
-
-/// Java's String.hashCode, so a transactional id maps to the same shard as long as the shard
-/// count stays the same (the shard's database is on disk).
-pub fn java_hash(s: &str) -> i32 {
-    s.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32))
-}
-
-pub fn shard_for(transactional_id: &str, shards: usize) -> usize {
-    (java_hash(transactional_id).unsigned_abs() as usize) % shards.max(1)
 }
 
 impl TxnCoordinator {

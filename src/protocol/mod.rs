@@ -2,8 +2,8 @@
 
 pub mod frame;
 pub mod handlers;
+pub mod txn_markers_codec;
 pub mod versions;
-pub mod write_txn_markers;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -23,9 +23,10 @@ use crate::actors::group_coordinator::GroupCoordinator;
 use crate::actors::messages::{
     GetTopic, GroupCall, GroupOp, GroupResponse, TopicHandle, TxnAnswer, TxnCall, TxnError, TxnOp,
 };
-use crate::actors::txn_coordinator::{shard_for, TxnCoordinator};
+use crate::actors::txn_coordinator::TxnCoordinator;
 use crate::config::Settings;
 use crate::error_code::ResponseError;
+use crate::store::coordinator_key::txn_shard;
 
 #[derive(Debug, Error)]
 pub enum RequestError {
@@ -42,7 +43,7 @@ pub enum RequestError {
 /// State shared by the requests of one connection (lives on that connection's thread).
 pub struct Session {
     pub cluster: Addr<ClusterView>,
-    /// Transaction-coordinator shards, indexed by `shard_for(transactional_id)`.
+    /// Transaction-coordinator shards, indexed by `coordinator_key::txn_shard(transactional_id)`.
     pub txn: Arc<Vec<Addr<TxnCoordinator>>>,
     pub groups: Addr<GroupCoordinator>,
     pub settings: Arc<Settings>,
@@ -85,7 +86,7 @@ impl Session {
 
     /// The coordinator shard owning `transactional_id`.
     pub fn txn_shard(&self, transactional_id: &str) -> &Addr<TxnCoordinator> {
-        &self.txn[shard_for(transactional_id, self.txn.len())]
+        &self.txn[txn_shard(transactional_id, self.txn.len())]
     }
 
     /// Sends a transactional call to its shard and waits for the answer.
@@ -144,7 +145,7 @@ pub struct Decoded {
 pub enum Request {
     Kafka(Box<RequestKind>),
     /// WriteTxnMarkers v1/v2, decoded by hand (kafka-protocol 0.18 lacks v2).
-    WriteTxnMarkers(Vec<write_txn_markers::TxnMarker>),
+    WriteTxnMarkers(Vec<txn_markers_codec::TxnMarker>),
 }
 
 /// Decodes a frame's header and body. Unknown keys and versions are refused before the body is
@@ -168,7 +169,7 @@ pub fn decode(frame: Bytes) -> Result<Decoded, (Option<RequestHeader>, RequestEr
         return Err((Some(header), RequestError::UnsupportedVersion(api_key, version)));
     }
     let request = if api_key == ApiKey::WriteTxnMarkers {
-        let markers = write_txn_markers::decode_request(buf, version)
+        let markers = txn_markers_codec::decode_request(buf, version)
             .map_err(|e| (Some(header.clone()), RequestError::Body(api_key, version, e.to_string())))?;
         Request::WriteTxnMarkers(markers)
     } else {

@@ -77,7 +77,7 @@ mod tests {
     #[test]
     fn advertised_versions_are_decodable_by_kafka_protocol() {
         for (key, min, max) in SUPPORTED {
-            // v2 is decoded by protocol::write_txn_markers, not by kafka-protocol.
+            // v2 is decoded by protocol::txn_markers_codec, not by kafka-protocol.
             let max = if *key == ApiKey::WriteTxnMarkers { &1 } else { max };
             let lib = key.valid_versions();
             assert!(*min >= lib.min && *max <= lib.max, "{key:?} {min}..{max} outside {lib}");

@@ -1,7 +1,9 @@
 //! The functional core and the on-disk formats: no actors here.
 
 pub mod batch;
+pub mod clock;
 pub mod control;
+pub mod coordinator_key;
 pub mod durable;
 pub mod fence_log;
 pub mod group_state;

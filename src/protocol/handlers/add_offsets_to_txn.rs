@@ -5,9 +5,9 @@ use std::rc::Rc;
 
 use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};
 
-use crate::actors::group_coordinator::offsets_partition;
 use crate::actors::messages::TxnOp;
 use crate::protocol::Session;
+use crate::store::coordinator_key::offsets_partition;
 use crate::store::txn_state::CoordinatorApi;
 
 pub async fn handle(s: Rc<Session>, version: i16, req: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse {

@@ -7,9 +7,9 @@ use kafka_protocol::messages::{ListTransactionsRequest, ListTransactionsResponse
 use tokio::sync::oneshot;
 
 use crate::actors::messages::InspectTxns;
-use crate::actors::partition::now_ms;
 use crate::protocol::handlers::describe_transactions::state_name;
 use crate::protocol::{str_bytes, Session};
+use crate::store::clock::now_ms;
 
 const STATES: [&str; 8] = [
     "Empty",

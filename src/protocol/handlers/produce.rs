@@ -16,11 +16,12 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TopicName};
 use tokio::sync::oneshot;
 
 use crate::actors::messages::{Append, AppendAck, BeginVerification, ListOffset, TxnError, TxnOp, Verified, VerifyTxn};
-use crate::actors::partition::{now_ms, PartitionLeader};
+use crate::actors::partition::PartitionLeader;
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
 use crate::store::batch::BatchHeader;
 use crate::store::batch::{self, BatchError};
+use crate::store::clock::now_ms;
 use crate::store::records;
 use crate::store::txn_state::{produce_verification_error, TV_2};
 use crate::store::validate::{self, RecordError, TimestampPolicy};

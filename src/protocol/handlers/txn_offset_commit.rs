@@ -11,9 +11,9 @@ use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 use tokio::sync::oneshot;
 
 use super::offset_commit::{send, Commit};
-use crate::actors::group_coordinator::offsets_partition;
 use crate::actors::messages::{OffsetCommit, TxnError, TxnOp, VerifyTxn};
 use crate::protocol::Session;
+use crate::store::coordinator_key::offsets_partition;
 use crate::store::txn_state::{txn_offset_commit_error, CONSUMER_OFFSETS_TOPIC, TV_2};
 
 /// eos-rules 58: is the group's offsets partition part of the transaction? (error code if not)

@@ -12,7 +12,7 @@ use tokio::sync::oneshot;
 
 use crate::actors::messages::WriteMarker;
 use crate::error_code::ResponseError;
-use crate::protocol::write_txn_markers::TxnMarker;
+use crate::protocol::txn_markers_codec::TxnMarker;
 use crate::protocol::{str_bytes, Session};
 
 pub async fn handle(s: Rc<Session>, version: i16, markers: Vec<TxnMarker>) -> WriteTxnMarkersResponse {
