@@ -24,13 +24,16 @@ _built = False
 
 
 def ensure_built() -> None:
-    """Builds the Maven project once if its classes or copied dependencies are missing."""
+    """Builds the Maven project once if its classes or copied dependencies are missing, or a
+    Java source is newer than the classes (so an edited program never runs stale)."""
     global _built
     if _built:
         return
     marker = CLASSES / "kaas" / "interop" / "ProduceConsume.class"
     have_lib = LIB.is_dir() and any(LIB.glob("kafka-clients-*.jar")) and any(LIB.glob("kafka-tools-*.jar"))
-    if not (marker.is_file() and have_lib):
+    sources = list((JAVA_PROJECT / "src").rglob("*.java"))
+    stale = marker.is_file() and any(p.stat().st_mtime > marker.stat().st_mtime for p in sources)
+    if stale or not (marker.is_file() and have_lib):
         mvn = shutil.which("mvn")
         if mvn is None:
             raise RuntimeError("mvn not found: cannot build tests/interop/java")

@@ -106,63 +106,8 @@ def produce_confluent(bootstrap: str, topic: str, records, conf=None, timeout: f
 
 
 def watermarks(bootstrap: str, topic: str, partitions: int, timeout: float = 30.0):
-    """High watermark per partition (ListOffsets latest)."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_topic("wm"),
-                  "enable.auto.commit": False})
-    try:
-        out = {}
-        deadline = time.time() + timeout
-        for p in range(partitions):
-            while True:
-                try:
-                    _, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=5)
-                    out[p] = high
-                    break
-                except KafkaException:
-                    if time.time() > deadline:
-                        raise
-                    time.sleep(0.2)
-        return out
-    finally:
-        c.close()
-
-
-def consume_all_confluent(bootstrap: str, topic: str, partitions: int, timeout: float = 60.0,
-                          conf=None):
-    """Read every partition from the beginning up to its current high watermark with a
-    confluent-kafka Consumer using assign() (no group membership).
-
-    Returns {partition: [(offset, key, value), ...]} in read order."""
-    highs = watermarks(bootstrap, topic, partitions)
-    c_conf = {"bootstrap.servers": bootstrap, "group.id": unique_topic("reader"),
-              "enable.auto.commit": False, "enable.auto.offset.store": False,
-              "auto.offset.reset": "earliest", "fetch.wait.max.ms": 100}
-    c_conf.update(conf or {})
-    c = Consumer(c_conf)
-    out = {p: [] for p in range(partitions)}
-    try:
-        c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        done = {p: highs[p] == 0 for p in range(partitions)}
-        deadline = time.time() + timeout
-        while not all(done.values()):
-            if time.time() > deadline:
-                got = {p: len(v) for p, v in out.items()}
-                raise AssertionError(f"did not reach high watermarks {highs} within "
-                                     f"{timeout}s; records read per partition: {got}")
-            msg = c.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    continue
-                raise AssertionError(f"consumer error: {msg.error()}")
-            p = msg.partition()
-            out[p].append((msg.offset(), msg.key(), msg.value()))
-            if msg.offset() >= highs[p] - 1:
-                done[p] = True
-        return out
-    finally:
-        c.close()
+    """High watermark per partition (ListOffsets latest, read_uncommitted)."""
+    return end_offsets(bootstrap, topic, partitions, "read_uncommitted", timeout)
 
 
 # --------------------------------------------------------------------- raw protocol

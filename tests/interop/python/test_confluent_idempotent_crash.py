@@ -12,7 +12,7 @@ import time
 
 from confluent_kafka import KafkaException, Producer
 
-from kaashelpers import (assert_no_panic, consume_all_confluent, create_topic, log_tail,
+from kaashelpers import (assert_no_panic, consume_to_end, create_topic, log_tail,
                          unique_topic)
 
 TOTAL = 30_000
@@ -190,7 +190,7 @@ def test_idempotent_producer_survives_sigkill(broker):
     assert len(acked) > 0, f"nothing acknowledged; failures: {list(failed.items())[:5]}"
 
     # ---- read everything back
-    by_partition = consume_all_confluent(broker.bootstrap, topic, PARTITIONS, timeout=90)
+    by_partition = consume_to_end(broker.bootstrap, topic, PARTITIONS, "read_uncommitted", timeout=90)
 
     produced_values = {v for _, _, v in produced}
     seen = collections.Counter()

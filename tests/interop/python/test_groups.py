@@ -61,7 +61,7 @@ def keyed_records(start, count):
     return [(f"k{i}".encode(), f"v{i}".encode()) for i in range(start, start + count)]
 
 
-def poll_until(consumers, cond, timeout, sink=None, what="condition"):
+def poll_consumers_until(consumers, cond, timeout, sink=None, what="condition"):
     """Poll every consumer in turn (0.1 s each) until cond() holds. Messages delivered meanwhile
     go to sink[consumer index] (list of Message); errors other than EOF fail the test."""
     deadline = time.time() + timeout
@@ -96,7 +96,7 @@ def wait_split(consumers, topic, timeout=60, sink=None):
         flat = [p for s in shares for p in s]
         return (sorted(flat) == list(range(PARTS))
                 and all(len(s) == PARTS // len(consumers) for s in shares))
-    poll_until(consumers, split_ok, timeout, sink=sink,
+    poll_consumers_until(consumers, split_ok, timeout, sink=sink,
                what=f"{len(consumers)} members to split {PARTS} partitions")
     return [partitions_of(c, topic) for c in consumers]
 
@@ -186,7 +186,7 @@ def test_group_split_commit_crash_resume(broker):
         take(0)
         take(1)
         return len(consumed[0]) + len(consumed[1]) >= 400
-    poll_until([c1, c2], a_done, 60, sink=got, what="members to consume batch A")
+    poll_consumers_until([c1, c2], a_done, 60, sink=got, what="members to consume batch A")
     commit_positions(0)
     commit_positions(1)
     assert len(consumed[0]) + len(consumed[1]) == 400
@@ -209,7 +209,7 @@ def test_group_split_commit_crash_resume(broker):
                 b_seen[i][(m.partition(), m.offset())] = m.value()
             got[i].clear()
         return len(b_seen[0]) + len(b_seen[1]) >= 200
-    poll_until([c1, c2], b_done, 60, sink=got, what="members to consume batch B")
+    poll_consumers_until([c1, c2], b_done, 60, sink=got, what="members to consume batch B")
     assert all(off >= wm_a[p] for s in b_seen for (p, off) in s), "batch A delivered twice"
     c1.close()   # enable.auto.commit=false: leaving commits nothing
     c2.close()
@@ -239,10 +239,10 @@ def test_group_split_commit_crash_resume(broker):
         got3[0].clear()
         return len(seen3) >= len(expected)
     try:
-        poll_until([c3], c_done, 60, sink=got3, what="new member to read B and C")
+        poll_consumers_until([c3], c_done, 60, sink=got3, what="new member to read B and C")
         # A little longer: anything else (a committed record again, a duplicate) shows up now.
         end = time.time() + 2.0
-        poll_until([c3], lambda: time.time() > end, 10, sink=got3, what="quiet period")
+        poll_consumers_until([c3], lambda: time.time() > end, 10, sink=got3, what="quiet period")
         c_done()
         assert partitions_of(c3, topic) == list(range(PARTS))
         again = sorted(k for k in seen3 if k[1] < wm_a[k[0]])
@@ -291,7 +291,7 @@ def test_group_admin_list_describe_delete(broker):
         c2.subscribe([topic])
         sink = [[], []]
         shares = wait_split([c1, c2], topic, sink=sink)
-        poll_until([c1, c2], lambda: len(sink[0]) + len(sink[1]) >= 40, 30, sink=sink,
+        poll_consumers_until([c1, c2], lambda: len(sink[0]) + len(sink[1]) >= 40, 30, sink=sink,
                    what="40 records")
         for i, c in enumerate((c1, c2)):
             res = c.commit(asynchronous=False)
@@ -301,7 +301,7 @@ def test_group_admin_list_describe_delete(broker):
         # its own thread, but polls keep the assignment serviced).
         def keep_polling(seconds=0.3):
             end = time.time() + seconds
-            poll_until([c1, c2], lambda: time.time() > end, 10, sink=sink, what="polling")
+            poll_consumers_until([c1, c2], lambda: time.time() > end, 10, sink=sink, what="polling")
 
         keep_polling()
         listing = _group_listing(admin, group)

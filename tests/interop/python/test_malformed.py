@@ -8,7 +8,7 @@ import struct
 import pytest
 from confluent_kafka import Producer
 
-from kaashelpers import (assert_no_panic, consume_all_confluent, create_topic, log_tail,
+from kaashelpers import (assert_no_panic, consume_to_end, create_topic, log_tail,
                          produce_confluent, read_frame, request_frame, send_ignoring_reset,
                          unique_topic, wait_closed)
 
@@ -61,7 +61,7 @@ def _check_broker_still_serves(broker, topic, before, producer):
     after_old = produce_confluent(broker.bootstrap, topic, _records("after-old", 50),
                                   producer=producer)
     after_new = produce_confluent(broker.bootstrap, topic, _records("after-new", 50))
-    by_part = consume_all_confluent(broker.bootstrap, topic, 2, timeout=60)
+    by_part = consume_to_end(broker.bootstrap, topic, 2, "read_uncommitted", timeout=60)
     read = {(p, off): (k, v) for p, recs in by_part.items() for off, k, v in recs}
     for k, v, p, off in before + after_old + after_new:
         assert read.get((p, off)) == (k, v), \

@@ -4,11 +4,17 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -64,6 +70,52 @@ final class Common {
                     throw new IllegalStateException("topic " + topic + " not visible in DescribeTopics 30 s after creation");
                 }
                 Thread.sleep(100);
+            }
+        }
+    }
+
+    /** What {@link #readToTargets} read, and why it stopped early (null when every target was reached). */
+    static final class ReadBack {
+        final Map<Integer, List<ConsumerRecord<String, String>>> records = new TreeMap<>();
+        String error;
+    }
+
+    /**
+     * The one read-back loop of the interop programs: assigns {@code tps}, reads each from the
+     * beginning and polls until the consumer's position reaches {@code targets} (positions move
+     * past control records, which are never returned), or {@code timeoutMs} passes.
+     */
+    static ReadBack readToTargets(Properties consumerProps, List<TopicPartition> tps, Map<Integer, Long> targets,
+                                  long timeoutMs) {
+        ReadBack out = new ReadBack();
+        for (TopicPartition tp : tps) {
+            out.records.put(tp.partition(), new ArrayList<>());
+        }
+        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(consumerProps)) {
+            c.assign(tps);
+            c.seekToBeginning(tps);
+            long deadline = System.currentTimeMillis() + timeoutMs;
+            while (true) {
+                boolean done = true;
+                Map<Integer, Long> positions = new TreeMap<>();
+                for (TopicPartition tp : tps) {
+                    long pos = c.position(tp, Duration.ofSeconds(30));
+                    positions.put(tp.partition(), pos);
+                    if (pos < targets.get(tp.partition())) {
+                        done = false;
+                    }
+                }
+                if (done) {
+                    return out;
+                }
+                if (System.currentTimeMillis() > deadline) {
+                    out.error = "reader did not reach " + targets + " within " + timeoutMs / 1000
+                            + " s; positions " + positions;
+                    return out;
+                }
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+                    out.records.get(r.partition()).add(r);
+                }
             }
         }
     }

@@ -288,28 +288,14 @@ public final class Ctp {
                                                 Map<Integer, Long> ends) {
         Properties p = GroupSupport.consumerProps(bootstrap, "ctp-verify-" + isolation, null);
         p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
+        Common.ReadBack r = Common.readToTargets(p, GroupSupport.partitions(topic, partitions), ends, 60_000);
+        if (r.error != null) {
+            throw new IllegalStateException(isolation + " reader of " + topic + ": " + r.error);
+        }
         Map<String, Integer> out = new HashMap<>();
-        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
-            List<TopicPartition> tps = GroupSupport.partitions(topic, partitions);
-            c.assign(tps);
-            c.seekToBeginning(tps);
-            long deadline = System.currentTimeMillis() + 60_000;
-            while (true) {
-                boolean done = true;
-                for (TopicPartition tp : tps) {
-                    if (c.position(tp) < ends.get(tp.partition())) {
-                        done = false;
-                    }
-                }
-                if (done) {
-                    break;
-                }
-                if (System.currentTimeMillis() > deadline) {
-                    throw new IllegalStateException(isolation + " reader of " + topic + " did not reach " + ends);
-                }
-                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
-                    out.merge(r.value(), 1, Integer::sum);
-                }
+        for (List<ConsumerRecord<String, String>> recs : r.records.values()) {
+            for (ConsumerRecord<String, String> rec : recs) {
+                out.merge(rec.value(), 1, Integer::sum);
             }
         }
         return out;

@@ -191,38 +191,11 @@ public final class Transactions {
     static Map<Integer, List<ConsumerRecord<String, String>>> readAll(
             String bootstrap, List<TopicPartition> tps, String isolation, Map<Integer, Long> targets,
             List<String> errors) {
-        Map<Integer, List<ConsumerRecord<String, String>>> out = new TreeMap<>();
-        for (TopicPartition tp : tps) {
-            out.put(tp.partition(), new ArrayList<>());
+        Common.ReadBack r = Common.readToTargets(consumerProps(bootstrap, isolation), tps, targets, READ_TIMEOUT_MS);
+        if (r.error != null) {
+            errors.add(isolation + " " + r.error);
         }
-        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(consumerProps(bootstrap, isolation))) {
-            c.assign(tps);
-            c.seekToBeginning(tps);
-            long deadline = System.currentTimeMillis() + READ_TIMEOUT_MS;
-            while (true) {
-                boolean done = true;
-                Map<Integer, Long> positions = new TreeMap<>();
-                for (TopicPartition tp : tps) {
-                    long pos = c.position(tp, Duration.ofSeconds(30));
-                    positions.put(tp.partition(), pos);
-                    if (pos < targets.get(tp.partition())) {
-                        done = false;
-                    }
-                }
-                if (done) {
-                    break;
-                }
-                if (System.currentTimeMillis() > deadline) {
-                    errors.add(isolation + " reader did not reach " + targets + " within "
-                            + READ_TIMEOUT_MS / 1000 + " s; positions " + positions);
-                    break;
-                }
-                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
-                    out.get(r.partition()).add(r);
-                }
-            }
-        }
-        return out;
+        return r.records;
     }
 
     static boolean isFencing(Throwable t) {
