@@ -4,23 +4,29 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use actix::{Actor, Addr, Arbiter};
+use actix::{Actor, Arbiter};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use tokio::net::TcpListener;
 
-use crate::actors::cluster::ClusterView;
-use crate::actors::connection::{Connection, Limits};
+use crate::actors::directory::Directory;
+use crate::actors::fence_writer::FenceWriter;
+use crate::protocol::connection::{Connection, Limits};
 use crate::actors::group_coordinator::GroupCoordinator;
 use crate::actors::messages::ShutdownAll;
 use crate::actors::partition::MAILBOX_CAPACITY;
+use crate::actors::producer_ids::ProducerIds;
 use crate::actors::quotas::ConnectionQuotas;
 use crate::actors::supervisor::{install_panic_hook, mark_state_thread};
 use crate::actors::syncer::Syncer;
+use crate::actors::topics::TopicRegistry;
 use crate::actors::txn_coordinator::{TxnCoordinator, TxnSettings};
 use crate::config::Settings;
 use crate::protocol::frame::RequestPool;
-use crate::protocol::Session;
+use crate::protocol::session::{Actors, Session};
+use crate::store::fence_log::FenceLog;
+use crate::store::ownership::{self, Ownership};
+use crate::store::producer_ids::ProducerIdAllocator;
 use crate::store::group_state::GroupConfig;
 use crate::store::topics::write_atomic;
 
@@ -72,10 +78,7 @@ pub fn run(settings: Settings) -> Result<(), ServerError> {
 /// The broker's actors without a listener: partitions (recovered), coordinators and the cluster
 /// view. `serve` accepts connections into it; the fuzz harness (fuzz/) feeds frames to it.
 pub struct Broker {
-    pub cluster: Addr<ClusterView>,
-    /// Transaction-coordinator shards, indexed by `coordinator_key::txn_shard(transactional_id)`.
-    pub txn: Arc<Vec<Addr<TxnCoordinator>>>,
-    pub groups: Addr<GroupCoordinator>,
+    pub actors: Actors,
     arbiters: Vec<Arbiter>,
 }
 
@@ -95,9 +98,19 @@ impl Broker {
         }
         let syncer = Syncer::start(settings.sync_threads, MAILBOX_CAPACITY * 4, settings.debug_skip_fsync);
         let started = std::time::Instant::now();
-        let view = ClusterView::load(settings.clone(), arbiters.iter().map(|a| a.handle()).collect(), syncer)
+        let registry = TopicRegistry::load(settings.clone(), arbiters.iter().map(|a| a.handle()).collect(), syncer)
             .map_err(ServerError::Startup)?;
-        let cluster = ClusterView::start_in_arbiter(&cluster_arbiter.handle(), move |_| view);
+        let topics = TopicRegistry::start_in_arbiter(&cluster_arbiter.handle(), move |_| registry);
+        let allocator = ProducerIdAllocator::open(&settings.data_dir, settings.node_id)
+            .map_err(|e| ServerError::Startup(format!("producer ids: {e}")))?;
+        let producer_ids = ProducerIds::start_in_arbiter(&cluster_arbiter.handle(), move |_| ProducerIds::new(allocator));
+        let fence_log = FenceLog::open(&settings.data_dir, settings.node_id)
+            .map_err(|e| ServerError::Startup(format!("fence log: {e}")))?;
+        let max_age = settings.producer_id_expiration_ms;
+        let fences = FenceWriter::start_in_arbiter(&cluster_arbiter.handle(), move |_| FenceWriter::new(fence_log, max_age));
+        let (host, port) = settings.advertised();
+        let local = ownership::Broker { node_id: settings.node_id, host, port, rack: None };
+        let directory = Directory::new(Ownership::single(local), topics, producer_ids, fences);
         let txn_settings = TxnSettings {
             max_timeout_ms: settings.transaction_max_timeout_ms,
             expiration_ms: settings.transactional_id_expiration_ms,
@@ -120,31 +133,24 @@ impl Broker {
         let mut shards = Vec::with_capacity(settings.txn_shards);
         for shard in 0..settings.txn_shards as u32 {
             let c =
-                TxnCoordinator::open(&settings.data_dir, shard, cluster.clone(), groups.clone(), txn_settings.clone())
+                TxnCoordinator::open(&settings.data_dir, shard, directory.clone(), groups.clone(), txn_settings.clone())
                     .map_err(ServerError::Startup)?;
             shards.push(TxnCoordinator::start_in_arbiter(&coordinator_arbiter.handle(), move |_| c));
         }
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "recovered partitions");
         arbiters.extend([cluster_arbiter, coordinator_arbiter]);
-        Ok(Broker { cluster, txn: Arc::new(shards), groups, arbiters })
+        Ok(Broker { actors: Actors { directory, txn: Arc::new(shards), groups }, arbiters })
     }
 
     /// The per-connection state a client's requests are dispatched with.
     pub fn session(&self, settings: &Arc<Settings>, cluster_id: &Arc<str>, peer: String) -> std::rc::Rc<Session> {
-        Session::new(
-            self.cluster.clone(),
-            self.txn.clone(),
-            self.groups.clone(),
-            settings.clone(),
-            cluster_id.clone(),
-            peer,
-        )
+        Session::new(self.actors.clone(), settings.clone(), cluster_id.clone(), peer)
     }
 
     /// Flushes every partition and stops the actors' threads.
     pub async fn shutdown(&self) {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        if self.cluster.send(ShutdownAll { reply: tx }).await.is_ok() {
+        if self.actors.directory.topics().send(ShutdownAll { reply: tx }).await.is_ok() {
             let _ = rx.await;
         }
         for a in &self.arbiters {
@@ -203,11 +209,11 @@ async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>) -> Result<(), Serv
                 };
                 let arbiter = &conn_arbiters[next % conn_arbiters.len()];
                 next += 1;
-                let (cluster, txn, groups) = (broker.cluster.clone(), broker.txn.clone(), broker.groups.clone());
+                let actors = broker.actors.clone();
                 let (settings, cluster_id) = (settings.clone(), cluster_id.clone());
                 let limits = limits.clone();
                 Connection::start_in_arbiter(&arbiter.handle(), move |_| {
-                    let session = Session::new(cluster, txn, groups, settings, cluster_id, peer.ip().to_string());
+                    let session = Session::new(actors, settings, cluster_id, peer.ip().to_string());
                     Connection::new(std_stream, peer, session, limits, permit)
                 });
             }

@@ -11,11 +11,12 @@ use std::time::Duration;
 use actix::{Actor, ActorFutureExt, Addr, AsyncContext, Context, Handler, WrapFuture};
 use tokio::sync::oneshot;
 
-use super::cluster::ClusterView;
+use super::directory::{Directory, Location};
 use super::group_coordinator::GroupCoordinator;
 use super::messages::*;
 use crate::error_code::ResponseError;
 use crate::store::clock::now_ms;
+use crate::store::ownership::Owned;
 use crate::store::producer_ids::ProducerIdAllocator;
 use crate::store::txn_state::{
     self as core, Decision, Effect, MarkerOutcome, TxnEntry, TxnState, CONSUMER_OFFSETS_TOPIC,
@@ -37,7 +38,7 @@ pub struct TxnCoordinator {
     db_file: std::sync::Arc<std::fs::File>,
     entries: HashMap<String, TxnEntry>,
     ids: ProducerIdAllocator,
-    cluster: Addr<ClusterView>,
+    directory: Directory,
     groups: Addr<GroupCoordinator>,
     settings: TxnSettings,
 }
@@ -46,7 +47,7 @@ impl TxnCoordinator {
     pub fn open(
         data_dir: &Path,
         shard: u32,
-        cluster: Addr<ClusterView>,
+        directory: Directory,
         groups: Addr<GroupCoordinator>,
         settings: TxnSettings,
     ) -> Result<TxnCoordinator, String> {
@@ -64,7 +65,7 @@ impl TxnCoordinator {
             }
         }
         let ids = ProducerIdAllocator::open_txn_shard(data_dir, shard).map_err(|e| format!("producer ids: {e}"))?;
-        Ok(TxnCoordinator { shard, db, db_file, entries, ids, cluster, groups, settings })
+        Ok(TxnCoordinator { shard, db, db_file, entries, ids, directory, groups, settings })
     }
 
     /// The core asks for at most one fresh id per decision; `ensure_reserved` ran before, so
@@ -159,20 +160,23 @@ impl TxnCoordinator {
         let mut markers = None;
         for e in effects {
             match e {
-                Effect::Fence { producer_id, epoch } => fences.push(BroadcastFence { producer_id, epoch }),
+                Effect::Fence { producer_id, epoch } => fences.push((producer_id, epoch)),
                 Effect::WriteMarkers { producer_id, epoch, commit, partitions, txn_version } => {
                     markers = Some((producer_id, epoch, commit, partitions, txn_version))
                 }
             }
         }
         let Some((producer_id, epoch, commit, partitions, txn_version)) = markers else {
-            for f in fences {
-                self.cluster.do_send(f);
+            for (producer_id, epoch) in fences {
+                self.directory.fence(producer_id, epoch);
             }
             return;
         };
+        // The shard's coordinator epoch: markers from an older owner of the shard are refused.
+        let coordinator_epoch = self.directory.lease(&Owned::TxnShard(self.shard)).map_or(0, |l| l.epoch);
         let send = write_markers(
-            self.cluster.clone(),
+            self.directory.clone(),
+            coordinator_epoch,
             self.groups.clone(),
             producer_id,
             epoch,
@@ -181,8 +185,8 @@ impl TxnCoordinator {
             txn_version,
         );
         ctx.spawn(send.into_actor(self).map(move |ok, act, ctx| {
-            for f in fences {
-                act.cluster.do_send(f);
+            for (producer_id, epoch) in fences {
+                act.directory.fence(producer_id, epoch);
             }
             if !ok {
                 tracing::error!(shard = act.shard, transactional_id = %id, "markers refused; transaction stays in its prepare state");
@@ -216,8 +220,10 @@ impl TxnCoordinator {
 /// Sends one marker to every partition of the transaction and waits for all; false when a
 /// partition refused it for good (eos-rules 50). Deleted partitions are dropped (rule 41);
 /// other failures are retried.
+#[allow(clippy::too_many_arguments)]
 async fn write_markers(
-    cluster: Addr<ClusterView>,
+    directory: Directory,
+    coordinator_epoch: i32,
     groups: Addr<GroupCoordinator>,
     producer_id: i64,
     epoch: i16,
@@ -228,7 +234,7 @@ async fn write_markers(
     let mut ok = true;
     let mut waits = Vec::new();
     for (topic, partition) in partitions {
-        let cluster = cluster.clone();
+        let directory = directory.clone();
         let groups = groups.clone();
         waits.push(async move {
             let mut backoff = Duration::from_millis(50);
@@ -250,17 +256,35 @@ async fn write_markers(
                     backoff = (backoff * 2).min(Duration::from_secs(5));
                     continue;
                 }
-                let leader = match cluster.send(GetTopic { name: topic.clone(), auto_create: false }).await {
-                    Ok(Ok(h)) => h.partitions.get(partition as usize).cloned(),
-                    _ => None,
+                let Ok(handle) = directory.topic(&topic, false).await else {
+                    return ResponseError::UnknownTopicOrPartition.code();
                 };
-                let Some(leader) = leader else { return ResponseError::UnknownTopicOrPartition.code() };
+                if partition < 0 || partition >= handle.meta.partitions {
+                    return ResponseError::UnknownTopicOrPartition.code();
+                }
+                let leader = match directory.leader(&handle, partition) {
+                    Location::Local(leader) => leader,
+                    // Markers to a partition a peer leads go over the wire in the cluster (issue
+                    // D); until then the marker waits, like any retriable marker, to be led here.
+                    Location::Peer(b) => {
+                        tracing::warn!(%topic, partition, leader = b.node_id, "marker for a partition led elsewhere, retrying");
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(Duration::from_secs(5));
+                        continue;
+                    }
+                    Location::Offline => {
+                        tracing::warn!(%topic, partition, "marker for a partition nobody leads, retrying");
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(Duration::from_secs(5));
+                        continue;
+                    }
+                };
                 let (tx, rx) = oneshot::channel();
                 let msg = WriteMarker {
                     producer_id,
                     producer_epoch: epoch,
                     commit,
-                    coordinator_epoch: 0,
+                    coordinator_epoch,
                     txn_version,
                     reply: tx,
                 };

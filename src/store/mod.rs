@@ -8,6 +8,7 @@ pub mod durable;
 pub mod fence_log;
 pub mod group_state;
 pub mod log;
+pub mod ownership;
 pub mod producer_ids;
 pub mod producer_state;
 pub mod records;

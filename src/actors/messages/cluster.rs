@@ -1,25 +1,9 @@
-//! Messages to the cluster view (topics, producer ids, fences).
+//! Messages to the broker-wide actors: the topic registry, the producer-id allocator, the fence writer.
 
-use actix::{Addr, Message};
+use actix::Message;
 
 use super::Reply;
-use crate::actors::partition::PartitionLeader;
 use crate::store::topics::TopicMeta;
-
-/// A topic and the partition-leader actors of its partitions.
-#[derive(Debug, Clone)]
-pub struct TopicHandle {
-    pub meta: TopicMeta,
-    pub partitions: Vec<Addr<PartitionLeader>>,
-}
-
-/// Looks a topic up, creating it with the default settings when `auto_create` allows.
-#[derive(Message)]
-#[rtype(result = "Result<TopicHandle, i16>")]
-pub struct GetTopic {
-    pub name: String,
-    pub auto_create: bool,
-}
 
 #[derive(Message)]
 #[rtype(result = "Vec<TopicMeta>")]
@@ -60,10 +44,10 @@ pub struct ShutdownAll {
     pub reply: Reply<()>,
 }
 
-/// Fence (pid, epoch) on every local partition leader and in this broker's fence file.
+/// Appends (pid, epoch) to this broker's fence file, which peers on the shared disk read.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct BroadcastFence {
+pub struct AppendFence {
     pub producer_id: i64,
     pub epoch: i16,
 }

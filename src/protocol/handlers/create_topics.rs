@@ -58,7 +58,7 @@ pub async fn handle(s: Rc<Session>, version: i16, req: CreateTopicsRequest) -> C
                 configs,
                 validate_only: req.validate_only,
             };
-            match s.cluster.send(msg).await {
+            match s.directory.topics().send(msg).await {
                 Ok(Ok(meta)) => {
                     if version >= 7 {
                         r.topic_id = meta.id;

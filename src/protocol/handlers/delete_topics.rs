@@ -27,7 +27,7 @@ pub async fn handle(s: Rc<Session>, version: i16, req: DeleteTopicsRequest) -> D
         if version >= 6 {
             r.topic_id = id.unwrap_or_default();
         }
-        match s.cluster.send(DeleteTopic { name: name.clone(), id }).await {
+        match s.directory.topics().send(DeleteTopic { name: name.clone(), id }).await {
             Ok(Ok(meta)) => {
                 r.name = Some(TopicName(str_bytes(&meta.name)));
                 if version >= 6 {

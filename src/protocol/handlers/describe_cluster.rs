@@ -1,4 +1,4 @@
-//! DescribeCluster (key 60): this broker is the whole cluster and its controller.
+//! DescribeCluster (key 60): the live brokers and the controller, as the directory knows them.
 
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
@@ -6,14 +6,20 @@ use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeCluster
 use crate::protocol::{str_bytes, Session};
 
 pub fn handle(s: &Session, _version: i16, _req: DescribeClusterRequest) -> DescribeClusterResponse {
-    let (host, port) = s.settings.advertised();
+    let table = s.directory.ownership();
     let mut r = DescribeClusterResponse::default();
     r.cluster_id = str_bytes(&s.cluster_id);
-    r.controller_id = BrokerId(s.node_id());
-    let mut b = DescribeClusterBroker::default();
-    b.broker_id = BrokerId(s.node_id());
-    b.host = str_bytes(&host);
-    b.port = port;
-    r.brokers = vec![b];
+    r.controller_id = BrokerId(table.controller());
+    r.brokers = table
+        .brokers()
+        .map(|b| {
+            let mut d = DescribeClusterBroker::default();
+            d.broker_id = BrokerId(b.node_id);
+            d.host = str_bytes(&b.host);
+            d.port = b.port;
+            d.rack = b.rack.as_deref().map(str_bytes);
+            d
+        })
+        .collect();
     r
 }

@@ -6,8 +6,7 @@ use std::rc::Rc;
 
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
-use crate::actors::messages::{AllocateProducerId, TxnOp};
-use crate::error_code::ResponseError;
+use crate::actors::messages::TxnOp;
 use crate::protocol::Session;
 use crate::store::txn_state::{idempotent_init_producer_id, CoordinatorApi};
 
@@ -35,10 +34,9 @@ pub async fn handle(s: Rc<Session>, version: i16, req: InitProducerIdRequest) ->
         };
     }
     // eos-rules 1: no timeout validation and the claim is ignored on the idempotent path.
-    let pid = match s.cluster.send(AllocateProducerId).await {
-        Ok(Ok(pid)) => pid,
-        Ok(Err(code)) => return error(code),
-        Err(_) => return error(ResponseError::CoordinatorLoadInProgress.code()),
+    let pid = match s.directory.allocate_producer_id().await {
+        Ok(pid) => pid,
+        Err(code) => return error(code),
     };
     let claim = (version >= 3).then_some((req.producer_id.0, req.producer_epoch));
     match idempotent_init_producer_id(claim, &mut || pid) {

@@ -1,4 +1,5 @@
-//! Metadata (key 3): brokers, topics (auto-created on request), partition leaders.
+//! Metadata (key 3): brokers, topics (auto-created on request), partition leaders, all as the
+//! directory knows them.
 
 use std::rc::Rc;
 
@@ -10,9 +11,11 @@ use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, Topi
 use crate::actors::messages::ListTopics;
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
+use crate::store::ownership::Owned;
 use crate::store::topics::{validate_name, TopicMeta};
 
 fn topic_entry(s: &Session, version: i16, meta: &TopicMeta) -> MetadataResponseTopic {
+    let table = s.directory.ownership();
     let mut t = MetadataResponseTopic::default();
     t.name = Some(TopicName(str_bytes(&meta.name)));
     if version >= 10 {
@@ -22,10 +25,21 @@ fn topic_entry(s: &Session, version: i16, meta: &TopicMeta) -> MetadataResponseT
         .map(|p| {
             let mut e = MetadataResponsePartition::default();
             e.partition_index = p;
-            e.leader_id = BrokerId(s.node_id());
-            e.leader_epoch = 0;
-            e.replica_nodes = vec![BrokerId(s.node_id())];
-            e.isr_nodes = vec![BrokerId(s.node_id())];
+            let what = Owned::Partition { topic: meta.name.clone(), partition: p };
+            match (table.lease(&what), table.owner(&what)) {
+                (Some(lease), Some(leader)) => {
+                    // One copy on the shared disk: the leader is the only replica and the ISR.
+                    e.leader_id = BrokerId(leader.node_id);
+                    e.leader_epoch = lease.epoch;
+                    e.replica_nodes = vec![BrokerId(leader.node_id)];
+                    e.isr_nodes = vec![BrokerId(leader.node_id)];
+                }
+                _ => {
+                    e.error_code = ResponseError::LeaderNotAvailable.code();
+                    e.leader_id = BrokerId(-1);
+                    e.leader_epoch = -1;
+                }
+            }
             e
         })
         .collect();
@@ -40,22 +54,30 @@ fn error_entry(name: Option<&str>, code: i16) -> MetadataResponseTopic {
 }
 
 pub async fn handle(s: Rc<Session>, version: i16, req: MetadataRequest) -> MetadataResponse {
-    let (host, port) = s.settings.advertised();
     let mut r = MetadataResponse::default();
-    let mut broker = MetadataResponseBroker::default();
-    broker.node_id = BrokerId(s.node_id());
-    broker.host = str_bytes(&host);
-    broker.port = port;
-    r.brokers = vec![broker];
+    {
+        let table = s.directory.ownership();
+        r.brokers = table
+            .brokers()
+            .map(|b| {
+                let mut broker = MetadataResponseBroker::default();
+                broker.node_id = BrokerId(b.node_id);
+                broker.host = str_bytes(&b.host);
+                broker.port = b.port;
+                broker.rack = b.rack.as_deref().map(str_bytes);
+                broker
+            })
+            .collect();
+        r.controller_id = BrokerId(table.controller());
+    }
     r.cluster_id = Some(str_bytes(&s.cluster_id));
-    r.controller_id = BrokerId(s.node_id());
     // v0: an empty list means every topic; v1+: null means every topic.
     let all = match &req.topics {
         None => true,
         Some(t) => version == 0 && t.is_empty(),
     };
     if all {
-        let metas = s.cluster.send(ListTopics).await.unwrap_or_default();
+        let metas = s.directory.topics().send(ListTopics).await.unwrap_or_default();
         r.topics = metas.iter().map(|m| topic_entry(&s, version, m)).collect();
         return r;
     }

@@ -16,7 +16,7 @@ check every record is consumed exactly once and in order; TestTxnEtl does it wit
 transactional consume-transform-produce (franz-go uses KIP-890 part 2 when the broker
 finalizes transaction.version=2, hence the second parametrisation).
 
-The broker runs with per-request trace logging (kaas::actors::connection=trace, ~3.5 MB of log
+The broker runs with per-request trace logging (kaas::protocol::connection=trace, ~3.5 MB of log
 per run) so the test can check which request versions franz-go used: with
 KAAS_TRANSACTION_VERSION=2 it must switch to Produce v12 / TxnOffsetCommit v5 / EndTxn v5.
 
@@ -113,7 +113,7 @@ RESULT_RE = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (Test\w+)(/\S+)? \(([\d.]+)s\
 @pytest.mark.parametrize("txn_version", ["1", "2"], ids=["tv1", "tv2"])
 def test_franz_go_group_and_txn_etl(franz_go_src, tmp_path, txn_version):
     # Per-request trace lines (api, version) show which transaction protocol franz-go used.
-    env_broker = {"RUST_LOG": "info,kaas::actors::connection=trace"}
+    env_broker = {"RUST_LOG": "info,kaas::protocol::connection=trace"}
     env_broker["KAAS_TRANSACTION_VERSION"] = txn_version
     broker = Broker(tmp_path / "data", free_port(), extra_env=env_broker).start()
     try:

@@ -93,7 +93,7 @@ def test_java_group_cooperative_split_and_takeover(broker):
 
 @pytest.mark.parametrize("txn_version", ["1", "2"], ids=["tv1", "tv2"])
 def test_java_consume_transform_produce(tmp_path, txn_version):
-    env = {"RUST_LOG": "info,kaas::actors::connection=trace"}
+    env = {"RUST_LOG": "info,kaas::protocol::connection=trace"}
     env["KAAS_TRANSACTION_VERSION"] = txn_version
     broker = Broker(tmp_path / "data", free_port(), extra_env=env).start()
     try:

@@ -1,12 +1,12 @@
-//! ClusterView: owns the topic registry and the producer-id allocator of this broker, and starts
-//! one PartitionLeader per partition on the partition arbiters. Runs on its own arbiter, so its
-//! file I/O never blocks a connection thread.
+//! TopicRegistry: owns this broker's topics and starts one PartitionLeader per partition on the
+//! partition arbiters (their supervisor: offline when a partition cannot open). Runs on its own
+//! arbiter, so its file I/O never blocks a connection thread.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Actor, ActorFutureExt, Addr, ArbiterHandle, Context, Handler, ResponseActFuture, WrapFuture};
+use actix::{Actor, ActorFutureExt, Addr, ArbiterHandle, Context, Handler, Message, ResponseActFuture, WrapFuture};
 use uuid::Uuid;
 
 use super::messages::*;
@@ -14,38 +14,44 @@ use super::partition::PartitionLeader;
 use super::syncer::Syncer;
 use crate::config::Settings;
 use crate::error_code::ResponseError;
-use crate::store::fence_log::FenceLog;
 use crate::store::log::{LogConfig, LogError};
-use crate::store::producer_ids::ProducerIdAllocator;
 use crate::store::topic_config;
 use crate::store::topics::{self, TopicMeta};
 
-pub struct ClusterView {
+/// A topic and the partition-leader actors of its partitions.
+#[derive(Debug, Clone)]
+pub struct TopicHandle {
+    pub meta: TopicMeta,
+    pub partitions: Vec<Addr<PartitionLeader>>,
+}
+
+/// Looks a topic up, creating it with the default settings when `auto_create` allows.
+#[derive(Message)]
+#[rtype(result = "Result<TopicHandle, i16>")]
+pub struct GetTopic {
+    pub name: String,
+    pub auto_create: bool,
+}
+
+pub struct TopicRegistry {
     settings: Arc<Settings>,
     topics: HashMap<String, TopicHandle>,
     arbiters: Vec<ArbiterHandle>,
     next_arbiter: usize,
     syncer: Syncer,
-    producer_ids: ProducerIdAllocator,
-    fence_log: FenceLog,
 }
 
-impl ClusterView {
+impl TopicRegistry {
     /// Loads every topic and recovers every partition before the listener opens. Nothing a
     /// client created can stop this: a partition that does not open is served offline, and
     /// partitions past `max_partitions` (left by an older kaas) are not started.
-    pub fn load(settings: Arc<Settings>, arbiters: Vec<ArbiterHandle>, syncer: Syncer) -> Result<ClusterView, String> {
-        let producer_ids = ProducerIdAllocator::open(&settings.data_dir, settings.node_id)
-            .map_err(|e| format!("producer ids: {e}"))?;
-        let fence_log = FenceLog::open(&settings.data_dir, settings.node_id).map_err(|e| format!("fence log: {e}"))?;
-        let mut view = ClusterView {
+    pub fn load(settings: Arc<Settings>, arbiters: Vec<ArbiterHandle>, syncer: Syncer) -> Result<TopicRegistry, String> {
+        let mut view = TopicRegistry {
             settings: settings.clone(),
             topics: HashMap::new(),
             arbiters,
             next_arbiter: 0,
             syncer,
-            producer_ids,
-            fence_log,
         };
         // Start-up keeps the open files the rest of the broker needs (coordinator databases,
         // connections): partitions past what the open-file limit supports are served offline.
@@ -206,11 +212,11 @@ impl ClusterView {
     }
 }
 
-impl Actor for ClusterView {
+impl Actor for TopicRegistry {
     type Context = Context<Self>;
 }
 
-impl Handler<GetTopic> for ClusterView {
+impl Handler<GetTopic> for TopicRegistry {
     type Result = Result<TopicHandle, i16>;
 
     fn handle(&mut self, msg: GetTopic, _: &mut Self::Context) -> Self::Result {
@@ -231,7 +237,7 @@ impl Handler<GetTopic> for ClusterView {
     }
 }
 
-impl Handler<ListTopics> for ClusterView {
+impl Handler<ListTopics> for TopicRegistry {
     type Result = Vec<TopicMeta>;
 
     fn handle(&mut self, _: ListTopics, _: &mut Self::Context) -> Self::Result {
@@ -241,7 +247,7 @@ impl Handler<ListTopics> for ClusterView {
     }
 }
 
-impl Handler<CreateTopic> for ClusterView {
+impl Handler<CreateTopic> for TopicRegistry {
     type Result = Result<TopicMeta, TopicFailure>;
 
     fn handle(&mut self, msg: CreateTopic, _: &mut Self::Context) -> Self::Result {
@@ -249,7 +255,7 @@ impl Handler<CreateTopic> for ClusterView {
     }
 }
 
-impl Handler<DeleteTopic> for ClusterView {
+impl Handler<DeleteTopic> for TopicRegistry {
     type Result = ResponseActFuture<Self, Result<TopicMeta, i16>>;
 
     fn handle(&mut self, msg: DeleteTopic, _: &mut Self::Context) -> Self::Result {
@@ -290,19 +296,7 @@ impl Handler<DeleteTopic> for ClusterView {
     }
 }
 
-impl Handler<AllocateProducerId> for ClusterView {
-    type Result = Result<i64, i16>;
-
-    fn handle(&mut self, _: AllocateProducerId, _: &mut Self::Context) -> Self::Result {
-        // eos-rules 1: when no id block can be reserved, the client retries.
-        self.producer_ids.next_id().map_err(|e| {
-            tracing::error!("producer id block: {e}");
-            ResponseError::CoordinatorLoadInProgress.code()
-        })
-    }
-}
-
-impl Handler<ShutdownAll> for ClusterView {
+impl Handler<ShutdownAll> for TopicRegistry {
     type Result = ResponseActFuture<Self, ()>;
 
     fn handle(&mut self, msg: ShutdownAll, _: &mut Self::Context) -> Self::Result {
@@ -322,18 +316,14 @@ impl Handler<ShutdownAll> for ClusterView {
     }
 }
 
-impl Handler<BroadcastFence> for ClusterView {
+impl Handler<FenceEpoch> for TopicRegistry {
     type Result = ();
 
-    fn handle(&mut self, msg: BroadcastFence, _: &mut Self::Context) {
-        // In process: every partition leader of this broker rejects the older epoch from now on.
+    /// Fans a fence out to every partition leader of this broker: from now on each rejects the
+    /// older epoch (eos-rules 9).
+    fn handle(&mut self, msg: FenceEpoch, _: &mut Self::Context) {
         for p in self.topics.values().flat_map(|h| &h.partitions) {
             p.do_send(FenceEpoch { producer_id: msg.producer_id, epoch: msg.epoch });
-        }
-        // Across brokers: peers read this file (design: fence files on the shared disk).
-        let max_age = self.settings.producer_id_expiration_ms;
-        if let Err(e) = self.fence_log.append(msg.producer_id, msg.epoch, crate::store::clock::now_ms(), max_age) {
-            tracing::error!(producer_id = msg.producer_id, "fence file not written: {e}");
         }
     }
 }

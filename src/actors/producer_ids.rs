@@ -1,0 +1,35 @@
+//! ProducerIds: hands out cluster-unique producer ids from blocks reserved on the shared disk
+//! (store::producer_ids). Its own actor, so a block reservation's file I/O serialises here and
+//! nowhere else.
+
+use actix::{Actor, Context, Handler};
+
+use super::messages::AllocateProducerId;
+use crate::error_code::ResponseError;
+use crate::store::producer_ids::ProducerIdAllocator;
+
+pub struct ProducerIds {
+    allocator: ProducerIdAllocator,
+}
+
+impl ProducerIds {
+    pub fn new(allocator: ProducerIdAllocator) -> ProducerIds {
+        ProducerIds { allocator }
+    }
+}
+
+impl Actor for ProducerIds {
+    type Context = Context<Self>;
+}
+
+impl Handler<AllocateProducerId> for ProducerIds {
+    type Result = Result<i64, i16>;
+
+    fn handle(&mut self, _: AllocateProducerId, _: &mut Self::Context) -> Self::Result {
+        // eos-rules 1: when no id block can be reserved, the client retries.
+        self.allocator.next_id().map_err(|e| {
+            tracing::error!("producer id block: {e}");
+            ResponseError::CoordinatorLoadInProgress.code()
+        })
+    }
+}

@@ -1,0 +1,153 @@
+//! From a frame to a response: decode the header and body (unknown keys and versions refused
+//! first), then route to the API's handler.
+
+use std::rc::Rc;
+
+use bytes::Bytes;
+use futures::future::LocalBoxFuture;
+use futures::FutureExt;
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
+use thiserror::Error;
+
+use super::session::Session;
+use super::{handlers, txn_markers_codec, versions};
+
+#[derive(Debug, Error)]
+pub enum RequestError {
+    #[error("request header: {0}")]
+    Header(String),
+    #[error("unknown api key {0}")]
+    UnknownApiKey(i16),
+    #[error("unsupported version {1} of {0:?}")]
+    UnsupportedVersion(ApiKey, i16),
+    #[error("request body of {0:?} v{1}: {2}")]
+    Body(ApiKey, i16, String),
+}
+
+/// A response still being worked on; `None` means no response at all (Produce with acks=0).
+pub type Pending = LocalBoxFuture<'static, Option<ResponseKind>>;
+
+pub struct Decoded {
+    pub header: RequestHeader,
+    pub api_key: ApiKey,
+    pub request: Request,
+}
+
+pub enum Request {
+    Kafka(Box<RequestKind>),
+    /// WriteTxnMarkers v1/v2, decoded by hand (kafka-protocol 0.18 lacks v2).
+    WriteTxnMarkers(Vec<txn_markers_codec::TxnMarker>),
+}
+
+/// Decodes a frame's header and body. Unknown keys and versions are refused before the body is
+/// looked at; ApiVersions with a too-new version is answered by the caller (UNSUPPORTED_VERSION).
+pub fn decode(frame: Bytes) -> Result<Decoded, (Option<RequestHeader>, RequestError)> {
+    let mut buf = frame;
+    // frame.rs guarantees >= 8 bytes, so the header decoder's fixed peeks are in bounds.
+    let key = i16::from_be_bytes([buf[0], buf[1]]);
+    let version = i16::from_be_bytes([buf[2], buf[3]]);
+    let api_key = ApiKey::try_from(key).map_err(|_| (None, RequestError::UnknownApiKey(key)))?;
+    if api_key == ApiKey::ApiVersions && !versions::is_supported(api_key, version) {
+        // Its header may be in a format we cannot know; the correlation id is all the
+        // UNSUPPORTED_VERSION answer needs.
+        let mut header = RequestHeader::default().with_request_api_key(key).with_request_api_version(version);
+        header.correlation_id = i32::from_be_bytes([buf[4], buf[5], buf[6], buf[7]]);
+        return Err((Some(header), RequestError::UnsupportedVersion(api_key, version)));
+    }
+    let header = kafka_protocol::protocol::decode_request_header_from_buffer(&mut buf)
+        .map_err(|e| (None, RequestError::Header(e.to_string())))?;
+    if !versions::is_supported(api_key, version) {
+        return Err((Some(header), RequestError::UnsupportedVersion(api_key, version)));
+    }
+    let request = if api_key == ApiKey::WriteTxnMarkers {
+        let markers = txn_markers_codec::decode_request(buf, version)
+            .map_err(|e| (Some(header.clone()), RequestError::Body(api_key, version, e.to_string())))?;
+        Request::WriteTxnMarkers(markers)
+    } else {
+        Request::Kafka(Box::new(
+            RequestKind::decode(api_key, &mut buf, version)
+                .map_err(|e| (Some(header.clone()), RequestError::Body(api_key, version, e.to_string())))?,
+        ))
+    };
+    Ok(Decoded { header, api_key, request })
+}
+
+/// Routes a decoded request. Produce enqueues its appends before returning (so pipelined
+/// requests of one connection reach each partition in order); everything else runs in the
+/// returned future.
+pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
+    let v = d.header.request_api_version;
+    if let Some(c) = &d.header.client_id {
+        if session.client_id.borrow().as_str() != c.as_str() {
+            *session.client_id.borrow_mut() = c.to_string();
+        }
+    }
+    use handlers::*;
+    let request = match d.request {
+        Request::WriteTxnMarkers(markers) => {
+            return async move { Some(ResponseKind::WriteTxnMarkers(write_txn_markers::handle(session, v, markers).await)) }
+                .boxed_local();
+        }
+        Request::Kafka(r) => *r,
+    };
+    let request = match request {
+        RequestKind::Produce(r) => {
+            return produce::dispatch(session, v, r).await.map(|o| o.map(ResponseKind::Produce)).boxed_local();
+        }
+        RequestKind::ApiVersions(r) => {
+            let resp = api_versions::handle(v, session.settings.transaction_version, r);
+            return async move { Some(ResponseKind::ApiVersions(resp)) }.boxed_local();
+        }
+        RequestKind::FindCoordinator(r) => {
+            let resp = find_coordinator::handle(&session, v, r);
+            return async move { Some(ResponseKind::FindCoordinator(resp)) }.boxed_local();
+        }
+        RequestKind::DescribeCluster(r) => {
+            let resp = describe_cluster::handle(&session, v, r);
+            return async move { Some(ResponseKind::DescribeCluster(resp)) }.boxed_local();
+        }
+        other => other,
+    };
+    // The rest share one shape: `<api>::handle(session, version, request).await`.
+    macro_rules! handled {
+        ($($kind:ident => $module:ident),* $(,)?) => {
+            match request {
+                $(RequestKind::$kind(r) => {
+                    async move { Some(ResponseKind::$kind($module::handle(session, v, r).await)) }.boxed_local()
+                })*
+                other => {
+                    // versions.rs only lets advertised APIs through, so this is a programming error.
+                    tracing::error!("no handler for {:?}", std::mem::discriminant(&other));
+                    async { None }.boxed_local()
+                }
+            }
+        };
+    }
+    handled! {
+        Fetch => fetch,
+        ListOffsets => list_offsets,
+        Metadata => metadata,
+        CreateTopics => create_topics,
+        DeleteTopics => delete_topics,
+        InitProducerId => init_producer_id,
+        OffsetForLeaderEpoch => offset_for_leader_epoch,
+        DescribeConfigs => describe_configs,
+        AddPartitionsToTxn => add_partitions_to_txn,
+        AddOffsetsToTxn => add_offsets_to_txn,
+        EndTxn => end_txn,
+        TxnOffsetCommit => txn_offset_commit,
+        DescribeTransactions => describe_transactions,
+        ListTransactions => list_transactions,
+        DescribeProducers => describe_producers,
+        JoinGroup => join_group,
+        SyncGroup => sync_group,
+        Heartbeat => heartbeat,
+        LeaveGroup => leave_group,
+        OffsetCommit => offset_commit,
+        OffsetFetch => offset_fetch,
+        OffsetDelete => offset_delete,
+        ListGroups => list_groups,
+        DescribeGroups => describe_groups,
+        DeleteGroups => delete_groups,
+    }
+}

@@ -1,0 +1,139 @@
+//! Session: the state the requests of one connection share (it lives on that connection's
+//! thread), and the calls handlers make through it. Every "where is it" goes through the
+//! directory, so a handler answers NOT_LEADER_OR_FOLLOWER / NOT_COORDINATOR for what a peer serves.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use actix::Addr;
+
+use crate::actors::directory::{Directory, Location};
+use crate::actors::group_coordinator::GroupCoordinator;
+use crate::actors::messages::{GroupCall, GroupOp, GroupResponse, TxnAnswer, TxnCall, TxnError, TxnOp};
+use crate::actors::partition::PartitionLeader;
+use crate::actors::topics::TopicHandle;
+use crate::actors::txn_coordinator::TxnCoordinator;
+use crate::config::Settings;
+use crate::error_code::ResponseError;
+use crate::store::coordinator_key::{offsets_partition, txn_shard};
+use crate::store::ownership::Owned;
+
+/// This broker's actors a connection talks to.
+#[derive(Clone)]
+pub struct Actors {
+    pub directory: Directory,
+    /// Transaction-coordinator shards, indexed by `coordinator_key::txn_shard(transactional_id)`.
+    pub txn: Arc<Vec<Addr<TxnCoordinator>>>,
+    pub groups: Addr<GroupCoordinator>,
+}
+
+pub struct Session {
+    pub directory: Directory,
+    pub txn: Arc<Vec<Addr<TxnCoordinator>>>,
+    pub groups: Addr<GroupCoordinator>,
+    pub settings: Arc<Settings>,
+    pub cluster_id: Arc<str>,
+    /// The client's address (DescribeGroups' client host).
+    pub peer: String,
+    /// The client id of the latest request (JoinGroup records it per member).
+    pub client_id: RefCell<String>,
+    topics: RefCell<HashMap<String, TopicHandle>>,
+}
+
+impl Session {
+    pub fn new(actors: Actors, settings: Arc<Settings>, cluster_id: Arc<str>, peer: String) -> Rc<Session> {
+        Rc::new(Session {
+            directory: actors.directory,
+            txn: actors.txn,
+            groups: actors.groups,
+            settings,
+            cluster_id,
+            peer,
+            client_id: RefCell::new(String::new()),
+            topics: RefCell::new(HashMap::new()),
+        })
+    }
+
+    /// Where the transaction coordinator of `transactional_id` is.
+    pub fn coordinator(&self, transactional_id: &str) -> Location<Addr<TxnCoordinator>> {
+        let shard = txn_shard(transactional_id, self.txn.len());
+        let what = Owned::TxnShard(u32::try_from(shard).unwrap_or(u32::MAX));
+        self.directory.locate(&what, || self.txn.get(shard).cloned())
+    }
+
+    /// Where the group coordinator of `group_id` is (its `__consumer_offsets` partition's owner).
+    pub fn group(&self, group_id: &str) -> Location<Addr<GroupCoordinator>> {
+        self.directory.locate(&Owned::GroupShard(offsets_partition(group_id)), || Some(self.groups.clone()))
+    }
+
+    /// The leader of partition `p`: UNKNOWN_TOPIC_OR_PARTITION past the topic's partitions,
+    /// NOT_LEADER_OR_FOLLOWER when a peer leads it, LEADER_NOT_AVAILABLE when nobody does.
+    pub fn leader(&self, topic: &TopicHandle, p: i32) -> Result<Addr<PartitionLeader>, i16> {
+        if p < 0 || p >= topic.meta.partitions {
+            return Err(ResponseError::UnknownTopicOrPartition.code());
+        }
+        match self.directory.leader(topic, p) {
+            Location::Local(a) => Ok(a),
+            Location::Peer(_) => Err(ResponseError::NotLeaderOrFollower.code()),
+            Location::Offline => Err(ResponseError::LeaderNotAvailable.code()),
+        }
+    }
+
+    /// Sends a membership request to the group coordinator and waits (rebalances park it).
+    /// `None` when this broker does not coordinate the group.
+    pub async fn group_call(&self, group_id: &str, op: GroupOp) -> Option<GroupResponse> {
+        let Location::Local(groups) = self.group(group_id) else {
+            return None;
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let msg = GroupCall { group_id: group_id.to_string(), op, reply: tx };
+        groups.send(msg).await.ok()?;
+        rx.await.ok()
+    }
+
+    /// The local coordinator shard owning `transactional_id`.
+    pub fn txn_shard(&self, transactional_id: &str) -> &Addr<TxnCoordinator> {
+        &self.txn[txn_shard(transactional_id, self.txn.len())]
+    }
+
+    /// Sends a transactional call to its coordinator and waits for the answer; NOT_COORDINATOR
+    /// when a peer (or nobody) coordinates it.
+    pub async fn txn_call(&self, transactional_id: &str, op: TxnOp) -> TxnAnswer {
+        let Location::Local(shard) = self.coordinator(transactional_id) else {
+            return Err(TxnError::NotCoordinator);
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let msg = TxnCall { transactional_id: transactional_id.to_string(), op, reply: tx };
+        if shard.send(msg).await.is_err() {
+            return Err(TxnError::NotCoordinator);
+        }
+        rx.await.unwrap_or(Err(TxnError::NotCoordinator))
+    }
+
+    /// The topic's partition leaders, cached per connection.
+    pub async fn topic(&self, name: &str, auto_create: bool) -> Result<TopicHandle, i16> {
+        if let Some(h) = self.topics.borrow().get(name) {
+            return Ok(h.clone());
+        }
+        self.lookup(name, auto_create).await
+    }
+
+    /// Asks the registry (never the cache) and refreshes the cache.
+    pub async fn lookup(&self, name: &str, auto_create: bool) -> Result<TopicHandle, i16> {
+        self.evict(name);
+        let found = self.directory.topic(name, auto_create).await?;
+        self.topics.borrow_mut().insert(name.to_string(), found.clone());
+        Ok(found)
+    }
+
+    /// Forgets a cached topic whose partition actors went away (deleted topic).
+    pub fn evict(&self, name: &str) {
+        self.topics.borrow_mut().remove(name);
+    }
+
+    pub fn node_id(&self) -> i32 {
+        self.directory.local_node()
+    }
+}
