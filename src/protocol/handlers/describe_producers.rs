@@ -20,20 +20,21 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: DescribeProducersRequest
         for p in t.partition_indexes {
             let mut pr = PartitionResponse::default();
             pr.partition_index = p;
-            let leader = handle.as_ref().and_then(|h| h.partitions.get(p as usize));
+            let leader =
+                handle.as_ref().ok_or(ResponseError::UnknownTopicOrPartition.code()).and_then(|h| s.leader(h, p));
             let entries = match leader {
-                Some(l) => {
+                Ok(l) => {
                     let (tx, rx) = oneshot::channel();
                     match l.send(InspectProducers { reply: tx }).await {
-                        Ok(()) => rx.await.ok(),
-                        Err(_) => None,
+                        Ok(()) => rx.await.map_err(|_| ResponseError::UnknownTopicOrPartition.code()),
+                        Err(_) => Err(ResponseError::UnknownTopicOrPartition.code()),
                     }
                 }
-                None => None,
+                Err(code) => Err(code),
             };
             match entries {
-                None => pr.error_code = ResponseError::UnknownTopicOrPartition.code(),
-                Some(entries) => {
+                Err(code) => pr.error_code = code,
+                Ok(entries) => {
                     pr.active_producers = entries
                         .into_iter()
                         .map(|e| {

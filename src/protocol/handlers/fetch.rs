@@ -50,7 +50,7 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: FetchRequest) -> FetchRe
         let mut waits = Vec::new();
         for (w, r) in wanted.iter().zip(&results) {
             if let Ok(h) = s.topic(&w.topic, false).await {
-                if let Some(leader) = h.partitions.get(w.partition as usize) {
+                if let Ok(leader) = s.leader(&h, w.partition) {
                     let (tx, rx) = oneshot::channel();
                     let seen = if w.offset > r.high_watermark { w.offset } else { r.high_watermark };
                     if leader.try_send(WaitForData { offset: seen, reply: tx }).is_ok() {
@@ -77,7 +77,11 @@ async fn read_all(s: &Session, wanted: &[Wanted], max_bytes: usize, isolation_le
             ..Default::default()
         };
         if let Ok(h) = s.topic(&w.topic, false).await {
-            if let Some(leader) = h.partitions.get(w.partition as usize) {
+            let leader = s.leader(&h, w.partition);
+            if let Err(code) = leader {
+                r.error_code = code;
+            }
+            if let Ok(leader) = leader {
                 let (tx, rx) = oneshot::channel();
                 // KIP-74: once the budget is spent, later partitions still answer (no data).
                 let limit = w.max_bytes.min(budget);

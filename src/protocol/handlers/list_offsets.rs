@@ -21,7 +21,11 @@ pub async fn handle(s: Rc<Session>, version: i16, req: ListOffsetsRequest) -> Li
             let missing =
                 OffsetAnswer { error_code: ResponseError::UnknownTopicOrPartition.code(), offset: -1, timestamp: -1 };
             let mut answer = missing;
-            if let Some(leader) = handle.as_ref().ok().and_then(|h| h.partitions.get(p.partition_index as usize)) {
+            let leader = handle.as_ref().map_err(|c| *c).and_then(|h| s.leader(h, p.partition_index));
+            if let Err(code) = leader {
+                answer.error_code = code;
+            }
+            if let Ok(leader) = leader {
                 let (tx, rx) = oneshot::channel();
                 let msg = ListOffset { timestamp: p.timestamp, isolation_level: req.isolation_level, reply: tx };
                 if leader.send(msg).await.is_ok() {

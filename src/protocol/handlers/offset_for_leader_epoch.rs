@@ -22,13 +22,13 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: OffsetForLeaderEpochRequ
             e.partition = p.partition;
             e.leader_epoch = -1;
             e.end_offset = -1;
-            let leader = handle.as_ref().ok().and_then(|h| h.partitions.get(p.partition as usize));
+            let leader = handle.as_ref().map_err(|c| *c).and_then(|h| s.leader(h, p.partition));
             match leader {
-                None => e.error_code = ResponseError::UnknownTopicOrPartition.code(),
-                Some(_) if p.current_leader_epoch > 0 => e.error_code = ResponseError::UnknownLeaderEpoch.code(),
-                Some(_) if p.current_leader_epoch < -1 => e.error_code = ResponseError::FencedLeaderEpoch.code(),
-                Some(_) if p.leader_epoch > 0 => {}
-                Some(leader) => {
+                Err(code) => e.error_code = code,
+                Ok(_) if p.current_leader_epoch > 0 => e.error_code = ResponseError::UnknownLeaderEpoch.code(),
+                Ok(_) if p.current_leader_epoch < -1 => e.error_code = ResponseError::FencedLeaderEpoch.code(),
+                Ok(_) if p.leader_epoch > 0 => {}
+                Ok(leader) => {
                     let (tx, rx) = oneshot::channel();
                     if leader.send(ListOffset { timestamp: -1, isolation_level: 0, reply: tx }).await.is_ok() {
                         if let Ok(a) = rx.await {

@@ -135,10 +135,10 @@ pub async fn dispatch(
                 _ if mixed_ids => err(ResponseError::InvalidProducerIdMapping.code()),
                 Some(Err(code)) => err(*code),
                 None => err(ResponseError::UnknownTopicOrPartition.code()),
-                Some(Ok(h)) => match (h.partitions.get(p.index as usize), p.records) {
-                    (None, _) => err(ResponseError::UnknownTopicOrPartition.code()),
-                    (Some(_), None) => err(ResponseError::InvalidRecord.code()),
-                    (Some(leader), Some(records)) => {
+                Some(Ok(h)) => match (s.leader(h, p.index), p.records) {
+                    (Err(code), _) => err(code),
+                    (Ok(_), None) => err(ResponseError::InvalidRecord.code()),
+                    (Ok(leader), Some(records)) => {
                         if records.len() > s.settings.max_message_bytes {
                             err(ResponseError::MessageTooLarge.code())
                         } else {
@@ -153,14 +153,14 @@ pub async fn dispatch(
                                     let verified = if header.is_transactional() {
                                         let id =
                                             req.transactional_id.as_ref().map(|t| t.0.to_string()).unwrap_or_default();
-                                        verify(&s, version, leader, &id, &name, p.index, &header).await
+                                        verify(&s, version, &leader, &id, &name, p.index, &header).await
                                     } else {
                                         Ok(Verified::No)
                                     };
                                     match verified {
                                         Err(code) => err(code),
                                         Ok(verified) => {
-                                            validate_and_append(&s, leader, &name, &records, header, verified, acks)
+                                            validate_and_append(&s, &leader, &name, &records, header, verified, acks)
                                                 .await
                                         }
                                     }

@@ -25,11 +25,13 @@ pub async fn handle(s: Rc<Session>, version: i16, markers: Vec<TxnMarker>) -> Wr
             let mut tr = WritableTxnMarkerTopicResult::default();
             tr.name = TopicName(str_bytes(&t.name));
             for &p in &t.partitions {
-                let leader = handle.as_ref().and_then(|h| h.partitions.get(p as usize));
+                let leader =
+                    handle.as_ref().ok_or(ResponseError::UnknownTopicOrPartition.code()).and_then(|h| s.leader(h, p));
                 let code = match leader {
-                    // eos-rules 44: a partition not hosted here.
-                    None => ResponseError::UnknownTopicOrPartition.code(),
-                    Some(l) => {
+                    // eos-rules 44: a partition not hosted here is UNKNOWN_TOPIC_OR_PARTITION; one a
+                    // peer leads is NOT_LEADER_OR_FOLLOWER, which the sending coordinator retries.
+                    Err(code) => code,
+                    Ok(l) => {
                         let (tx, rx) = oneshot::channel();
                         let msg = WriteMarker {
                             producer_id: m.producer_id,
