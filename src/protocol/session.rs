@@ -68,10 +68,12 @@ impl Session {
         self.directory.locate(&Owned::GroupShard(offsets_partition(group_id)), || Some(self.groups.clone()))
     }
 
-    /// The leader of partition `p`: UNKNOWN_TOPIC_OR_PARTITION past the topic's partitions,
-    /// NOT_LEADER_OR_FOLLOWER when a peer leads it, LEADER_NOT_AVAILABLE when nobody does.
+    /// The leader of partition `p`: UNKNOWN_TOPIC_OR_PARTITION past the topic's partitions (and
+    /// past those this broker serves of a topic over its limits), NOT_LEADER_OR_FOLLOWER when a
+    /// peer leads it, LEADER_NOT_AVAILABLE when nobody does.
     pub fn leader(&self, topic: &TopicHandle, p: i32) -> Result<Addr<PartitionLeader>, i16> {
-        if p < 0 || p >= topic.meta.partitions {
+        let served = i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX);
+        if p < 0 || p >= topic.meta.partitions.min(served) {
             return Err(ResponseError::UnknownTopicOrPartition.code());
         }
         match self.directory.leader(topic, p) {
