@@ -17,3 +17,4 @@ pub use session::Session;
 pub fn str_bytes(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_string())
 }
+
