@@ -1,10 +1,10 @@
 //! TxnCoordinator: one actor per shard, owning the shard's transactional ids in its own sled
-//! database (`<data>/__cluster/txn/<shard>/`). Rules live in `store::txn_state`; this actor only
+//! database (`<data>/__cluster/txn/<shard>/`). Rules live in `store::txn`; this actor only
 //! persists each decided transition (write + flush on the blocking pool, never on a connection
 //! thread) before answering, then runs the effects: markers to the partition leaders, then
 //! fences. Prepare* entries found at start re-send their markers.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -18,9 +18,7 @@ use crate::error_code::ResponseError;
 use crate::store::clock::now_ms;
 use crate::store::ownership::Owned;
 use crate::store::producer_ids::ProducerIdAllocator;
-use crate::store::txn_state::{
-    self as core, Decision, Effect, MarkerOutcome, TxnEntry, TxnState, CONSUMER_OFFSETS_TOPIC,
-};
+use crate::store::txn::{self as core, Decision, Effect, MarkerBatch, MarkerOutcome, TxnEntry, CONSUMER_OFFSETS_TOPIC};
 
 #[derive(Debug, Clone)]
 pub struct TxnSettings {
@@ -82,13 +80,8 @@ impl TxnCoordinator {
 
     /// Persists `decision.write` (if any), then answers and runs the effects.
     fn apply(&mut self, id: String, decision: Decision, reply: Option<Reply<TxnAnswer>>, ctx: &mut Context<Self>) {
-        if decision.write.as_ref().is_some_and(|w| w.producer_id < 0) {
-            // A producer id could not be reserved (see `alloc`): refuse rather than persist it.
-            if let Some(r) = reply {
-                let _ = r.send(Err(TxnError::NotCoordinator));
-            }
-            return;
-        }
+        // A producer id could not be reserved (see `alloc`): refuse rather than persist it.
+        let decision = core::refuse_unallocated(decision);
         let Some(written) = decision.write else {
             if let Some(r) = reply {
                 let _ = r.send(decision.answer);
@@ -96,19 +89,12 @@ impl TxnCoordinator {
             return;
         };
         let previous = self.entries.get(&id).cloned();
-        match self.entries.get_mut(&id) {
-            Some(e) => e.pending = true,
-            None => {
-                let mut placeholder = written.clone();
-                placeholder.pending = true;
-                self.entries.insert(id.clone(), placeholder);
-            }
-        }
+        self.entries.insert(id.clone(), core::in_flight(previous.as_ref(), &written));
         let db = self.db.clone();
         let db_file = self.db_file.clone();
         let key = id.clone();
         let value = serde_json::to_vec(&written);
-        let tombstone = written.state == TxnState::Dead;
+        let tombstone = written.is_tombstone();
         let write = tokio::task::spawn_blocking(move || -> Result<(), String> {
             let value = value.map_err(|e| e.to_string())?;
             if tombstone {
@@ -123,11 +109,10 @@ impl TxnCoordinator {
             let res = res.map_err(|e| e.to_string()).and_then(|r| r);
             match res {
                 Ok(()) => {
-                    if tombstone {
-                        act.entries.remove(&id);
-                    } else {
-                        act.entries.insert(id.clone(), written.clone().settled());
-                    }
+                    match core::after_write(written) {
+                        Some(settled) => act.entries.insert(id.clone(), settled),
+                        None => act.entries.remove(&id),
+                    };
                     if let Some(r) = reply {
                         let _ = r.send(decision.answer);
                     }
@@ -135,69 +120,43 @@ impl TxnCoordinator {
                 }
                 Err(e) => {
                     tracing::error!(shard = act.shard, transactional_id = %id, "transaction state not written: {e}");
-                    match previous {
-                        Some(mut p) => {
-                            p.pending = p.state.is_prepare();
-                            act.entries.insert(id, p);
-                        }
-                        None => {
-                            act.entries.remove(&id);
-                        }
-                    }
+                    // eos-rules 6: a sled write or flush error is a storage failure.
+                    let (kept, error) = core::write_failed(previous, core::StateWriteFailure::Storage);
+                    match kept {
+                        Some(p) => act.entries.insert(id, p),
+                        None => act.entries.remove(&id),
+                    };
                     if let Some(r) = reply {
-                        // eos-rules 6: a sled write or flush error is a storage failure.
-                        let _ = r.send(Err(core::state_write_error(core::StateWriteFailure::Storage)));
+                        let _ = r.send(Err(error));
                     }
                 }
             }
         }));
     }
 
-    /// Markers first (eos-rules 41), then fences: a TV2 marker must land at an epoch above the
-    /// partition's, so the in-process fence follows it.
+    /// Runs the effects in [`core::schedule`]'s order: markers first, fences once they are in.
     fn run_effects(&mut self, id: String, effects: Vec<Effect>, ctx: &mut Context<Self>) {
-        let mut fences = Vec::new();
-        let mut markers = None;
-        for e in effects {
-            match e {
-                Effect::Fence { producer_id, epoch } => fences.push((producer_id, epoch)),
-                Effect::WriteMarkers { producer_id, epoch, commit, partitions, txn_version } => {
-                    markers = Some((producer_id, epoch, commit, partitions, txn_version))
-                }
-            }
-        }
-        let Some((producer_id, epoch, commit, partitions, txn_version)) = markers else {
-            for (producer_id, epoch) in fences {
-                self.directory.fence(producer_id, epoch);
+        let (markers, fences) = core::schedule(effects);
+        let Some(batch) = markers else {
+            for f in fences {
+                self.directory.fence(f.producer_id, f.epoch);
             }
             return;
         };
         // The shard's coordinator epoch: markers from an older owner of the shard are refused.
         let coordinator_epoch = self.directory.lease(&Owned::TxnShard(self.shard)).map_or(0, |l| l.epoch);
-        let send = write_markers(
-            self.directory.clone(),
-            coordinator_epoch,
-            self.groups.clone(),
-            producer_id,
-            epoch,
-            commit,
-            partitions,
-            txn_version,
-        );
-        ctx.spawn(send.into_actor(self).map(move |ok, act, ctx| {
-            for (producer_id, epoch) in fences {
-                act.directory.fence(producer_id, epoch);
+        let send = write_markers(self.directory.clone(), coordinator_epoch, self.groups.clone(), batch);
+        ctx.spawn(send.into_actor(self).map(move |codes, act, ctx| {
+            for f in fences {
+                act.directory.fence(f.producer_id, f.epoch);
             }
-            if !ok {
+            if core::marker_phase_stuck(&codes) {
                 tracing::error!(shard = act.shard, transactional_id = %id, "markers refused; transaction stays in its prepare state");
                 return;
             }
             let Some(entry) = act.entries.get(&id) else { return };
-            match core::complete(entry, now_ms()) {
-                Ok(done) => {
-                    let d = Decision { write: Some(done.clone()), answer: Ok(done.pid_epoch()), effects: Vec::new() };
-                    act.apply(id, d, None, ctx);
-                }
+            match core::completion(entry, now_ms()) {
+                Ok(d) => act.apply(id, d, None, ctx),
                 Err(e) => tracing::error!(transactional_id = %id, "completing: {e}"),
             }
         }));
@@ -208,7 +167,7 @@ impl TxnCoordinator {
         let due: Vec<String> = self
             .entries
             .values()
-            .filter(|e| core::is_timed_out(e, now) || core::is_expired(e, now, self.settings.expiration_ms))
+            .filter(|e| core::needs_reaping(e, now, self.settings.expiration_ms))
             .map(|e| e.transactional_id.clone())
             .collect();
         for transactional_id in due {
@@ -217,21 +176,16 @@ impl TxnCoordinator {
     }
 }
 
-/// Sends one marker to every partition of the transaction and waits for all; false when a
-/// partition refused it for good (eos-rules 50). Deleted partitions are dropped (rule 41);
-/// other failures are retried.
-#[allow(clippy::too_many_arguments)]
+/// Sends one marker to every partition of the transaction and waits for all; each partition's
+/// final answer comes back (see [`core::marker_phase_stuck`]). Retriable failures are resent
+/// (eos-rules 50), deleted partitions answer UNKNOWN_TOPIC_OR_PARTITION and are dropped (rule 41).
 async fn write_markers(
     directory: Directory,
     coordinator_epoch: i32,
     groups: Addr<GroupCoordinator>,
-    producer_id: i64,
-    epoch: i16,
-    commit: bool,
-    partitions: BTreeSet<TopicPartition>,
-    txn_version: i8,
-) -> bool {
-    let mut ok = true;
+    batch: MarkerBatch,
+) -> Vec<i16> {
+    let MarkerBatch { producer_id, epoch, commit, partitions, txn_version } = batch;
     let mut waits = Vec::new();
     for (topic, partition) in partitions {
         let directory = directory.clone();
@@ -301,12 +255,7 @@ async fn write_markers(
             }
         });
     }
-    for code in futures::future::join_all(waits).await {
-        if core::marker_outcome(code) == MarkerOutcome::Stuck {
-            ok = false;
-        }
-    }
-    ok
+    futures::future::join_all(waits).await
 }
 
 impl Actor for TxnCoordinator {
@@ -315,17 +264,11 @@ impl Actor for TxnCoordinator {
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(1024);
         // Prepare* entries from before a restart: their markers may not all be in.
-        let unfinished: Vec<TxnEntry> = self.entries.values().filter(|e| e.state.is_prepare()).cloned().collect();
-        for e in unfinished {
+        let unfinished: Vec<(TxnEntry, Effect)> =
+            self.entries.values().filter_map(|e| core::resend_markers(e).map(|m| (e.clone(), m))).collect();
+        for (e, effect) in unfinished {
             tracing::info!(shard = self.shard, transactional_id = %e.transactional_id, state = ?e.state, "resending markers");
-            let effect = Effect::WriteMarkers {
-                producer_id: e.producer_id,
-                epoch: e.producer_epoch,
-                commit: e.state == TxnState::PrepareCommit,
-                partitions: e.partitions.clone(),
-                txn_version: e.txn_version,
-            };
-            self.run_effects(e.transactional_id.clone(), vec![effect], ctx);
+            self.run_effects(e.transactional_id, vec![effect], ctx);
         }
         ctx.run_interval(self.settings.abort_check_interval, |act, ctx| act.reap(ctx));
     }
@@ -379,12 +322,8 @@ impl Handler<BumpEpoch> for TxnCoordinator {
     fn handle(&mut self, msg: BumpEpoch, ctx: &mut Self::Context) {
         let now = now_ms();
         let Some(entry) = self.entries.get(&msg.transactional_id) else { return };
-        if core::is_expired(entry, now, self.settings.expiration_ms) {
+        if let Some(d) = core::expire(entry, now, self.settings.expiration_ms) {
             // eos-rules 55: write the tombstone; the id then starts afresh.
-            let mut dead = entry.clone();
-            dead.state = TxnState::Dead;
-            dead.pending = false;
-            let d = Decision { write: Some(dead), answer: Ok(entry.pid_epoch()), effects: Vec::new() };
             tracing::info!(transactional_id = %msg.transactional_id, "transactional id expired");
             return self.apply(msg.transactional_id, d, None, ctx);
         }

@@ -14,5 +14,5 @@ pub mod producer_state;
 pub mod records;
 pub mod topic_config;
 pub mod topics;
-pub mod txn_state;
+pub mod txn;
 pub mod validate;

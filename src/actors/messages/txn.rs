@@ -4,7 +4,7 @@ use actix::Message;
 
 use super::Reply;
 
-pub use crate::store::txn_state::{PidEpoch, TopicPartition, TxnError};
+pub use crate::store::txn::{PidEpoch, TopicPartition, TxnError};
 
 /// What a transaction coordinator answers: the live (pid, epoch) or the (undowngraded) error.
 pub type TxnAnswer = Result<PidEpoch, TxnError>;
@@ -68,5 +68,5 @@ pub struct BumpEpoch {
 pub struct InspectTxns {
     /// None = every entry of the shard.
     pub ids: Option<Vec<String>>,
-    pub reply: Reply<Vec<(String, Option<crate::store::txn_state::TxnEntry>)>>,
+    pub reply: Reply<Vec<(String, Option<crate::store::txn::TxnEntry>)>>,
 }

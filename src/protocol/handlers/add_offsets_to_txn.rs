@@ -8,7 +8,7 @@ use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};
 use crate::actors::messages::TxnOp;
 use crate::protocol::Session;
 use crate::store::coordinator_key::offsets_partition;
-use crate::store::txn_state::CoordinatorApi;
+use crate::store::txn::CoordinatorApi;
 
 pub async fn handle(s: Rc<Session>, version: i16, req: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse {
     let op = TxnOp::AddOffsets {

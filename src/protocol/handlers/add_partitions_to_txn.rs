@@ -12,12 +12,11 @@ use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResp
 use tokio::sync::oneshot;
 
 use crate::actors::messages::{TopicPartition, TxnOp, VerifyTxn};
-use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
-use crate::store::txn_state::{CoordinatorApi, TxnError, TV_0, TV_2};
+use crate::store::txn::{unknown_partitions_precheck, CoordinatorApi, TxnError, TV_0, TV_2};
 
-/// eos-rules 31: any unknown partition fails the whole request: 3 on the bad ones, 55 on the rest.
-async fn precheck(s: &Session, topics: &[AddPartitionsToTxnTopic]) -> Option<BTreeMap<TopicPartition, i16>> {
+/// The partitions of `topics` this broker does not know (eos-rules 31).
+async fn unknown_partitions(s: &Session, topics: &[AddPartitionsToTxnTopic]) -> BTreeSet<TopicPartition> {
     let mut bad = BTreeSet::new();
     for t in topics {
         let known = s.topic(&t.name.0, false).await.ok().map(|h| h.meta.partitions);
@@ -27,23 +26,7 @@ async fn precheck(s: &Session, topics: &[AddPartitionsToTxnTopic]) -> Option<BTr
             }
         }
     }
-    if bad.is_empty() {
-        return None;
-    }
-    let all = topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.to_string(), *p)));
-    Some(
-        all.map(|tp| {
-            (
-                tp.clone(),
-                if bad.contains(&tp) {
-                    ResponseError::UnknownTopicOrPartition.code()
-                } else {
-                    ResponseError::OperationNotAttempted.code()
-                },
-            )
-        })
-        .collect(),
-    )
+    bad
 }
 
 fn partition_set(topics: &[AddPartitionsToTxnTopic]) -> BTreeSet<TopicPartition> {
@@ -79,10 +62,11 @@ async fn one(
     verify_only: bool,
     topics: &[AddPartitionsToTxnTopic],
 ) -> BTreeMap<TopicPartition, i16> {
-    if let Some(codes) = precheck(s, topics).await {
+    let partitions = partition_set(topics);
+    // eos-rules 31: checked per transaction, also within a v4+ batch.
+    if let Some(codes) = unknown_partitions_precheck(&partitions, &unknown_partitions(s, topics).await) {
         return codes;
     }
-    let partitions = partition_set(topics);
     if verify_only {
         let (tx, rx) = oneshot::channel();
         let msg = VerifyTxn {

@@ -9,22 +9,6 @@ use tokio::sync::oneshot;
 use crate::actors::messages::InspectTxns;
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
-use crate::store::txn_state::TxnEntry;
-
-/// Kafka's names for the states (TransactionState.stateName).
-pub fn state_name(e: &TxnEntry) -> &'static str {
-    use crate::store::txn_state::TxnState::*;
-    match e.state {
-        Empty => "Empty",
-        Ongoing => "Ongoing",
-        PrepareCommit => "PrepareCommit",
-        PrepareAbort => "PrepareAbort",
-        CompleteCommit => "CompleteCommit",
-        CompleteAbort => "CompleteAbort",
-        PrepareEpochFence => "PrepareEpochFence",
-        Dead => "Dead",
-    }
-}
 
 pub async fn handle(s: Rc<Session>, _version: i16, req: DescribeTransactionsRequest) -> DescribeTransactionsResponse {
     let mut r = DescribeTransactionsResponse::default();
@@ -39,7 +23,7 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: DescribeTransactionsRequ
         match found {
             None => t.error_code = ResponseError::TransactionalIdNotFound.code(),
             Some(e) => {
-                t.transaction_state = str_bytes(state_name(&e));
+                t.transaction_state = str_bytes(e.state.name());
                 t.transaction_timeout_ms = e.timeout_ms;
                 t.transaction_start_time_ms = e.txn_start_ms;
                 t.producer_id = ProducerId(e.producer_id);

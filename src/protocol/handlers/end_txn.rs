@@ -6,7 +6,7 @@ use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse, ProducerId};
 
 use crate::actors::messages::TxnOp;
 use crate::protocol::Session;
-use crate::store::txn_state::CoordinatorApi;
+use crate::store::txn::CoordinatorApi;
 
 pub async fn handle(s: Rc<Session>, version: i16, req: EndTxnRequest) -> EndTxnResponse {
     let op = TxnOp::EndTxn {

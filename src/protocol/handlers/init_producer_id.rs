@@ -8,7 +8,7 @@ use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, Pr
 
 use crate::actors::messages::TxnOp;
 use crate::protocol::Session;
-use crate::store::txn_state::{idempotent_init_producer_id, CoordinatorApi};
+use crate::store::txn::{idempotent_init_producer_id, CoordinatorApi};
 
 fn error(code: i16) -> InitProducerIdResponse {
     let mut r = InitProducerIdResponse::default();
@@ -20,7 +20,7 @@ fn error(code: i16) -> InitProducerIdResponse {
 
 pub async fn handle(s: Rc<Session>, version: i16, req: InitProducerIdRequest) -> InitProducerIdResponse {
     if let Some(id) = req.transactional_id {
-        // eos-rules 3-13 live in store::txn_state; the claim exists from v3 on.
+        // eos-rules 3-13 live in store::txn; the claim exists from v3 on.
         let claim = (version >= 3).then_some((req.producer_id.0, req.producer_epoch));
         let op = TxnOp::InitProducerId { timeout_ms: req.transaction_timeout_ms, claim };
         return match s.txn_call(&id.0, op).await {

@@ -23,7 +23,7 @@ use crate::store::batch::BatchHeader;
 use crate::store::batch::{self, BatchError};
 use crate::store::clock::now_ms;
 use crate::store::records;
-use crate::store::txn_state::{produce_verification_error, TV_2};
+use crate::store::txn::{produce_verification_error, TV_2};
 use crate::store::validate::{self, RecordError, TimestampPolicy};
 
 enum Slot {

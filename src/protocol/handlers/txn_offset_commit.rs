@@ -14,7 +14,7 @@ use super::offset_commit::{send, Commit};
 use crate::actors::messages::{OffsetCommit, TxnError, TxnOp, VerifyTxn};
 use crate::protocol::Session;
 use crate::store::coordinator_key::offsets_partition;
-use crate::store::txn_state::{txn_offset_commit_error, CONSUMER_OFFSETS_TOPIC, TV_2};
+use crate::store::txn::{txn_offset_commit_error, CONSUMER_OFFSETS_TOPIC, TV_2};
 
 /// eos-rules 58: is the group's offsets partition part of the transaction? (error code if not)
 async fn check_membership(s: &Session, version: i16, req: &TxnOffsetCommitRequest) -> i16 {
