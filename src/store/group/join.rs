@@ -5,8 +5,6 @@ use super::membership::{reply, JoinRequest, JoinResponse, Member, Reply, Respons
 use super::{Group, GroupError, GroupState};
 
 impl Group {
-    // ------------------------------------------------------------------ JoinGroup
-
     /// JoinGroup. `new_member_id` is called at most once, to mint an id for an unknown member.
     pub fn join(
         &mut self,
