@@ -25,7 +25,7 @@ use crate::protocol::connection::{Connection, Limits};
 use crate::protocol::frame::RequestPool;
 use crate::protocol::session::{Actors, Session};
 use crate::store::fence_log::FenceLog;
-use crate::store::group_state::GroupConfig;
+use crate::store::group::GroupConfig;
 use crate::store::ownership::{self, Ownership};
 use crate::store::producer_ids::ProducerIdAllocator;
 use crate::store::topics::write_atomic;

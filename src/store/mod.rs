@@ -6,7 +6,7 @@ pub mod control;
 pub mod coordinator_key;
 pub mod durable;
 pub mod fence_log;
-pub mod group_state;
+pub mod group;
 pub mod log;
 pub mod ownership;
 pub mod producer_ids;

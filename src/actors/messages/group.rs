@@ -4,18 +4,10 @@ use actix::Message;
 
 use super::Reply;
 
-pub use crate::store::group_state::{
-    FetchedOffset, GroupDescription, GroupError, JoinRequest, LeaveMember, OffsetCommit, Response as GroupResponse,
-    SyncRequest,
+pub use crate::store::group::{
+    FetchedOffset, GroupAdminAnswer, GroupAdminOp, GroupDescription, GroupError, GroupOp, JoinRequest, LeaveMember,
+    OffsetCommit, Response as GroupResponse, SyncRequest,
 };
-
-#[derive(Debug, Clone)]
-pub enum GroupOp {
-    Join(JoinRequest),
-    Sync(SyncRequest),
-    Heartbeat { generation_id: i32, member_id: String, group_instance_id: Option<String> },
-    Leave(Vec<LeaveMember>),
-}
 
 /// A membership request; the reply may come much later (rebalances park joins and syncs).
 #[derive(Message)]
@@ -47,23 +39,6 @@ pub struct FetchOffsets {
     pub partitions: Option<Vec<(String, i32)>>,
     pub require_stable: bool,
     pub reply: Reply<Result<Vec<FetchedOffset>, GroupError>>,
-}
-
-#[derive(Debug, Clone)]
-pub enum GroupAdminOp {
-    List,
-    Describe(Vec<String>),
-    Delete(Vec<String>),
-    DeleteOffsets { group_id: String, partitions: Vec<(String, i32)> },
-}
-
-#[derive(Debug)]
-pub enum GroupAdminAnswer {
-    /// (group id, protocol type, state)
-    List(Vec<(String, String, String)>),
-    Describe(Vec<(String, Result<GroupDescription, GroupError>)>),
-    Delete(Vec<(String, i16)>),
-    DeleteOffsets(Result<Vec<(String, i32, i16)>, GroupError>),
 }
 
 #[derive(Message)]

@@ -7,7 +7,7 @@ use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
 
 use crate::actors::messages::{GroupOp, GroupResponse};
 use crate::protocol::Session;
-use crate::store::group_state::error_code;
+use crate::store::group::error_code;
 
 pub async fn handle(s: Rc<Session>, _version: i16, req: HeartbeatRequest) -> HeartbeatResponse {
     let op = GroupOp::Heartbeat {

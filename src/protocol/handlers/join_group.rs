@@ -1,4 +1,4 @@
-//! JoinGroup (key 11), classic protocol: rules in store::group_state; the answer may wait for the
+//! JoinGroup (key 11), classic protocol: rules in store::group; the answer may wait for the
 //! rebalance to finish.
 
 use std::rc::Rc;
@@ -9,7 +9,7 @@ use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
 use crate::actors::messages::{GroupOp, GroupResponse, JoinRequest};
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
-use crate::store::group_state::error_code;
+use crate::store::group::error_code;
 
 pub async fn handle(s: Rc<Session>, version: i16, req: JoinGroupRequest) -> JoinGroupResponse {
     let mut r = JoinGroupResponse::default();

@@ -8,7 +8,7 @@ use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
 
 use crate::actors::messages::{GroupOp, GroupResponse, LeaveMember};
 use crate::protocol::{str_bytes, Session};
-use crate::store::group_state::error_code;
+use crate::store::group::error_code;
 
 pub async fn handle(s: Rc<Session>, version: i16, req: LeaveGroupRequest) -> LeaveGroupResponse {
     let leaving: Vec<LeaveMember> = if version < 3 {

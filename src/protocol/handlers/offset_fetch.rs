@@ -12,7 +12,7 @@ use tokio::sync::oneshot;
 
 use crate::actors::messages::{FetchOffsets, FetchedOffset, GroupError};
 use crate::protocol::{str_bytes, Session};
-use crate::store::group_state::error_code;
+use crate::store::group::error_code;
 
 async fn fetch(
     s: &Session,

@@ -7,7 +7,7 @@ use kafka_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
 use crate::actors::messages::{GroupOp, GroupResponse, SyncRequest};
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
-use crate::store::group_state::error_code;
+use crate::store::group::error_code;
 
 pub async fn handle(s: Rc<Session>, version: i16, req: SyncGroupRequest) -> SyncGroupResponse {
     let mut r = SyncGroupResponse::default();

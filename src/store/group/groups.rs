@@ -1,0 +1,270 @@
+//! Every group of one coordinator (the cache of Kafka's GroupMetadataManager): which group a
+//! request goes to, which requests may create a group, what an unknown group answers, and
+//! which groups changed (the caller writes their snapshots). No I/O: the actor persists.
+
+use std::collections::HashMap;
+
+use super::membership::{JoinRequest, LeaveMember, Reply, SyncRequest};
+use super::{
+    subscribed_topics, FetchedOffset, Group, GroupConfig, GroupDescription, GroupError, GroupSnapshot, GroupState,
+    OffsetCommit,
+};
+use crate::store::coordinator_key::offsets_partition;
+
+/// A membership request of the classic protocol.
+#[derive(Debug, Clone)]
+pub enum GroupOp {
+    Join(JoinRequest),
+    Sync(SyncRequest),
+    Heartbeat { generation_id: i32, member_id: String, group_instance_id: Option<String> },
+    Leave(Vec<LeaveMember>),
+}
+
+/// An admin request about groups.
+#[derive(Debug, Clone)]
+pub enum GroupAdminOp {
+    List,
+    Describe(Vec<String>),
+    Delete(Vec<String>),
+    DeleteOffsets { group_id: String, partitions: Vec<(String, i32)> },
+}
+
+#[derive(Debug)]
+pub enum GroupAdminAnswer {
+    /// (group id, protocol type, state)
+    List(Vec<(String, String, String)>),
+    Describe(Vec<(String, Result<GroupDescription, GroupError>)>),
+    Delete(Vec<(String, i16)>),
+    DeleteOffsets(Result<Vec<(String, i32, i16)>, GroupError>),
+}
+
+/// What one offset-expiration pass did to a group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expired {
+    pub group_id: String,
+    /// Committed offsets that expired.
+    pub offsets: usize,
+    /// The group held nothing any more and was forgotten.
+    pub removed: bool,
+}
+
+/// The groups of one coordinator, by group id.
+#[derive(Debug, Default)]
+pub struct Groups {
+    config: GroupConfig,
+    groups: HashMap<String, Group>,
+}
+
+impl Groups {
+    pub fn new(config: GroupConfig) -> Self {
+        Groups { config, groups: HashMap::new() }
+    }
+
+    /// A group read back after a restart: Empty, generation and offsets kept.
+    pub fn restore(&mut self, group_id: String, snap: GroupSnapshot) {
+        let group = Group::from_snapshot(group_id.clone(), self.config.clone(), snap);
+        self.groups.insert(group_id, group);
+    }
+
+    pub fn get(&self, group_id: &str) -> Option<&Group> {
+        self.groups.get(group_id)
+    }
+
+    /// What to write for `group_id`: its snapshot, or None when the group is gone (delete it).
+    pub fn snapshot(&self, group_id: &str) -> Option<GroupSnapshot> {
+        self.groups.get(group_id).map(Group::snapshot)
+    }
+
+    fn group(&mut self, group_id: &str) -> &mut Group {
+        let config = self.config.clone();
+        self.groups.entry(group_id.to_string()).or_insert_with(|| Group::new(group_id, config))
+    }
+
+    /// A membership request under `token`. Only JoinGroup creates a group: SyncGroup, Heartbeat
+    /// and LeaveGroup for an unknown group are answered (UNKNOWN_MEMBER_ID, as Kafka) by a
+    /// scratch group that is not kept. A new member's id is `<client id>-<unique()>`.
+    pub fn call(
+        &mut self,
+        now_ms: u64,
+        token: u64,
+        group_id: &str,
+        op: GroupOp,
+        unique: impl FnOnce() -> String,
+    ) -> Vec<Reply> {
+        let mut scratch;
+        let group = match (&op, self.groups.contains_key(group_id)) {
+            (GroupOp::Join(_), _) | (_, true) => self.group(group_id),
+            _ => {
+                scratch = Group::new(group_id, self.config.clone());
+                &mut scratch
+            }
+        };
+        match op {
+            GroupOp::Join(req) => {
+                let client_id = req.client_id.clone();
+                group.join(now_ms, token, req, || format!("{client_id}-{}", unique()))
+            }
+            GroupOp::Sync(req) => group.sync(now_ms, token, req),
+            GroupOp::Heartbeat { generation_id, member_id, group_instance_id } => {
+                group.heartbeat(now_ms, token, generation_id, &member_id, group_instance_id.as_deref())
+            }
+            GroupOp::Leave(members) => group.leave(now_ms, token, members),
+        }
+    }
+
+    /// OffsetCommit, or TxnOffsetCommit when `txn` is (producer id, epoch). Creates the group.
+    /// On success the group's snapshot changed and must be written before answering.
+    #[allow(clippy::too_many_arguments)]
+    pub fn commit_offsets(
+        &mut self,
+        now_ms: u64,
+        group_id: &str,
+        generation_id: i32,
+        member_id: &str,
+        group_instance_id: Option<&str>,
+        offsets: Vec<OffsetCommit>,
+        txn: Option<(i64, i16)>,
+    ) -> Result<(), GroupError> {
+        let g = self.group(group_id);
+        match txn {
+            None => g.commit_offsets(now_ms, generation_id, member_id, group_instance_id, offsets),
+            Some((pid, epoch)) => {
+                g.txn_offset_commit(now_ms, pid, epoch, generation_id, member_id, group_instance_id, offsets)
+            }
+        }
+    }
+
+    /// OffsetFetch. An unknown group has no offsets: every asked partition answers -1.
+    pub fn fetch_offsets(
+        &self,
+        group_id: &str,
+        partitions: Option<&[(String, i32)]>,
+        require_stable: bool,
+    ) -> Vec<FetchedOffset> {
+        match self.groups.get(group_id) {
+            Some(g) => g.fetch_offsets(partitions, require_stable),
+            None => Group::new(group_id, self.config.clone()).fetch_offsets(partitions, false),
+        }
+    }
+
+    /// ListGroups, DescribeGroups, DeleteGroups, OffsetDelete; also the groups whose snapshot
+    /// changed (to write before answering).
+    pub fn admin(&mut self, op: GroupAdminOp) -> (GroupAdminAnswer, Vec<String>) {
+        let mut changed = Vec::new();
+        let answer = match op {
+            GroupAdminOp::List => GroupAdminAnswer::List(
+                self.groups
+                    .iter()
+                    .filter(|(_, g)| g.state() != GroupState::Dead)
+                    .map(|(id, g)| {
+                        let (ptype, state) = g.list_entry();
+                        (id.clone(), ptype, state.to_string())
+                    })
+                    .collect(),
+            ),
+            GroupAdminOp::Describe(ids) => GroupAdminAnswer::Describe(
+                ids.into_iter()
+                    .map(|id| {
+                        let d = match self.groups.get(&id) {
+                            Some(g) => g.describe(),
+                            // Apache Kafka describes an unknown group as Dead, without an error.
+                            None => GroupDescription {
+                                state: GroupState::Dead,
+                                protocol_type: String::new(),
+                                protocol: String::new(),
+                                members: Vec::new(),
+                            },
+                        };
+                        (id, Ok(d))
+                    })
+                    .collect(),
+            ),
+            GroupAdminOp::Delete(ids) => {
+                let mut out = Vec::new();
+                for id in ids {
+                    let code = match self.groups.get_mut(&id) {
+                        None => GroupError::GroupIdNotFound.code(),
+                        Some(g) => match g.delete_group() {
+                            Ok(()) => {
+                                self.groups.remove(&id);
+                                changed.push(id.clone());
+                                0
+                            }
+                            Err(e) => e.code(),
+                        },
+                    };
+                    out.push((id, code));
+                }
+                GroupAdminAnswer::Delete(out)
+            }
+            GroupAdminOp::DeleteOffsets { group_id, partitions } => {
+                let result = match self.groups.get_mut(&group_id) {
+                    None => Err(GroupError::GroupIdNotFound),
+                    Some(g) => g.delete_offsets(&partitions, subscribed_topics),
+                };
+                if result.is_ok() {
+                    changed.push(group_id);
+                }
+                GroupAdminAnswer::DeleteOffsets(
+                    result.map(|v| v.into_iter().map(|(t, p, e)| (t, p, super::error_code(e))).collect()),
+                )
+            }
+        };
+        (answer, changed)
+    }
+
+    /// eos-rules 59: a transaction marker on `__consumer_offsets` partition `offsets_partition`
+    /// ends `producer_id`'s pending offsets in every group stored there. Returns the groups
+    /// that changed.
+    pub fn complete_txn(&mut self, offsets_partition_id: i32, producer_id: i64, commit: bool) -> Vec<String> {
+        let mut changed = Vec::new();
+        for (id, g) in self.groups.iter_mut() {
+            if offsets_partition(id) == offsets_partition_id && g.complete_txn(producer_id, commit) {
+                changed.push(id.clone());
+            }
+        }
+        changed
+    }
+
+    /// Offset expiration: expired offsets are dropped and groups left with nothing are
+    /// forgotten, so groups and offsets created by clients do not pile up forever. Returns the
+    /// groups that changed.
+    pub fn expire(&mut self, now_ms: u64) -> Vec<Expired> {
+        let mut changed = Vec::new();
+        for (id, g) in self.groups.iter_mut() {
+            let offsets = g.expire_offsets(now_ms);
+            let removed = g.is_removable();
+            if offsets > 0 || removed {
+                changed.push(Expired { group_id: id.clone(), offsets, removed });
+            }
+        }
+        for e in changed.iter().filter(|e| e.removed) {
+            self.groups.remove(&e.group_id);
+        }
+        changed
+    }
+
+    /// Fire the timers of every group due at `now_ms`.
+    pub fn tick(&mut self, now_ms: u64) -> Vec<Reply> {
+        let mut replies = Vec::new();
+        for g in self.groups.values_mut() {
+            if g.next_deadline().is_some_and(|d| d <= now_ms) {
+                replies.extend(g.tick(now_ms));
+            }
+        }
+        replies
+    }
+}
+
+/// The answer to give when the change could not be flushed: Kafka answers a failed write of
+/// the group's log as COORDINATOR_NOT_AVAILABLE (the client retries).
+pub fn unwritten(answer: GroupAdminAnswer) -> GroupAdminAnswer {
+    let failed = GroupError::CoordinatorNotAvailable;
+    match answer {
+        GroupAdminAnswer::Delete(v) => GroupAdminAnswer::Delete(
+            v.into_iter().map(|(id, code)| (id, if code == 0 { failed.code() } else { code })).collect(),
+        ),
+        GroupAdminAnswer::DeleteOffsets(Ok(_)) => GroupAdminAnswer::DeleteOffsets(Err(failed)),
+        other => other,
+    }
+}

@@ -1,0 +1,211 @@
+//! The consumer-group coordinator's functional core (classic protocol; Kafka's GroupCoordinator
+//! and GroupMetadataManager logic), one file per Kafka concept:
+//!
+//! * this file: the [`Group`] state (generation, protocol, members, offsets), [`GroupConfig`],
+//!   [`GroupError`] and the snapshot that survives a restart;
+//! * [`membership`]: members, SyncGroup, Heartbeat and LeaveGroup; [`join`]: JoinGroup (with
+//!   static membership); [`rebalance`]: generations, the rebalance and session timers;
+//! * [`offsets`]: OffsetCommit / OffsetFetch / OffsetDelete and offset expiration;
+//!   [`txn_commit`]: TxnOffsetCommit's pending offsets (eos-rules 56-59);
+//! * [`admin`]: ListGroups / DescribeGroups / DeleteGroups;
+//! * [`consumer_protocol`]: the consumer protocol's Subscription, as far as the coordinator reads it;
+//! * [`groups`]: every group of the coordinator, which group a request goes to, what changed.
+//!
+//! No I/O, no clock: every call gets `now_ms` from the caller. Requests that must wait
+//! (JoinGroup during PreparingRebalance, follower SyncGroup during CompletingRebalance) are
+//! parked under the caller's opaque `token`; their answers come out as [`Reply`]s of later
+//! calls or of [`Group::tick`]. Call `tick` at [`Group::next_deadline`] (or periodically).
+//! Offsets ([`OffsetStore`]) and the generation ([`GroupSnapshot`]) are serde-serializable;
+//! members are not persisted: after a restart the group is Empty and members rejoin.
+
+use crate::error_code::ResponseError;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+pub mod admin;
+pub mod consumer_protocol;
+pub mod groups;
+pub mod join;
+pub mod membership;
+pub mod offsets;
+pub mod rebalance;
+pub mod txn_commit;
+
+#[cfg(test)]
+mod tests;
+
+pub use admin::{GroupDescription, MemberDescription};
+pub use consumer_protocol::subscribed_topics;
+pub use groups::{unwritten, Expired, GroupAdminAnswer, GroupAdminOp, GroupOp, Groups};
+pub use membership::{
+    JoinMember, JoinRequest, JoinResponse, LeaveMember, LeaveMemberResponse, LeaveResponse, Member, Reply, Response,
+    SyncRequest, SyncResponse,
+};
+pub use offsets::{FetchedOffset, OffsetCommit, OffsetEntry, OffsetStore, PartitionOffsets};
+pub use txn_commit::{validate_txn_offset_commit_group, PendingTxn};
+
+macro_rules! group_errors {
+    ($($name:ident, $msg:literal;)*) => {
+        /// Kafka error codes this state machine produces (`code()` gives the wire value).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+        pub enum GroupError { $(#[error($msg)] $name,)* }
+        impl GroupError {
+            /// The Kafka error this is.
+            pub fn error(self) -> ResponseError { match self { $(GroupError::$name => ResponseError::$name,)* } }
+            /// The wire code.
+            pub fn code(self) -> i16 { self.error().code() }
+        }
+        impl From<GroupError> for ResponseError {
+            fn from(e: GroupError) -> ResponseError { e.error() }
+        }
+    };
+}
+
+group_errors! {
+    CoordinatorNotAvailable, "COORDINATOR_NOT_AVAILABLE";
+    InvalidGroupId, "INVALID_GROUP_ID";
+    IllegalGeneration, "ILLEGAL_GENERATION";
+    InconsistentGroupProtocol, "INCONSISTENT_GROUP_PROTOCOL";
+    UnknownMemberId, "UNKNOWN_MEMBER_ID";
+    InvalidSessionTimeout, "INVALID_SESSION_TIMEOUT";
+    RebalanceInProgress, "REBALANCE_IN_PROGRESS";
+    NonEmptyGroup, "NON_EMPTY_GROUP";
+    GroupIdNotFound, "GROUP_ID_NOT_FOUND";
+    MemberIdRequired, "MEMBER_ID_REQUIRED";
+    GroupMaxSizeReached, "GROUP_MAX_SIZE_REACHED";
+    FencedInstanceId, "FENCED_INSTANCE_ID";
+    GroupSubscribedToTopic, "GROUP_SUBSCRIBED_TO_TOPIC";
+    UnstableOffsetCommit, "UNSTABLE_OFFSET_COMMIT";
+}
+
+/// Wire code of an optional error (0 = NONE).
+pub fn error_code(e: Option<GroupError>) -> i16 {
+    crate::error_code::code(e.map(GroupError::error))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum GroupState {
+    #[default]
+    Empty,
+    PreparingRebalance,
+    CompletingRebalance,
+    Stable,
+    Dead,
+}
+
+impl GroupState {
+    /// Name as used by DescribeGroups / ListGroups.
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupState::Empty => "Empty",
+            GroupState::PreparingRebalance => "PreparingRebalance",
+            GroupState::CompletingRebalance => "CompletingRebalance",
+            GroupState::Stable => "Stable",
+            GroupState::Dead => "Dead",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct GroupConfig {
+    /// group.initial.rebalance.delay.ms
+    pub initial_rebalance_delay_ms: u64,
+    /// group.min.session.timeout.ms / group.max.session.timeout.ms
+    pub min_session_timeout_ms: i32,
+    pub max_session_timeout_ms: i32,
+    /// group.max.size (members + pending members)
+    pub max_size: usize,
+    /// How long a new member's parked JoinGroup may wait (Kafka: 5 minutes).
+    pub new_member_join_timeout_ms: u64,
+    /// offsets.retention.minutes, in ms: committed offsets of an Empty group expire this long
+    /// after their commit.
+    pub offsets_retention_ms: u64,
+}
+
+impl Default for GroupConfig {
+    fn default() -> Self {
+        GroupConfig {
+            initial_rebalance_delay_ms: 3000,
+            min_session_timeout_ms: 6000,
+            max_session_timeout_ms: 1_800_000,
+            max_size: usize::MAX,
+            new_member_join_timeout_ms: 300_000,
+            offsets_retention_ms: 7 * 24 * 3600 * 1000,
+        }
+    }
+}
+
+/// Everything that survives a restart.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct GroupSnapshot {
+    pub generation_id: i32,
+    pub protocol_type: Option<String>,
+    pub offsets: OffsetStore,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Group {
+    group_id: String,
+    config: GroupConfig,
+    state: GroupState,
+    generation_id: i32,
+    protocol_type: Option<String>,
+    protocol_name: Option<String>,
+    leader_id: Option<String>,
+    /// In join order (leader fallback = first member).
+    members: Vec<Member>,
+    /// Member ids handed out with MEMBER_ID_REQUIRED -> expiry deadline.
+    pending_members: BTreeMap<String, u64>,
+    join_deadline_ms: Option<u64>,
+    /// Some while the initial (Empty-group) delayed join runs: remaining rebalance budget.
+    initial_delay_remaining_ms: Option<u64>,
+    new_member_added: bool,
+    pending_sync: BTreeSet<String>,
+    sync_deadline_ms: Option<u64>,
+    offsets: OffsetStore,
+}
+
+impl Group {
+    pub fn new(group_id: impl Into<String>, config: GroupConfig) -> Self {
+        Self::from_snapshot(group_id, config, GroupSnapshot::default())
+    }
+
+    /// Rebuild a group after a restart: Empty, generation and offsets kept.
+    pub fn from_snapshot(group_id: impl Into<String>, config: GroupConfig, snap: GroupSnapshot) -> Self {
+        let GroupSnapshot { generation_id, protocol_type, offsets } = snap;
+        Group { group_id: group_id.into(), config, generation_id, protocol_type, offsets, ..Default::default() }
+    }
+
+    pub fn snapshot(&self) -> GroupSnapshot {
+        GroupSnapshot {
+            generation_id: self.generation_id,
+            protocol_type: self.protocol_type.clone(),
+            offsets: self.offsets.clone(),
+        }
+    }
+
+    pub fn group_id(&self) -> &str {
+        &self.group_id
+    }
+    pub fn state(&self) -> GroupState {
+        self.state
+    }
+    pub fn generation_id(&self) -> i32 {
+        self.generation_id
+    }
+    pub fn protocol_type(&self) -> Option<&str> {
+        self.protocol_type.as_deref()
+    }
+    pub fn protocol_name(&self) -> Option<&str> {
+        self.protocol_name.as_deref()
+    }
+    pub fn leader(&self) -> Option<&str> {
+        self.leader_id.as_deref()
+    }
+    pub fn members(&self) -> &[Member] {
+        &self.members
+    }
+    pub fn offsets(&self) -> &OffsetStore {
+        &self.offsets
+    }
+}
