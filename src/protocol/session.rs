@@ -11,7 +11,7 @@ use actix::Addr;
 
 use crate::actors::directory::{Directory, Location};
 use crate::actors::group_coordinator::GroupCoordinator;
-use crate::actors::messages::{GroupCall, GroupOp, GroupResponse, TxnAnswer, TxnCall, TxnError, TxnOp};
+use crate::actors::messages::{GroupCall, GroupError, GroupOp, GroupResponse, TxnAnswer, TxnCall, TxnError, TxnOp};
 use crate::actors::partition::PartitionLeader;
 use crate::actors::topics::TopicHandle;
 use crate::actors::txn_coordinator::TxnCoordinator;
@@ -83,6 +83,16 @@ impl Session {
         }
     }
 
+    /// The group coordinator of `group_id` when this broker runs it: NOT_COORDINATOR when a peer
+    /// does, COORDINATOR_NOT_AVAILABLE when nobody does.
+    pub fn group_coordinator(&self, group_id: &str) -> Result<Addr<GroupCoordinator>, GroupError> {
+        match self.group(group_id) {
+            Location::Local(groups) => Ok(groups),
+            Location::Peer(_) => Err(GroupError::NotCoordinator),
+            Location::Offline => Err(GroupError::CoordinatorNotAvailable),
+        }
+    }
+
     /// Sends a membership request to the group coordinator and waits (rebalances park it).
     /// `None` when this broker does not coordinate the group.
     pub async fn group_call(&self, group_id: &str, op: GroupOp) -> Option<GroupResponse> {
@@ -95,17 +105,19 @@ impl Session {
         rx.await.ok()
     }
 
-    /// The local coordinator shard owning `transactional_id`.
-    pub fn txn_shard(&self, transactional_id: &str) -> &Addr<TxnCoordinator> {
-        &self.txn[txn_shard(transactional_id, self.txn.len())]
+    /// The coordinator shard of `transactional_id` when this broker runs it; NOT_COORDINATOR
+    /// when a peer (or nobody) does.
+    pub fn txn_shard(&self, transactional_id: &str) -> Result<Addr<TxnCoordinator>, TxnError> {
+        match self.coordinator(transactional_id) {
+            Location::Local(shard) => Ok(shard),
+            Location::Peer(_) | Location::Offline => Err(TxnError::NotCoordinator),
+        }
     }
 
     /// Sends a transactional call to its coordinator and waits for the answer; NOT_COORDINATOR
     /// when a peer (or nobody) coordinates it.
     pub async fn txn_call(&self, transactional_id: &str, op: TxnOp) -> TxnAnswer {
-        let Location::Local(shard) = self.coordinator(transactional_id) else {
-            return Err(TxnError::NotCoordinator);
-        };
+        let shard = self.txn_shard(transactional_id)?;
         let (tx, rx) = tokio::sync::oneshot::channel();
         let msg = TxnCall { transactional_id: transactional_id.to_string(), op, reply: tx };
         if shard.send(msg).await.is_err() {

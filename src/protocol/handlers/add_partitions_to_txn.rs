@@ -76,9 +76,9 @@ async fn one(
             partitions: partitions.clone(),
             reply: tx,
         };
-        let answer = match s.txn_shard(&id.0).send(msg).await {
-            Ok(()) => rx.await.ok(),
-            Err(_) => None,
+        let answer = match s.txn_shard(&id.0) {
+            Ok(shard) if shard.send(msg).await.is_ok() => rx.await.ok(),
+            _ => None,
         };
         return match answer {
             Some(map) => map.into_iter().map(|(tp, r)| (tp, r.err().map_or(0, |e| e.code()))).collect(),

@@ -6,20 +6,30 @@ use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse, GroupId};
 use tokio::sync::oneshot;
 
-use crate::actors::messages::{GroupAdmin, GroupAdminAnswer, GroupAdminOp};
+use crate::actors::messages::{GroupAdmin, GroupAdminAnswer, GroupAdminOp, GroupError};
 use crate::protocol::{str_bytes, Session};
 
 pub async fn handle(s: Rc<Session>, _version: i16, req: DeleteGroupsRequest) -> DeleteGroupsResponse {
     let ids: Vec<String> = req.groups_names.iter().map(|g| g.0.to_string()).collect();
+    // Groups another broker coordinates answer NOT_COORDINATOR, as Kafka's do.
+    let (here, elsewhere): (Vec<String>, Vec<String>) = ids.into_iter().partition(|id| s.group_coordinator(id).is_ok());
     let (tx, rx) = oneshot::channel();
-    let answer = match s.groups.send(GroupAdmin { op: GroupAdminOp::Delete(ids.clone()), reply: tx }).await {
-        Ok(()) => rx.await.ok(),
-        Err(_) => None,
+    let answer = if here.is_empty() {
+        None
+    } else {
+        match s.groups.send(GroupAdmin { op: GroupAdminOp::Delete(here.clone()), reply: tx }).await {
+            Ok(()) => rx.await.ok(),
+            Err(_) => None,
+        }
     };
-    let results = match answer {
+    let mut results = match answer {
         Some(GroupAdminAnswer::Delete(r)) => r,
-        _ => ids.into_iter().map(|id| (id, 15)).collect(),
+        _ => here.into_iter().map(|id| (id, GroupError::CoordinatorNotAvailable.code())).collect(),
     };
+    results.extend(elsewhere.into_iter().map(|id| {
+        let code = s.group_coordinator(&id).err().unwrap_or(GroupError::NotCoordinator).code();
+        (id, code)
+    }));
     let mut r = DeleteGroupsResponse::default();
     r.results = results
         .into_iter()

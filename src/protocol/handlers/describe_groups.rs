@@ -6,23 +6,31 @@ use kafka_protocol::messages::describe_groups_response::{DescribedGroup, Describ
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse, GroupId};
 use tokio::sync::oneshot;
 
-use crate::actors::messages::{GroupAdmin, GroupAdminAnswer, GroupAdminOp};
+use crate::actors::messages::{GroupAdmin, GroupAdminAnswer, GroupAdminOp, GroupError};
 use crate::protocol::{str_bytes, Session};
 
 pub async fn handle(s: Rc<Session>, version: i16, req: DescribeGroupsRequest) -> DescribeGroupsResponse {
     let mut r = DescribeGroupsResponse::default();
     let ids: Vec<String> = req.groups.iter().map(|g| g.0.to_string()).collect();
+    // Groups another broker coordinates answer NOT_COORDINATOR, as Kafka's do.
+    let (here, elsewhere): (Vec<String>, Vec<String>) = ids.into_iter().partition(|id| s.group_coordinator(id).is_ok());
     let (tx, rx) = oneshot::channel();
-    let answer = match s.groups.send(GroupAdmin { op: GroupAdminOp::Describe(ids.clone()), reply: tx }).await {
-        Ok(()) => rx.await.ok(),
-        Err(_) => None,
-    };
-    let described = match answer {
-        Some(GroupAdminAnswer::Describe(d)) => d,
-        _ => {
-            ids.into_iter().map(|id| (id, Err(crate::actors::messages::GroupError::CoordinatorNotAvailable))).collect()
+    let answer = if here.is_empty() {
+        None
+    } else {
+        match s.groups.send(GroupAdmin { op: GroupAdminOp::Describe(here.clone()), reply: tx }).await {
+            Ok(()) => rx.await.ok(),
+            Err(_) => None,
         }
     };
+    let mut described = match answer {
+        Some(GroupAdminAnswer::Describe(d)) => d,
+        _ => here.into_iter().map(|id| (id, Err(GroupError::CoordinatorNotAvailable))).collect(),
+    };
+    described.extend(elsewhere.into_iter().map(|id| {
+        let e = s.group_coordinator(&id).err().unwrap_or(GroupError::NotCoordinator);
+        (id, Err(e))
+    }));
     for (id, d) in described {
         let mut g = DescribedGroup::default();
         g.group_id = GroupId(str_bytes(&id));

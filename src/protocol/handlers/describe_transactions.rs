@@ -14,11 +14,17 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: DescribeTransactionsRequ
     let mut r = DescribeTransactionsResponse::default();
     for id in req.transactional_ids {
         let (tx, rx) = oneshot::channel();
-        let found = match s.txn_shard(&id.0).send(InspectTxns { ids: Some(vec![id.0.to_string()]), reply: tx }).await {
+        let mut t = TransactionState::default();
+        let Ok(shard) = s.txn_shard(&id.0) else {
+            t.transactional_id = id;
+            t.error_code = ResponseError::NotCoordinator.code();
+            r.transaction_states.push(t);
+            continue;
+        };
+        let found = match shard.send(InspectTxns { ids: Some(vec![id.0.to_string()]), reply: tx }).await {
             Ok(()) => rx.await.ok().and_then(|mut v| v.pop()).and_then(|(_, e)| e),
             Err(_) => None,
         };
-        let mut t = TransactionState::default();
         t.transactional_id = id;
         match found {
             None => t.error_code = ResponseError::TransactionalIdNotFound.code(),

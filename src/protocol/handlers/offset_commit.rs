@@ -32,7 +32,11 @@ pub async fn send(s: &Session, c: Commit) -> i16 {
         txn: c.txn,
         reply: tx,
     };
-    match s.groups.send(msg).await {
+    let groups = match s.group_coordinator(&msg.group_id) {
+        Ok(groups) => groups,
+        Err(e) => return e.code(),
+    };
+    match groups.send(msg).await {
         Ok(()) => match rx.await {
             Ok(Ok(())) => 0,
             Ok(Err(e)) => e.code(),

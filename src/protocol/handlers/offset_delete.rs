@@ -6,7 +6,7 @@ use kafka_protocol::messages::offset_delete_response::{OffsetDeleteResponseParti
 use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse, TopicName};
 use tokio::sync::oneshot;
 
-use crate::actors::messages::{GroupAdmin, GroupAdminAnswer, GroupAdminOp};
+use crate::actors::messages::{GroupAdmin, GroupAdminAnswer, GroupAdminOp, GroupError};
 use crate::protocol::{str_bytes, Session};
 
 pub async fn handle(s: Rc<Session>, _version: i16, req: OffsetDeleteRequest) -> OffsetDeleteResponse {
@@ -17,9 +17,12 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: OffsetDeleteRequest) -> 
         .collect();
     let (tx, rx) = oneshot::channel();
     let op = GroupAdminOp::DeleteOffsets { group_id: req.group_id.0.to_string(), partitions };
-    let answer = match s.groups.send(GroupAdmin { op, reply: tx }).await {
-        Ok(()) => rx.await.ok(),
-        Err(_) => None,
+    let answer = match s.group_coordinator(&req.group_id.0) {
+        Ok(groups) => match groups.send(GroupAdmin { op, reply: tx }).await {
+            Ok(()) => rx.await.ok(),
+            Err(_) => None,
+        },
+        Err(e) => Some(GroupAdminAnswer::DeleteOffsets(Err(e))),
     };
     let mut r = OffsetDeleteResponse::default();
     match answer {
@@ -40,7 +43,7 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: OffsetDeleteRequest) -> 
             }
         }
         Some(GroupAdminAnswer::DeleteOffsets(Err(e))) => r.error_code = e.code(),
-        _ => r.error_code = 15,
+        _ => r.error_code = GroupError::CoordinatorNotAvailable.code(),
     }
     r
 }

@@ -22,7 +22,7 @@ async fn fetch(
 ) -> Result<Vec<FetchedOffset>, GroupError> {
     let (tx, rx) = oneshot::channel();
     let msg = FetchOffsets { group_id: group_id.to_string(), partitions, require_stable, reply: tx };
-    s.groups.send(msg).await.map_err(|_| GroupError::CoordinatorNotAvailable)?;
+    s.group_coordinator(group_id)?.send(msg).await.map_err(|_| GroupError::CoordinatorNotAvailable)?;
     rx.await.map_err(|_| GroupError::CoordinatorNotAvailable)?
 }
 

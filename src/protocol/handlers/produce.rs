@@ -297,7 +297,11 @@ async fn verify(
         partitions,
         reply: tx,
     };
-    s.txn_shard(transactional_id).send(msg).await.map_err(|_| ResponseError::NotEnoughReplicas.code())?;
+    let shard = match s.txn_shard(transactional_id) {
+        Ok(shard) => shard,
+        Err(e) => return Err(produce_verification_error(e, version)),
+    };
+    shard.send(msg).await.map_err(|_| ResponseError::NotEnoughReplicas.code())?;
     let answer = rx.await.map_err(|_| ResponseError::NotEnoughReplicas.code())?;
     match answer.into_values().next().unwrap_or(Err(TxnError::NotCoordinator)) {
         Ok(()) => Ok(Verified::Guard(guard)),

@@ -38,9 +38,12 @@ async fn check_membership(s: &Session, version: i16, req: &TxnOffsetCommitReques
             partitions,
             reply: tx,
         };
-        match s.txn_shard(&id).send(msg).await {
-            Ok(()) => rx.await.ok().and_then(|m| m.into_values().next()).unwrap_or(Err(TxnError::NotCoordinator)),
-            Err(_) => Err(TxnError::NotCoordinator),
+        match s.txn_shard(&id) {
+            Ok(shard) if shard.send(msg).await.is_ok() => {
+                rx.await.ok().and_then(|m| m.into_values().next()).unwrap_or(Err(TxnError::NotCoordinator))
+            }
+            Ok(_) => Err(TxnError::NotCoordinator),
+            Err(e) => Err(e),
         }
     };
     result.err().map_or(0, |e| txn_offset_commit_error(e, version))

@@ -63,6 +63,7 @@ macro_rules! group_errors {
 
 group_errors! {
     CoordinatorNotAvailable, "COORDINATOR_NOT_AVAILABLE";
+    NotCoordinator, "NOT_COORDINATOR";
     InvalidGroupId, "INVALID_GROUP_ID";
     IllegalGeneration, "ILLEGAL_GENERATION";
     InconsistentGroupProtocol, "INCONSISTENT_GROUP_PROTOCOL";
