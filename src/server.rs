@@ -11,7 +11,6 @@ use tokio::net::TcpListener;
 
 use crate::actors::directory::Directory;
 use crate::actors::fence_writer::FenceWriter;
-use crate::protocol::connection::{Connection, Limits};
 use crate::actors::group_coordinator::GroupCoordinator;
 use crate::actors::messages::ShutdownAll;
 use crate::actors::partition::MAILBOX_CAPACITY;
@@ -22,12 +21,13 @@ use crate::actors::syncer::Syncer;
 use crate::actors::topics::TopicRegistry;
 use crate::actors::txn_coordinator::{TxnCoordinator, TxnSettings};
 use crate::config::Settings;
+use crate::protocol::connection::{Connection, Limits};
 use crate::protocol::frame::RequestPool;
 use crate::protocol::session::{Actors, Session};
 use crate::store::fence_log::FenceLog;
+use crate::store::group_state::GroupConfig;
 use crate::store::ownership::{self, Ownership};
 use crate::store::producer_ids::ProducerIdAllocator;
-use crate::store::group_state::GroupConfig;
 use crate::store::topics::write_atomic;
 
 #[derive(Debug, Error)]
@@ -103,11 +103,13 @@ impl Broker {
         let topics = TopicRegistry::start_in_arbiter(&cluster_arbiter.handle(), move |_| registry);
         let allocator = ProducerIdAllocator::open(&settings.data_dir, settings.node_id)
             .map_err(|e| ServerError::Startup(format!("producer ids: {e}")))?;
-        let producer_ids = ProducerIds::start_in_arbiter(&cluster_arbiter.handle(), move |_| ProducerIds::new(allocator));
+        let producer_ids =
+            ProducerIds::start_in_arbiter(&cluster_arbiter.handle(), move |_| ProducerIds::new(allocator));
         let fence_log = FenceLog::open(&settings.data_dir, settings.node_id)
             .map_err(|e| ServerError::Startup(format!("fence log: {e}")))?;
         let max_age = settings.producer_id_expiration_ms;
-        let fences = FenceWriter::start_in_arbiter(&cluster_arbiter.handle(), move |_| FenceWriter::new(fence_log, max_age));
+        let fences =
+            FenceWriter::start_in_arbiter(&cluster_arbiter.handle(), move |_| FenceWriter::new(fence_log, max_age));
         let (host, port) = settings.advertised();
         let local = ownership::Broker { node_id: settings.node_id, host, port, rack: None };
         let directory = Directory::new(Ownership::single(local), topics, producer_ids, fences);
@@ -132,9 +134,14 @@ impl Broker {
         let groups = GroupCoordinator::start_in_arbiter(&coordinator_arbiter.handle(), move |_| group_coordinator);
         let mut shards = Vec::with_capacity(settings.txn_shards);
         for shard in 0..settings.txn_shards as u32 {
-            let c =
-                TxnCoordinator::open(&settings.data_dir, shard, directory.clone(), groups.clone(), txn_settings.clone())
-                    .map_err(ServerError::Startup)?;
+            let c = TxnCoordinator::open(
+                &settings.data_dir,
+                shard,
+                directory.clone(),
+                groups.clone(),
+                txn_settings.clone(),
+            )
+            .map_err(ServerError::Startup)?;
             shards.push(TxnCoordinator::start_in_arbiter(&coordinator_arbiter.handle(), move |_| c));
         }
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "recovered partitions");

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use super::messages::*;
-use super::syncer::{SyncJob, Syncer};
+use super::syncer::{SyncJob, Synced, Syncer};
 use crate::store::clock::now_ms;
 use crate::store::control;
 use crate::store::log::{Log, LogError};
@@ -176,7 +176,7 @@ impl PartitionLeader {
         }
         let files = self.log.sync_handles();
         self.sync_in_flight = true;
-        let job = SyncJob { files, upto: self.log.next_offset(), partition: ctx.address() };
+        let job = SyncJob { files, upto: self.log.next_offset(), reply: ctx.address().recipient() };
         if let Err(e) = self.syncer.submit(job) {
             self.fail(e);
         }

@@ -45,14 +45,13 @@ impl TopicRegistry {
     /// Loads every topic and recovers every partition before the listener opens. Nothing a
     /// client created can stop this: a partition that does not open is served offline, and
     /// partitions past `max_partitions` (left by an older kaas) are not started.
-    pub fn load(settings: Arc<Settings>, arbiters: Vec<ArbiterHandle>, syncer: Syncer) -> Result<TopicRegistry, String> {
-        let mut view = TopicRegistry {
-            settings: settings.clone(),
-            topics: HashMap::new(),
-            arbiters,
-            next_arbiter: 0,
-            syncer,
-        };
+    pub fn load(
+        settings: Arc<Settings>,
+        arbiters: Vec<ArbiterHandle>,
+        syncer: Syncer,
+    ) -> Result<TopicRegistry, String> {
+        let mut view =
+            TopicRegistry { settings: settings.clone(), topics: HashMap::new(), arbiters, next_arbiter: 0, syncer };
         // Start-up keeps the open files the rest of the broker needs (coordinator databases,
         // connections): partitions past what the open-file limit supports are served offline.
         let nofile = crate::limits::nofile().map(|(soft, _)| soft).unwrap_or(u64::MAX);

@@ -21,10 +21,10 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
-use crate::actors::quotas::ConnectionPermit;
 use super::frame::{encode_response, read_frame, FrameError, RequestPool};
 use super::handlers::api_versions;
 use super::{decode, dispatch, RequestError, Session};
+use crate::actors::quotas::ConnectionPermit;
 
 /// Per-connection bounds, from the settings.
 #[derive(Debug, Clone)]

@@ -17,4 +17,3 @@ pub use session::Session;
 pub fn str_bytes(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_string())
 }
-

@@ -16,7 +16,10 @@ pub struct Broker {
 /// Something exactly one broker serves at a time.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Owned {
-    Partition { topic: String, partition: i32 },
+    Partition {
+        topic: String,
+        partition: i32,
+    },
     /// A transaction-coordinator shard (`coordinator_key::txn_shard`).
     TxnShard(u32),
     /// A group-coordinator shard: a `__consumer_offsets` partition (`coordinator_key::offsets_partition`).
@@ -58,10 +61,7 @@ impl Ownership {
     }
 
     pub fn lease(&self, what: &Owned) -> Option<Lease> {
-        self.leases
-            .get(what)
-            .copied()
-            .or_else(|| self.default_owner.map(|node_id| Lease { node_id, epoch: 0 }))
+        self.leases.get(what).copied().or_else(|| self.default_owner.map(|node_id| Lease { node_id, epoch: 0 }))
     }
 
     /// The broker serving `what`, if it is live.
