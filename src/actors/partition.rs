@@ -329,22 +329,14 @@ impl Handler<WriteMarker> for PartitionLeader {
                 self.request_sync(ctx);
             }
             Err(e) => {
-                let code = match &e {
-                    PartitionError::Offline => e.code(),
+                match &e {
+                    PartitionError::Offline => {}
                     PartitionError::Rejected(_) => {
-                        tracing::info!(partition = %self.name, producer_id = msg.producer_id, "marker refused: {e}");
-                        e.code()
+                        tracing::info!(partition = %self.name, producer_id = msg.producer_id, "marker refused: {e}")
                     }
-                    PartitionError::LogRefused(_) => {
-                        tracing::error!(partition = %self.name, "marker {e}");
-                        ResponseError::UnknownServerError.code()
-                    }
-                    _ => {
-                        tracing::error!(partition = %self.name, "marker {e}");
-                        e.code()
-                    }
-                };
-                let _ = msg.reply.send(code);
+                    _ => tracing::error!(partition = %self.name, "marker {e}"),
+                }
+                let _ = msg.reply.send(e.marker_code());
             }
         }
     }

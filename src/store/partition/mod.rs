@@ -70,6 +70,15 @@ impl PartitionError {
         self.error().code()
     }
 
+    /// The Kafka error a WriteTxnMarkers answer carries: a marker the log refuses is our bug,
+    /// not the coordinator's (UNKNOWN_SERVER_ERROR); eos-rules 50 lists the others.
+    pub fn marker_code(&self) -> i16 {
+        match self {
+            PartitionError::LogRefused(_) => ResponseError::UnknownServerError.code(),
+            e => e.code(),
+        }
+    }
+
     /// eos-rules 22: a refusal by the rules carries the LogStartOffset; storage errors do not.
     pub fn carries_log_start(&self) -> bool {
         matches!(self, PartitionError::Rejected(_) | PartitionError::LogRefused(_))

@@ -336,3 +336,13 @@ fn a_failed_fsync_takes_the_partition_offline() {
     let e = refused(produce(&mut p, idempotent(0, 1, 1), Verified::No));
     assert_eq!(e.code(), ResponseError::KafkaStorageError.code());
 }
+
+#[test]
+fn rule_50_a_marker_the_log_refuses_is_unknown_server_error() {
+    // An append the log refuses is the client's INVALID_RECORD; a marker is ours to get right.
+    let e = PartitionError::LogRefused("lastOffsetDelta -1".into());
+    assert_eq!(e.code(), ResponseError::InvalidRecord.code());
+    assert_eq!(e.marker_code(), ResponseError::UnknownServerError.code());
+    let fenced = PartitionError::Offline;
+    assert_eq!(fenced.marker_code(), ResponseError::KafkaStorageError.code());
+}
