@@ -2,9 +2,12 @@
 //! the append itself. The request was parsed and validated batch by batch before it got here
 //! (store/validate.rs); this is what the partition leader decides per batch.
 
+use std::collections::BTreeSet;
+
 use bytes::BytesMut;
 
 use super::{Partition, PartitionError};
+use crate::error_code::ResponseError;
 use crate::store::batch::BatchHeader;
 use crate::store::log::LogError;
 use crate::store::producer_state::{AppendDecision, BatchMetadata, ProducerStateTable, Verified};
@@ -17,6 +20,30 @@ pub enum Produced {
     Appended(BatchHeader),
     /// eos-rules 19: a retry of a cached batch: nothing written, answer with the original.
     Duplicate(BatchMetadata),
+}
+
+/// Request-wide rules of a Produce, checked before any batch goes to a partition: `headers` are
+/// the parseable batch headers of every partition in the request. A refused request answers
+/// every partition with the same error.
+pub fn check_request<'a>(
+    acks: i16,
+    has_transactional_id: bool,
+    headers: impl IntoIterator<Item = &'a BatchHeader>,
+) -> Result<(), ResponseError> {
+    if !matches!(acks, -1..=1) {
+        return Err(ResponseError::InvalidRequiredAcks);
+    }
+    let txn_ids: BTreeSet<(i64, i16)> =
+        headers.into_iter().filter(|h| h.is_transactional()).map(|h| (h.producer_id, h.producer_epoch)).collect();
+    // eos-rules 24: transactional batches need a transactional id.
+    if !txn_ids.is_empty() && !has_transactional_id {
+        return Err(ResponseError::TransactionalIdAuthorizationFailed);
+    }
+    // eos-rules 25: every transactional batch of one request has the same (pid, epoch).
+    if txn_ids.len() > 1 {
+        return Err(ResponseError::InvalidProducerIdMapping);
+    }
+    Ok(())
 }
 
 impl Partition {

@@ -4,7 +4,7 @@
 use bytes::BytesMut;
 use tempfile::TempDir;
 
-use super::{Partition, PartitionError, Produced};
+use super::{check_request, Partition, PartitionError, Produced};
 use crate::error_code::ResponseError;
 use crate::store::batch::testutil::{batch, Spec};
 use crate::store::batch::{patch_base_offset, BatchHeader};
@@ -345,4 +345,31 @@ fn rule_50_a_marker_the_log_refuses_is_unknown_server_error() {
     assert_eq!(e.marker_code(), ResponseError::UnknownServerError.code());
     let fenced = PartitionError::Offline;
     assert_eq!(fenced.marker_code(), ResponseError::KafkaStorageError.code());
+}
+
+fn header(data: &BytesMut) -> BatchHeader {
+    BatchHeader::parse(data).unwrap()
+}
+
+#[test]
+fn produce_request_with_invalid_acks_is_refused() {
+    let plain = header(&idempotent(0, 0, 1));
+    assert!(check_request(1, false, [&plain]).is_ok());
+    assert_eq!(check_request(2, false, [&plain]), Err(ResponseError::InvalidRequiredAcks));
+}
+
+#[test]
+fn rule_24_transactional_batch_needs_a_transactional_id() {
+    let txn = header(&transactional(0, 0, 1));
+    assert_eq!(check_request(-1, false, [&txn]), Err(ResponseError::TransactionalIdAuthorizationFailed));
+    assert!(check_request(-1, true, [&txn]).is_ok());
+}
+
+#[test]
+fn rule_25_one_producer_id_and_epoch_per_request() {
+    let a = header(&transactional(0, 0, 1));
+    let same = header(&transactional(0, 1, 1));
+    let other_epoch = header(&transactional(1, 0, 1));
+    assert!(check_request(-1, true, [&a, &same]).is_ok());
+    assert_eq!(check_request(-1, true, [&a, &other_epoch]), Err(ResponseError::InvalidProducerIdMapping));
 }
