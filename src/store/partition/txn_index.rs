@@ -2,8 +2,6 @@
 //! the last stable offset (51), and the aborted ones form the index read_committed fetches get
 //! (52).
 
-use serde::{Deserialize, Serialize};
-
 use super::{Partition, PartitionError};
 use crate::store::batch::BatchHeader;
 use crate::store::control;
@@ -11,7 +9,7 @@ use crate::store::log::LogError;
 use crate::store::producer_state::{CompletedTxn, ProducerStateTable};
 
 /// The aborted-transaction index: aborted transactions still in the log, in marker order.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TxnIndex {
     aborted: Vec<CompletedTxn>,
 }
