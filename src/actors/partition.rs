@@ -1,38 +1,25 @@
-//! PartitionLeader: owns one partition's Log and ProducerStateTable. Appends are written at once
-//! and answered after the syncer has made them durable; the high watermark only covers durable
-//! data, so consumers never see what a crash could take back.
+//! PartitionLeader: the actor around one partition's functional core (store::partition). It
+//! turns messages into calls on `Partition` and runs the fsync round trip: appends are written
+//! at once and answered after the syncer has made them durable; the high watermark only covers
+//! durable data, so consumers never see what a crash could take back.
 
-use crate::error_code::ResponseError;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler};
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
 
 use super::messages::*;
-use super::syncer::{SyncJob, Syncer};
+use super::syncer::{SyncJob, Synced, Syncer};
+use crate::error_code::ResponseError;
 use crate::store::clock::now_ms;
-use crate::store::control;
-use crate::store::log::{Log, LogError};
-use crate::store::producer_state::{AppendDecision, CompletedTxn, ProducerStateTable};
-use crate::store::records;
-use crate::store::topics::write_atomic;
+use crate::store::log::{LogConfig, LogError};
+use crate::store::partition::{Partition, PartitionError, Produced};
 
-const SNAPSHOT_FILE: &str = "producer-state.json";
 /// Appends waiting for their fsync; beyond this the mailbox stops being drained fast enough and
 /// senders see a full mailbox (backpressure).
 pub const MAILBOX_CAPACITY: usize = 1024;
-
-#[derive(Serialize, Deserialize)]
-struct Snapshot {
-    /// The table and the aborted list reflect every batch below this offset.
-    offset: i64,
-    table: ProducerStateTable,
-    #[serde(default)]
-    aborted: Vec<CompletedTxn>,
-}
 
 /// Someone waiting for an offset to become durable.
 enum Waiter {
@@ -42,19 +29,10 @@ enum Waiter {
 
 pub struct PartitionLeader {
     name: String,
-    dir: PathBuf,
-    log: Log,
-    producers: ProducerStateTable,
-    /// The transaction index: aborted transactions still in the log, by first offset.
-    aborted: Vec<CompletedTxn>,
-    /// Everything below is durable and readable.
-    high_watermark: i64,
+    partition: Partition,
     pending: VecDeque<(i64, Waiter)>,
     waiters: Vec<(i64, Reply<()>)>,
     sync_in_flight: bool,
-    failed: bool,
-    /// Log end offset at the last producer-state snapshot.
-    snapshot_offset: i64,
     syncer: Syncer,
     retention_check: Duration,
     producer_expiration_ms: i64,
@@ -65,63 +43,16 @@ impl PartitionLeader {
     pub fn open(
         name: String,
         dir: PathBuf,
-        log_config: crate::store::log::LogConfig,
+        log_config: LogConfig,
         syncer: Syncer,
         retention_check: Duration,
         producer_expiration_ms: i64,
     ) -> Result<PartitionLeader, LogError> {
-        let (log, info) = Log::open(&dir, log_config)?;
+        let (partition, info) = Partition::open(dir, log_config, now_ms())?;
         if info.truncated_bytes > 0 {
             tracing::warn!(partition = %name, bytes = info.truncated_bytes, "recovery truncated a torn log tail");
         }
-        let end = log.next_offset();
-        let snapshot: Option<Snapshot> =
-            std::fs::read(dir.join(SNAPSHOT_FILE)).ok().and_then(|b| serde_json::from_slice(&b).ok());
-        let (mut producers, mut aborted, from) = match snapshot {
-            Some(s) if s.offset <= end => (s.table, s.aborted, s.offset),
-            _ => (ProducerStateTable::new(), Vec::new(), log.log_start_offset()),
-        };
-        // Rebuild what the snapshot does not cover from the batch headers (and markers).
-        let now = now_ms();
-        for h in log.headers_from(from)? {
-            if !h.is_control() {
-                producers.record_append(&h, now);
-                continue;
-            }
-            let batch = log.read(h.base_offset, h.base_offset + 1, h.total_size())?;
-            if let Some(m) = control::parse_marker(&batch) {
-                let done = producers.record_marker(
-                    h.producer_id,
-                    h.producer_epoch,
-                    m.coordinator_epoch,
-                    h.base_offset,
-                    m.commit,
-                    now,
-                );
-                aborted.extend(done.filter(|t| t.aborted));
-            }
-        }
-        // The high watermark exposes what is on disk: recovery found the log end in the page
-        // cache, which a power loss after an earlier crash could still take back.
-        for f in log.segment_files() {
-            f.sync_data()?;
-        }
-        Ok(PartitionLeader {
-            name,
-            dir,
-            high_watermark: end,
-            log,
-            producers,
-            aborted,
-            pending: VecDeque::new(),
-            waiters: Vec::new(),
-            sync_in_flight: false,
-            failed: false,
-            snapshot_offset: from,
-            syncer,
-            retention_check,
-            producer_expiration_ms,
-        })
+        Ok(PartitionLeader::around(name, partition, syncer, retention_check, producer_expiration_ms))
     }
 
     /// A partition whose log could not be opened: it owns no file, answers produce, fetch,
@@ -130,53 +61,51 @@ impl PartitionLeader {
     pub fn offline(
         name: String,
         dir: PathBuf,
-        log_config: crate::store::log::LogConfig,
+        log_config: LogConfig,
+        syncer: Syncer,
+        retention_check: Duration,
+        producer_expiration_ms: i64,
+    ) -> PartitionLeader {
+        let partition = Partition::offline(dir, log_config);
+        PartitionLeader::around(name, partition, syncer, retention_check, producer_expiration_ms)
+    }
+
+    fn around(
+        name: String,
+        partition: Partition,
         syncer: Syncer,
         retention_check: Duration,
         producer_expiration_ms: i64,
     ) -> PartitionLeader {
         PartitionLeader {
             name,
-            log: Log::offline(&dir, log_config),
-            dir,
-            high_watermark: 0,
-            producers: ProducerStateTable::new(),
-            aborted: Vec::new(),
+            partition,
             pending: VecDeque::new(),
             waiters: Vec::new(),
             sync_in_flight: false,
-            failed: true,
-            snapshot_offset: 0,
             syncer,
             retention_check,
             producer_expiration_ms,
         }
     }
 
-    fn log_start(&self) -> i64 {
-        self.log.log_start_offset()
-    }
-
-    fn last_stable_offset(&self) -> i64 {
-        self.producers.first_unstable_offset().map_or(self.high_watermark, |f| f.min(self.high_watermark))
-    }
-
-    fn error_ack(&self, code: i16, with_log_start: bool) -> AppendAck {
+    fn error_ack(&self, e: &PartitionError) -> AppendAck {
         AppendAck {
-            error_code: code,
+            error_code: e.code(),
             base_offset: -1,
             log_append_time: -1,
-            log_start_offset: if with_log_start { self.log_start() } else { -1 },
+            // eos-rules 22
+            log_start_offset: if e.carries_log_start() { self.partition.log_start_offset() } else { -1 },
         }
     }
 
     fn request_sync(&mut self, ctx: &mut Context<Self>) {
-        if self.sync_in_flight || self.failed || self.log.next_offset() <= self.high_watermark {
+        if self.sync_in_flight || !self.partition.needs_sync() {
             return;
         }
-        let files = self.log.sync_handles();
+        let files = self.partition.sync_handles();
         self.sync_in_flight = true;
-        let job = SyncJob { files, upto: self.log.next_offset(), partition: ctx.address() };
+        let job = SyncJob { files, upto: self.partition.log_end_offset(), reply: ctx.address().recipient() };
         if let Err(e) = self.syncer.submit(job) {
             self.fail(e);
         }
@@ -185,8 +114,8 @@ impl PartitionLeader {
     /// A failed fsync leaves the log in an unknown state: stop acknowledging (KAFKA_STORAGE_ERROR).
     fn fail(&mut self, why: String) {
         tracing::error!(partition = %self.name, "log failure, partition offline: {why}");
-        self.failed = true;
-        let ack = self.error_ack(ResponseError::KafkaStorageError.code(), false);
+        self.partition.go_offline();
+        let ack = self.error_ack(&PartitionError::Offline);
         for (_, waiter) in self.pending.drain(..) {
             match waiter {
                 Waiter::Append(reply, _) => {
@@ -200,38 +129,28 @@ impl PartitionLeader {
     }
 
     fn write_snapshot(&mut self) {
-        self.snapshot_offset = self.log.next_offset();
-        let snap =
-            Snapshot { offset: self.log.next_offset(), table: self.producers.clone(), aborted: self.aborted.clone() };
-        match serde_json::to_vec(&snap) {
-            Ok(bytes) => {
-                if let Err(e) = write_atomic(&self.dir.join(SNAPSHOT_FILE), &bytes) {
-                    tracing::warn!(partition = %self.name, "producer snapshot not written: {e}");
-                }
-            }
-            Err(e) => tracing::warn!(partition = %self.name, "producer snapshot not encoded: {e}"),
+        if let Err(e) = self.partition.write_snapshot() {
+            tracing::warn!(partition = %self.name, "{e}");
         }
     }
 
     fn housekeeping(&mut self) {
-        match self.log.enforce_retention(now_ms()) {
+        let now = now_ms();
+        match self.partition.enforce_retention(now) {
             Ok(0) => {}
             Ok(n) => {
-                tracing::info!(partition = %self.name, segments = n, log_start = self.log_start(), "retention removed segments");
-                self.producers.truncate_head(self.log_start());
-                let start = self.log_start();
-                self.aborted.retain(|t| t.last_offset >= start);
+                tracing::info!(partition = %self.name, segments = n, log_start = self.partition.log_start_offset(), "retention removed segments");
             }
             Err(e) => tracing::warn!(partition = %self.name, "retention: {e}"),
         }
-        self.producers.expire(now_ms(), self.producer_expiration_ms);
+        self.partition.expire_producers(now, self.producer_expiration_ms);
         // Everything below the high watermark is on disk: the next recovery starts there.
-        if let Err(e) = self.log.checkpoint_recovery_point(self.high_watermark) {
+        if let Err(e) = self.partition.checkpoint_recovery_point(self.partition.high_watermark()) {
             tracing::warn!(partition = %self.name, "recovery point not written: {e}");
         }
         // Bound the replay after a crash: snapshot the producer state when the log moved.
-        if self.log.next_offset() != self.snapshot_offset {
-            self.write_snapshot();
+        if let Some(Err(e)) = self.partition.snapshot_if_moved() {
+            tracing::warn!(partition = %self.name, "{e}");
         }
     }
 }
@@ -255,65 +174,44 @@ impl Handler<Append> for PartitionLeader {
                 let _ = r.send(ack);
             }
         };
-        if self.failed {
-            return answer(reply, self.error_ack(ResponseError::KafkaStorageError.code(), false));
-        }
-        // eos-rules 14: shape checks answer with LogStartOffset (rule 22).
-        if let Err(e) = ProducerStateTable::check_client_batch_shape(&header) {
-            return answer(reply, self.error_ack(e.code(), true));
-        }
-        // eos-rules 27/28: a transaction may only open here after the coordinator verified the
-        // partition, and only if no marker for this producer slipped in since.
-        if let Err(e) = self.producers.check_verification(&header, verified) {
-            return answer(reply, self.error_ack(e.code(), true));
-        }
-        match self.producers.check_append(&header) {
+        match self.partition.append(data, &header, verified, now_ms()) {
             Err(e) => {
-                tracing::debug!(partition = %self.name, "append refused: {e}");
-                answer(reply, self.error_ack(e.code(), true))
+                match &e {
+                    PartitionError::Offline => {}
+                    PartitionError::Rejected(_) => tracing::debug!(partition = %self.name, "append refused: {e}"),
+                    PartitionError::LogRefused(_) => tracing::warn!(partition = %self.name, "append {e}"),
+                    _ => tracing::error!(partition = %self.name, "append {e}"),
+                }
+                answer(reply, self.error_ack(&e))
             }
-            Ok(AppendDecision::Duplicate(m)) => {
+            Ok(Produced::Duplicate(m)) => {
                 // eos-rules 19: answer with the original offset once it is durable, and (as Kafka
                 // does for a duplicate) the original batch's max timestamp as LogAppendTime.
                 let ack = AppendAck {
                     error_code: 0,
                     base_offset: m.first_offset,
                     log_append_time: m.timestamp,
-                    log_start_offset: self.log_start(),
+                    log_start_offset: self.partition.log_start_offset(),
                 };
                 match reply {
-                    Some(r) if m.last_offset >= self.high_watermark => {
+                    Some(r) if m.last_offset >= self.partition.high_watermark() => {
                         self.pending.push_back((m.last_offset, Waiter::Append(r, ack)))
                     }
                     other => answer(other, ack),
                 }
             }
-            Ok(AppendDecision::Append) => match self.log.append(data) {
-                Ok(h) => {
-                    self.producers.record_append(&h, now_ms());
-                    if let Some(r) = reply {
-                        let ack = AppendAck {
-                            error_code: 0,
-                            base_offset: h.base_offset,
-                            log_append_time: -1,
-                            log_start_offset: self.log_start(),
-                        };
-                        self.pending.push_back((h.last_offset(), Waiter::Append(r, ack)));
-                    }
-                    self.request_sync(ctx);
+            Ok(Produced::Appended(h)) => {
+                if let Some(r) = reply {
+                    let ack = AppendAck {
+                        error_code: 0,
+                        base_offset: h.base_offset,
+                        log_append_time: -1,
+                        log_start_offset: self.partition.log_start_offset(),
+                    };
+                    self.pending.push_back((h.last_offset(), Waiter::Append(r, ack)));
                 }
-                // A batch the log refuses leaves it unchanged: answer INVALID_RECORD, stay online.
-                Err(LogError::InvalidBatch(e)) => {
-                    tracing::warn!(partition = %self.name, "append refused by the log: {e}");
-                    answer(reply, self.error_ack(ResponseError::InvalidRecord.code(), true))
-                }
-                Err(e) => {
-                    // Nothing counted as written (the log end did not move): refuse this batch
-                    // and let the producer retry; only a failed fsync takes the partition offline.
-                    tracing::error!(partition = %self.name, "append not written: {e}");
-                    answer(reply, self.error_ack(ResponseError::KafkaStorageError.code(), false));
-                }
-            },
+                self.request_sync(ctx);
+            }
         }
     }
 }
@@ -326,14 +224,15 @@ impl Handler<Synced> for PartitionLeader {
         if let Err(e) = msg.result {
             return self.fail(format!("fsync: {e}"));
         }
-        self.high_watermark = self.high_watermark.max(msg.upto);
+        self.partition.advance_high_watermark(msg.upto);
+        let hw = self.partition.high_watermark();
         while let Some((last, _)) = self.pending.front() {
-            if *last >= self.high_watermark {
+            if *last >= hw {
                 break;
             }
             match self.pending.pop_front() {
                 Some((_, Waiter::Append(reply, mut ack))) => {
-                    ack.log_start_offset = self.log_start();
+                    ack.log_start_offset = self.partition.log_start_offset();
                     let _ = reply.send(ack);
                 }
                 Some((_, Waiter::Marker(reply))) => {
@@ -342,7 +241,6 @@ impl Handler<Synced> for PartitionLeader {
                 None => break,
             }
         }
-        let hw = self.high_watermark;
         let (ready, waiting): (Vec<_>, Vec<_>) =
             std::mem::take(&mut self.waiters).into_iter().partition(|(o, _)| *o < hw);
         self.waiters = waiting;
@@ -357,37 +255,25 @@ impl Handler<Read> for PartitionLeader {
     type Result = ();
 
     fn handle(&mut self, msg: Read, _: &mut Self::Context) {
-        let upper = if msg.isolation_level == 1 { self.last_stable_offset() } else { self.high_watermark };
+        let p = &self.partition;
         let mut result = ReadResult {
             error_code: 0,
-            high_watermark: self.high_watermark,
-            last_stable_offset: self.last_stable_offset(),
-            log_start_offset: self.log_start(),
+            high_watermark: p.high_watermark(),
+            last_stable_offset: p.last_stable_offset(),
+            log_start_offset: p.log_start_offset(),
             records: Bytes::new(),
             aborted: Vec::new(),
         };
-        if self.failed {
-            result.error_code = ResponseError::KafkaStorageError.code();
-        } else {
-            match self.log.read(msg.offset, upper, msg.max_bytes) {
-                Ok(records) => {
-                    result.records = records;
-                    if msg.isolation_level == 1 {
-                        // eos-rules 52: aborted transactions overlapping [fetch offset, LSO).
-                        // The index is in marker order: skip what ended before the fetch offset.
-                        let from = self.aborted.partition_point(|t| t.last_offset < msg.offset);
-                        result.aborted = self.aborted[from..]
-                            .iter()
-                            .filter(|t| t.first_offset < upper)
-                            .map(|t| (t.producer_id, t.first_offset))
-                            .collect();
-                    }
+        match p.read(msg.offset, msg.max_bytes, msg.isolation_level) {
+            Ok(fetched) => {
+                result.records = fetched.records;
+                result.aborted = fetched.aborted;
+            }
+            Err(e) => {
+                if matches!(e, PartitionError::Read(_)) {
+                    tracing::error!(partition = %self.name, "{e}");
                 }
-                Err(LogError::OffsetOutOfRange { .. }) => result.error_code = ResponseError::OffsetOutOfRange.code(),
-                Err(e) => {
-                    tracing::error!(partition = %self.name, "read: {e}");
-                    result.error_code = ResponseError::KafkaStorageError.code();
-                }
+                result.error_code = e.code();
             }
         }
         let _ = msg.reply.send(result);
@@ -398,7 +284,7 @@ impl Handler<WaitForData> for PartitionLeader {
     type Result = ();
 
     fn handle(&mut self, msg: WaitForData, _: &mut Self::Context) {
-        if msg.offset < self.high_watermark || self.failed {
+        if msg.offset < self.partition.high_watermark() || self.partition.is_offline() {
             let _ = msg.reply.send(());
             return;
         }
@@ -412,42 +298,16 @@ impl Handler<ListOffset> for PartitionLeader {
     type Result = ();
 
     fn handle(&mut self, msg: ListOffset, _: &mut Self::Context) {
-        if self.failed {
-            let _ = msg.reply.send(OffsetAnswer {
-                error_code: ResponseError::KafkaStorageError.code(),
-                offset: -1,
-                timestamp: -1,
-            });
-            return;
-        }
-        let latest = if msg.isolation_level == 1 { self.last_stable_offset() } else { self.high_watermark };
-        let answer = |offset, timestamp| OffsetAnswer { error_code: 0, offset, timestamp };
-        let result = match msg.timestamp {
-            -1 => answer(latest, -1),
-            -2 | -4 => answer(self.log_start(), -1),
-            -3 => {
-                let max = self.log.max_timestamp();
-                self.find_by_timestamp(max, latest, true).unwrap_or(answer(-1, -1))
+        let answer = match self.partition.list_offset(msg.timestamp, msg.isolation_level) {
+            Ok((offset, timestamp)) => OffsetAnswer { error_code: 0, offset, timestamp },
+            // A batch the time index found but whose records cannot be walked: not found.
+            Err(e @ PartitionError::Records(_)) => {
+                tracing::warn!(partition = %self.name, "ListOffsets by time: {e}");
+                OffsetAnswer { error_code: 0, offset: -1, timestamp: -1 }
             }
-            ts if ts >= 0 => self.find_by_timestamp(ts, latest, false).unwrap_or(answer(-1, -1)),
-            _ => answer(-1, -1),
+            Err(e) => OffsetAnswer { error_code: e.code(), offset: -1, timestamp: -1 },
         };
-        let _ = msg.reply.send(result);
-    }
-}
-
-impl PartitionLeader {
-    /// First record with timestamp >= `ts` (or, with `exact_max`, the record holding the maximum).
-    fn find_by_timestamp(&self, ts: i64, upper: i64, exact_max: bool) -> Option<OffsetAnswer> {
-        if ts < 0 {
-            return None;
-        }
-        let (_, batch) = self.log.batch_for_timestamp(ts).ok()??;
-        // Streams through the records: a compressed batch is never held decompressed.
-        let found = records::find_record(&batch, upper, |t| if exact_max { t == ts } else { t >= ts });
-        let (offset, timestamp) =
-            found.inspect_err(|e| tracing::warn!(partition = %self.name, "ListOffsets by time: {e}")).ok()??;
-        Some(OffsetAnswer { error_code: 0, offset, timestamp })
+        let _ = msg.reply.send(answer);
     }
 }
 
@@ -455,43 +315,28 @@ impl Handler<WriteMarker> for PartitionLeader {
     type Result = ();
 
     fn handle(&mut self, msg: WriteMarker, ctx: &mut Self::Context) {
-        if self.failed {
-            let _ = msg.reply.send(ResponseError::KafkaStorageError.code());
-            return;
-        }
-        // eos-rules 46-48: epoch checks by the marker's transaction version.
-        if let Err(e) =
-            self.producers.check_marker(msg.producer_id, msg.producer_epoch, msg.coordinator_epoch, msg.txn_version)
-        {
-            tracing::info!(partition = %self.name, producer_id = msg.producer_id, "marker refused: {e}");
-            let _ = msg.reply.send(e.code());
-            return;
-        }
-        let marker = control::Marker { commit: msg.commit, coordinator_epoch: msg.coordinator_epoch };
-        let now = now_ms();
-        match self.log.append(control::marker_batch(msg.producer_id, msg.producer_epoch, marker, now)) {
+        let written = self.partition.write_marker(
+            msg.producer_id,
+            msg.producer_epoch,
+            msg.commit,
+            msg.coordinator_epoch,
+            msg.txn_version,
+            now_ms(),
+        );
+        match written {
             Ok(h) => {
-                // eos-rules 49: the marker ends the open transaction; aborts enter the index.
-                let done = self.producers.record_marker(
-                    msg.producer_id,
-                    msg.producer_epoch,
-                    msg.coordinator_epoch,
-                    h.base_offset,
-                    msg.commit,
-                    now,
-                );
-                self.aborted.extend(done.filter(|t| t.aborted));
                 self.pending.push_back((h.last_offset(), Waiter::Marker(msg.reply)));
                 self.request_sync(ctx);
             }
-            Err(LogError::InvalidBatch(e)) => {
-                tracing::error!(partition = %self.name, "marker refused by the log: {e}");
-                let _ = msg.reply.send(ResponseError::UnknownServerError.code());
-            }
             Err(e) => {
-                // As for appends: not written, the coordinator retries the marker.
-                tracing::error!(partition = %self.name, "marker not written: {e}");
-                let _ = msg.reply.send(ResponseError::KafkaStorageError.code());
+                match &e {
+                    PartitionError::Offline => {}
+                    PartitionError::Rejected(_) => {
+                        tracing::info!(partition = %self.name, producer_id = msg.producer_id, "marker refused: {e}")
+                    }
+                    _ => tracing::error!(partition = %self.name, "marker {e}"),
+                }
+                let _ = msg.reply.send(e.marker_code());
             }
         }
     }
@@ -501,7 +346,7 @@ impl Handler<BeginVerification> for PartitionLeader {
     type Result = ();
 
     fn handle(&mut self, msg: BeginVerification, _: &mut Self::Context) {
-        let _ = msg.reply.send(self.producers.begin_verification(msg.producer_id, msg.producer_epoch));
+        let _ = msg.reply.send(self.partition.begin_verification(msg.producer_id, msg.producer_epoch));
     }
 }
 
@@ -509,7 +354,7 @@ impl Handler<FenceEpoch> for PartitionLeader {
     type Result = ();
 
     fn handle(&mut self, msg: FenceEpoch, _: &mut Self::Context) {
-        self.producers.fence(msg.producer_id, msg.epoch, now_ms());
+        self.partition.fence(msg.producer_id, msg.epoch, now_ms());
     }
 }
 
@@ -517,16 +362,16 @@ impl Handler<Shutdown> for PartitionLeader {
     type Result = ();
 
     fn handle(&mut self, msg: Shutdown, ctx: &mut Self::Context) {
-        if !self.failed {
+        if !self.partition.is_offline() {
             let mut synced = true;
-            for f in self.log.sync_handles() {
+            for f in self.partition.sync_handles() {
                 if let Err(e) = f.sync_data() {
                     tracing::error!(partition = %self.name, "final fsync: {e}");
                     synced = false;
                 }
             }
             if synced {
-                if let Err(e) = self.log.checkpoint_recovery_point(self.log.next_offset()) {
+                if let Err(e) = self.partition.checkpoint_recovery_point(self.partition.log_end_offset()) {
                     tracing::warn!(partition = %self.name, "recovery point not written: {e}");
                 }
             }
@@ -541,6 +386,6 @@ impl Handler<InspectProducers> for PartitionLeader {
     type Result = ();
 
     fn handle(&mut self, msg: InspectProducers, _: &mut Self::Context) {
-        let _ = msg.reply.send(self.producers.entries().cloned().collect());
+        let _ = msg.reply.send(self.partition.producers());
     }
 }

@@ -6,16 +6,22 @@ use std::fs::File;
 use std::sync::Arc;
 use std::thread;
 
-use actix::Addr;
+use actix::{Message, Recipient};
 use crossbeam_channel::{bounded, Receiver, Sender};
 
-use super::messages::Synced;
-use super::partition::PartitionLeader;
+/// The syncer made everything below `upto` durable (or failed to).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Synced {
+    pub upto: i64,
+    pub result: Result<(), String>,
+}
 
+/// Make `files` durable, then tell `reply` that everything below `upto` is on disk.
 pub struct SyncJob {
     pub files: Vec<Arc<File>>,
     pub upto: i64,
-    pub partition: Addr<PartitionLeader>,
+    pub reply: Recipient<Synced>,
 }
 
 #[derive(Clone)]
@@ -40,7 +46,7 @@ impl Syncer {
                             break;
                         }
                     }
-                    job.partition.do_send(Synced { upto: job.upto, result });
+                    job.reply.do_send(Synced { upto: job.upto, result });
                 }
             });
             if let Err(e) = spawned {

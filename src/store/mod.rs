@@ -9,6 +9,7 @@ pub mod fence_log;
 pub mod group;
 pub mod log;
 pub mod ownership;
+pub mod partition;
 pub mod producer_ids;
 pub mod producer_state;
 pub mod records;

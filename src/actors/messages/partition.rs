@@ -108,14 +108,6 @@ pub struct FenceEpoch {
     pub epoch: i16,
 }
 
-/// The syncer made everything below `upto` durable (or failed to).
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct Synced {
-    pub upto: i64,
-    pub result: Result<(), String>,
-}
-
 /// Flush, snapshot producer state and stop.
 #[derive(Message)]
 #[rtype(result = "()")]

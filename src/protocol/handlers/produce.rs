@@ -22,6 +22,7 @@ use crate::protocol::{str_bytes, Session};
 use crate::store::batch::BatchHeader;
 use crate::store::batch::{self, BatchError};
 use crate::store::clock::now_ms;
+use crate::store::partition::check_request;
 use crate::store::records;
 use crate::store::txn::{produce_verification_error, TV_2};
 use crate::store::validate::{self, RecordError, TimestampPolicy};
@@ -107,32 +108,22 @@ pub async fn dispatch(
     req: ProduceRequest,
 ) -> LocalBoxFuture<'static, Option<ProduceResponse>> {
     let acks = req.acks;
-    let valid_acks = matches!(acks, -1..=1);
-    // eos-rules 24: transactional batches need a transactional id.
-    let has_txn_batch = req.topic_data.iter().flat_map(|t| &t.partition_data).any(|p| {
-        p.records.as_ref().and_then(|r| batch::BatchHeader::parse(r).ok()).is_some_and(|h| h.is_transactional())
-    });
-    let txn_denied = has_txn_batch && req.transactional_id.is_none();
-    // eos-rules 25: every transactional batch of one request has the same (pid, epoch).
-    let txn_ids: std::collections::BTreeSet<(i64, i16)> = req
+    let headers: Vec<BatchHeader> = req
         .topic_data
         .iter()
         .flat_map(|t| &t.partition_data)
-        .filter_map(|p| p.records.as_ref().and_then(|r| batch::BatchHeader::parse(r).ok()))
-        .filter(|h| h.is_transactional())
-        .map(|h| (h.producer_id, h.producer_epoch))
+        .filter_map(|p| p.records.as_ref().and_then(|r| BatchHeader::parse(r).ok()))
         .collect();
-    let mixed_ids = txn_ids.len() > 1;
+    // Invalid acks, eos-rules 24 and 25: the same answer for every partition.
+    let refused = check_request(acks, req.transactional_id.is_some(), &headers).err().map(|e| e.code());
     let mut topics = Vec::with_capacity(req.topic_data.len());
     for t in req.topic_data {
         let name = t.name.0.to_string();
-        let handle = if valid_acks && !txn_denied && !mixed_ids { Some(s.topic(&name, false).await) } else { None };
+        let handle = if refused.is_none() { Some(s.topic(&name, false).await) } else { None };
         let mut slots = Vec::with_capacity(t.partition_data.len());
         for p in t.partition_data {
             let slot = match &handle {
-                _ if !valid_acks => err(ResponseError::InvalidRequiredAcks.code()),
-                _ if txn_denied => err(ResponseError::TransactionalIdAuthorizationFailed.code()),
-                _ if mixed_ids => err(ResponseError::InvalidProducerIdMapping.code()),
+                _ if refused.is_some() => err(refused.unwrap_or_default()),
                 Some(Err(code)) => err(*code),
                 None => err(ResponseError::UnknownTopicOrPartition.code()),
                 Some(Ok(h)) => match (s.leader(h, p.index), p.records) {

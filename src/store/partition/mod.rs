@@ -1,0 +1,179 @@
+//! One partition's functional core: the log, the producer state table and the transaction index,
+//! and every rule a partition leader enforces on them (eos-rules 14-29, 45-52). No actors, no
+//! threads: the partition actor turns messages into calls here and runs the fsync round trip.
+//! Everything below the high watermark is durable; the actor moves it once the syncer says so.
+
+mod offsets;
+mod produce;
+mod recovery;
+mod snapshot;
+mod txn_index;
+
+#[cfg(test)]
+mod tests;
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use thiserror::Error;
+
+use crate::error_code::ResponseError;
+use crate::store::log::{Log, LogConfig, LogError};
+use crate::store::producer_state::{ProducerEntry, ProducerStateError, ProducerStateTable};
+use crate::store::records::RecordsError;
+
+pub use offsets::Fetched;
+pub use produce::{check_request, Produced};
+pub use snapshot::SnapshotError;
+pub use txn_index::TxnIndex;
+
+/// Why a partition refused a request.
+#[derive(Debug, Error)]
+pub enum PartitionError {
+    /// The log could not be opened, or an fsync failed: nothing is read or written any more.
+    #[error("partition offline")]
+    Offline,
+    /// A producer-state rule refused the batch or marker (eos-rules 14-20, 26-28, 46-48).
+    #[error(transparent)]
+    Rejected(#[from] ProducerStateError),
+    /// The log refused the batch and stayed unchanged.
+    #[error("refused by the log: {0}")]
+    LogRefused(String),
+    /// Writing failed before the log end moved: nothing counts as written, the sender retries.
+    #[error("not written: {0}")]
+    NotWritten(LogError),
+    #[error("offset out of range")]
+    OffsetOutOfRange,
+    #[error("read: {0}")]
+    Read(LogError),
+    /// ListOffsets by time met a batch whose records cannot be walked.
+    #[error("records: {0}")]
+    Records(RecordsError),
+}
+
+impl PartitionError {
+    /// The Kafka error an append (or read) answers with.
+    pub fn error(&self) -> ResponseError {
+        match self {
+            PartitionError::Offline | PartitionError::NotWritten(_) | PartitionError::Read(_) => {
+                ResponseError::KafkaStorageError
+            }
+            PartitionError::Rejected(e) => e.error(),
+            PartitionError::LogRefused(_) => ResponseError::InvalidRecord,
+            PartitionError::OffsetOutOfRange => ResponseError::OffsetOutOfRange,
+            PartitionError::Records(_) => ResponseError::CorruptMessage,
+        }
+    }
+
+    pub fn code(&self) -> i16 {
+        self.error().code()
+    }
+
+    /// The Kafka error a WriteTxnMarkers answer carries: a marker the log refuses is our bug,
+    /// not the coordinator's (UNKNOWN_SERVER_ERROR); eos-rules 50 lists the others.
+    pub fn marker_code(&self) -> i16 {
+        match self {
+            PartitionError::LogRefused(_) => ResponseError::UnknownServerError.code(),
+            e => e.code(),
+        }
+    }
+
+    /// eos-rules 22: a refusal by the rules carries the LogStartOffset; storage errors do not.
+    pub fn carries_log_start(&self) -> bool {
+        matches!(self, PartitionError::Rejected(_) | PartitionError::LogRefused(_))
+    }
+}
+
+pub struct Partition {
+    dir: PathBuf,
+    log: Log,
+    producers: ProducerStateTable,
+    txns: TxnIndex,
+    /// Everything below is durable and readable.
+    high_watermark: i64,
+    offline: bool,
+    /// Log end offset at the last producer-state snapshot.
+    snapshot_offset: i64,
+}
+
+impl Partition {
+    /// A partition whose log could not be opened: it owns no file, refuses every read and write
+    /// with `Offline`, and never writes a snapshot, so what is on disk stays as it was.
+    pub fn offline(dir: PathBuf, log_config: LogConfig) -> Partition {
+        Partition {
+            log: Log::offline(&dir, log_config),
+            dir,
+            producers: ProducerStateTable::new(),
+            txns: TxnIndex::default(),
+            high_watermark: 0,
+            offline: true,
+            snapshot_offset: 0,
+        }
+    }
+
+    pub fn is_offline(&self) -> bool {
+        self.offline
+    }
+
+    /// A failed fsync leaves the log in an unknown state: stop serving it.
+    pub fn go_offline(&mut self) {
+        self.offline = true;
+    }
+
+    pub fn log_start_offset(&self) -> i64 {
+        self.log.log_start_offset()
+    }
+
+    pub fn log_end_offset(&self) -> i64 {
+        self.log.next_offset()
+    }
+
+    /// Whether appended data waits for an fsync before the high watermark can cover it.
+    pub fn needs_sync(&self) -> bool {
+        !self.offline && self.log.next_offset() > self.high_watermark
+    }
+
+    /// File handles that must be fsynced to make everything appended so far durable.
+    pub fn sync_handles(&mut self) -> Vec<Arc<File>> {
+        self.log.sync_handles()
+    }
+
+    /// Everything below `offset` is on disk: the next recovery may start there.
+    pub fn checkpoint_recovery_point(&self, offset: i64) -> std::io::Result<()> {
+        self.log.checkpoint_recovery_point(offset)
+    }
+
+    /// DescribeProducers: the active producers.
+    pub fn producers(&self) -> Vec<ProducerEntry> {
+        self.producers.entries().cloned().collect()
+    }
+
+    /// A coordinator bumped `producer_id` to `epoch`: older epochs are refused from now on.
+    pub fn fence(&mut self, producer_id: i64, epoch: i16, now_ms: i64) {
+        self.producers.fence(producer_id, epoch, now_ms);
+    }
+
+    /// eos-rules 27/28: None when a transaction is already open here at that epoch, else a
+    /// guard to verify with the coordinator.
+    pub fn begin_verification(&mut self, producer_id: i64, producer_epoch: i16) -> Option<u64> {
+        self.producers.begin_verification(producer_id, producer_epoch)
+    }
+
+    /// Retention: removes whole segments past the limits; producers and aborted transactions
+    /// that lay only in them go too. Returns how many segments went.
+    pub fn enforce_retention(&mut self, now_ms: i64) -> Result<usize, LogError> {
+        let n = self.log.enforce_retention(now_ms)?;
+        if n > 0 {
+            let start = self.log_start_offset();
+            self.producers.truncate_head(start);
+            self.txns.truncate_head(start);
+        }
+        Ok(n)
+    }
+
+    /// eos-rules 23: idle producers without an open transaction expire.
+    pub fn expire_producers(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
+        self.producers.expire(now_ms, expiration_ms)
+    }
+}

@@ -1,0 +1,52 @@
+//! Producer-state snapshots: the producer table and the aborted-transaction index as of a log
+//! offset, so recovery replays only the log tail after it.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use super::Partition;
+use crate::store::producer_state::{CompletedTxn, ProducerStateTable};
+use crate::store::topics::write_atomic;
+
+pub const SNAPSHOT_FILE: &str = "producer-state.json";
+
+#[derive(Debug, Error)]
+pub enum SnapshotError {
+    #[error("producer snapshot not encoded: {0}")]
+    Encode(#[from] serde_json::Error),
+    #[error("producer snapshot not written: {0}")]
+    Write(#[from] std::io::Error),
+}
+
+#[derive(Serialize, Deserialize)]
+pub(super) struct Snapshot {
+    /// The table and the aborted list reflect every batch below this offset.
+    pub offset: i64,
+    pub table: ProducerStateTable,
+    #[serde(default)]
+    pub aborted: Vec<CompletedTxn>,
+}
+
+/// The snapshot in `dir`, if there is a readable one.
+pub(super) fn read_snapshot(dir: &Path) -> Option<Snapshot> {
+    std::fs::read(dir.join(SNAPSHOT_FILE)).ok().and_then(|b| serde_json::from_slice(&b).ok())
+}
+
+impl Partition {
+    /// Snapshots the producer state as of the log end.
+    pub fn write_snapshot(&mut self) -> Result<(), SnapshotError> {
+        let offset = self.log.next_offset();
+        self.snapshot_offset = offset;
+        let snap = Snapshot { offset, table: self.producers.clone(), aborted: self.txns.aborted().to_vec() };
+        let bytes = serde_json::to_vec(&snap)?;
+        write_atomic(&self.dir.join(SNAPSHOT_FILE), &bytes)?;
+        Ok(())
+    }
+
+    /// Bounds the replay after a crash: snapshots only when the log moved since the last one.
+    pub fn snapshot_if_moved(&mut self) -> Option<Result<(), SnapshotError>> {
+        (self.log.next_offset() != self.snapshot_offset).then(|| self.write_snapshot())
+    }
+}

@@ -1,0 +1,375 @@
+//! One test per rule the partition enforces, through `Partition` on a real log in a temp dir.
+//! Rule numbers are /work/shared/spec/eos-rules.md.
+
+use bytes::BytesMut;
+use tempfile::TempDir;
+
+use super::{check_request, Partition, PartitionError, Produced};
+use crate::error_code::ResponseError;
+use crate::store::batch::testutil::{batch, Spec};
+use crate::store::batch::{patch_base_offset, BatchHeader};
+use crate::store::log::LogConfig;
+use crate::store::producer_state::Verified;
+
+const NOW: i64 = 1_000;
+const PID: i64 = 7;
+const LEGACY: i8 = 1;
+const TV2: i8 = 2;
+
+fn config() -> LogConfig {
+    LogConfig { segment_bytes: 1 << 20, retention_ms: -1, retention_bytes: -1, index_interval_bytes: 100 }
+}
+
+fn open() -> (TempDir, Partition) {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, _) = Partition::open(dir.path().to_path_buf(), config(), NOW).unwrap();
+    (dir, p)
+}
+
+fn reopen(dir: &TempDir) -> Partition {
+    Partition::open(dir.path().to_path_buf(), config(), NOW).unwrap().0
+}
+
+fn idempotent(epoch: i16, seq: i32, records: i32) -> BytesMut {
+    batch(Spec { producer_id: PID, producer_epoch: epoch, base_sequence: seq, records, ..Spec::default() })
+}
+
+fn transactional(epoch: i16, seq: i32, records: i32) -> BytesMut {
+    batch(Spec {
+        producer_id: PID,
+        producer_epoch: epoch,
+        base_sequence: seq,
+        records,
+        transactional: true,
+        ..Spec::default()
+    })
+}
+
+fn produce(p: &mut Partition, data: BytesMut, verified: Verified) -> Result<Produced, PartitionError> {
+    let h = BatchHeader::parse(&data).unwrap();
+    p.append(data, &h, verified, NOW)
+}
+
+fn appended_at(r: Result<Produced, PartitionError>) -> i64 {
+    match r {
+        Ok(Produced::Appended(h)) => h.base_offset,
+        other => panic!("expected an append, got {other:?}"),
+    }
+}
+
+fn refused(r: Result<Produced, PartitionError>) -> PartitionError {
+    match r {
+        Err(e) => e,
+        Ok(p) => panic!("expected a refusal, got {p:?}"),
+    }
+}
+
+/// What the syncer's answer does: everything written so far is durable.
+fn sync(p: &mut Partition) {
+    let end = p.log_end_offset();
+    p.advance_high_watermark(end);
+}
+
+/// Opens a transaction for PID at `epoch` the TV2 way (eos-rules 29).
+fn open_txn(p: &mut Partition, epoch: i16, records: i32) -> i64 {
+    appended_at(produce(p, transactional(epoch, 0, records), Verified::Tv2Added))
+}
+
+#[test]
+fn rule_14_client_batch_shape_is_invalid_record_with_log_start() {
+    let (_dir, mut p) = open();
+    let mut data = idempotent(0, 0, 1);
+    patch_base_offset(&mut data, 5);
+    let e = refused(produce(&mut p, data, Verified::No));
+    assert_eq!(e.code(), ResponseError::InvalidRecord.code());
+    // eos-rules 22: a refusal by the rules answers with the LogStartOffset.
+    assert!(e.carries_log_start());
+    assert_eq!(p.log_end_offset(), 0);
+}
+
+#[test]
+fn rule_15_unknown_producer_starts_at_any_sequence() {
+    let (_dir, mut p) = open();
+    assert_eq!(appended_at(produce(&mut p, idempotent(0, 42, 2), Verified::No)), 0);
+}
+
+#[test]
+fn rule_16_sequence_out_of_order_is_refused() {
+    let (_dir, mut p) = open();
+    appended_at(produce(&mut p, idempotent(0, 0, 2), Verified::No));
+    let e = refused(produce(&mut p, idempotent(0, 3, 1), Verified::No));
+    assert_eq!(e.code(), ResponseError::OutOfOrderSequenceNumber.code());
+    assert_eq!(appended_at(produce(&mut p, idempotent(0, 2, 1), Verified::No)), 2);
+}
+
+#[test]
+fn rule_17_higher_epoch_must_restart_at_sequence_zero() {
+    let (_dir, mut p) = open();
+    appended_at(produce(&mut p, idempotent(0, 0, 2), Verified::No));
+    let e = refused(produce(&mut p, idempotent(1, 2, 1), Verified::No));
+    assert_eq!(e.code(), ResponseError::OutOfOrderSequenceNumber.code());
+    assert_eq!(appended_at(produce(&mut p, idempotent(1, 0, 1), Verified::No)), 2);
+}
+
+#[test]
+fn rule_18_lower_epoch_is_invalid_producer_epoch() {
+    let (_dir, mut p) = open();
+    appended_at(produce(&mut p, idempotent(3, 0, 1), Verified::No));
+    let e = refused(produce(&mut p, idempotent(2, 1, 1), Verified::No));
+    assert_eq!(e.code(), ResponseError::InvalidProducerEpoch.code());
+}
+
+#[test]
+fn rule_18_fenced_epoch_is_invalid_producer_epoch() {
+    let (_dir, mut p) = open();
+    appended_at(produce(&mut p, idempotent(0, 0, 1), Verified::No));
+    // A coordinator bumped the epoch (FenceEpoch): the old producer is refused from now on.
+    p.fence(PID, 1, NOW);
+    let e = refused(produce(&mut p, idempotent(0, 1, 1), Verified::No));
+    assert_eq!(e.code(), ResponseError::InvalidProducerEpoch.code());
+}
+
+#[test]
+fn rule_19_duplicate_sequence_answers_with_the_original_offset() {
+    let (_dir, mut p) = open();
+    appended_at(produce(&mut p, idempotent(0, 0, 3), Verified::No));
+    appended_at(produce(&mut p, idempotent(0, 3, 2), Verified::No));
+    match produce(&mut p, idempotent(0, 0, 3), Verified::No) {
+        Ok(Produced::Duplicate(m)) => assert_eq!((m.first_offset, m.last_offset), (0, 2)),
+        other => panic!("expected a duplicate, got {other:?}"),
+    }
+    assert_eq!(p.log_end_offset(), 5, "a duplicate appends nothing");
+}
+
+#[test]
+fn rule_26_plain_batch_during_open_transaction_is_invalid_txn_state() {
+    let (_dir, mut p) = open();
+    open_txn(&mut p, 0, 1);
+    let e = refused(produce(&mut p, idempotent(0, 1, 1), Verified::No));
+    assert_eq!(e.code(), ResponseError::InvalidTxnState.code());
+}
+
+#[test]
+fn rule_27_transactional_batch_needs_verification() {
+    let (_dir, mut p) = open();
+    let e = refused(produce(&mut p, transactional(0, 0, 1), Verified::No));
+    assert_eq!(e.code(), ResponseError::InvalidTxnState.code());
+    let guard = p.begin_verification(PID, 0).unwrap();
+    assert_eq!(appended_at(produce(&mut p, transactional(0, 0, 1), Verified::Guard(guard))), 0);
+    // Open at this epoch now: no further verification needed.
+    assert_eq!(p.begin_verification(PID, 0), None);
+    assert_eq!(appended_at(produce(&mut p, transactional(0, 1, 1), Verified::No)), 1);
+}
+
+#[test]
+fn rule_28_marker_between_verification_and_append_voids_the_guard() {
+    let (_dir, mut p) = open();
+    let guard = p.begin_verification(PID, 0).unwrap();
+    p.write_marker(PID, 0, false, 0, LEGACY, NOW).unwrap();
+    let e = refused(produce(&mut p, transactional(0, 0, 1), Verified::Guard(guard)));
+    assert_eq!(e.code(), ResponseError::InvalidTxnState.code());
+}
+
+#[test]
+fn rule_29_tv2_transaction_on_empty_state_must_start_at_zero() {
+    let (_dir, mut p) = open();
+    let e = refused(produce(&mut p, transactional(0, 5, 1), Verified::Tv2Added));
+    assert_eq!(e.code(), ResponseError::OutOfOrderSequenceNumber.code());
+    assert_eq!(open_txn(&mut p, 0, 1), 0);
+}
+
+#[test]
+fn rule_46_legacy_marker_with_an_older_epoch_is_refused() {
+    let (_dir, mut p) = open();
+    open_txn(&mut p, 5, 1);
+    let e = p.write_marker(PID, 4, true, 0, LEGACY, NOW).unwrap_err();
+    assert_eq!(e.code(), ResponseError::InvalidProducerEpoch.code());
+    assert!(p.write_marker(PID, 5, true, 0, LEGACY, NOW).is_ok(), "legacy markers accept the same epoch");
+}
+
+#[test]
+fn rule_47_kip_1228_tv2_marker_needs_a_strictly_higher_epoch() {
+    let (_dir, mut p) = open();
+    open_txn(&mut p, 5, 1);
+    let e = p.write_marker(PID, 5, true, 0, TV2, NOW).unwrap_err();
+    assert_eq!(e.code(), ResponseError::InvalidProducerEpoch.code());
+    let h = p.write_marker(PID, 6, true, 0, TV2, NOW).unwrap();
+    assert!(h.is_control());
+    assert_eq!(h.base_offset, 1);
+}
+
+#[test]
+fn rule_48_older_coordinator_epoch_is_fenced() {
+    let (_dir, mut p) = open();
+    open_txn(&mut p, 0, 1);
+    p.write_marker(PID, 0, true, 3, LEGACY, NOW).unwrap();
+    let e = p.write_marker(PID, 0, true, 2, LEGACY, NOW).unwrap_err();
+    assert_eq!(e.code(), ResponseError::TransactionCoordinatorFenced.code());
+}
+
+#[test]
+fn rule_49_marker_ends_the_open_transaction() {
+    let (_dir, mut p) = open();
+    open_txn(&mut p, 0, 2);
+    p.write_marker(PID, 0, true, 0, LEGACY, NOW).unwrap();
+    // The transaction is over: a plain batch is no longer INVALID_TXN_STATE (rule 26).
+    assert_eq!(appended_at(produce(&mut p, idempotent(0, 2, 1), Verified::No)), 3);
+}
+
+#[test]
+fn rule_51_lso_with_an_open_txn_stops_at_its_first_offset() {
+    let (_dir, mut p) = open();
+    appended_at(produce(&mut p, batch(Spec { records: 2, ..Spec::default() }), Verified::No));
+    let first = open_txn(&mut p, 0, 3);
+    sync(&mut p);
+    assert_eq!((first, p.high_watermark()), (2, 5));
+    assert_eq!(p.last_stable_offset(), 2);
+    assert_eq!(p.list_offset(-1, 1).unwrap(), (2, -1));
+    assert_eq!(p.list_offset(-1, 0).unwrap(), (5, -1));
+    // read_committed sees only what lies below the LSO.
+    let committed = p.read(0, 1 << 20, 1).unwrap();
+    let uncommitted = p.read(0, 1 << 20, 0).unwrap();
+    assert!(committed.records.len() < uncommitted.records.len());
+    p.write_marker(PID, 0, true, 0, LEGACY, NOW).unwrap();
+    sync(&mut p);
+    assert_eq!(p.last_stable_offset(), p.high_watermark());
+}
+
+#[test]
+fn rule_51_lso_never_exceeds_the_high_watermark() {
+    let (_dir, mut p) = open();
+    appended_at(produce(&mut p, batch(Spec { records: 2, ..Spec::default() }), Verified::No));
+    assert_eq!((p.high_watermark(), p.last_stable_offset()), (0, 0));
+    assert!(p.read(0, 1 << 20, 0).unwrap().records.is_empty(), "nothing readable before the fsync");
+    sync(&mut p);
+    assert_eq!(p.last_stable_offset(), 2);
+}
+
+#[test]
+fn rule_52_aborted_index_after_abort_marker() {
+    let (_dir, mut p) = open();
+    open_txn(&mut p, 0, 3);
+    p.write_marker(PID, 0, false, 0, LEGACY, NOW).unwrap();
+    sync(&mut p);
+    assert_eq!(p.read(0, 1 << 20, 1).unwrap().aborted, vec![(PID, 0)]);
+    // read_uncommitted gets no index; a fetch past the marker sees no overlapping abort.
+    assert!(p.read(0, 1 << 20, 0).unwrap().aborted.is_empty());
+    assert!(p.read(4, 1 << 20, 1).unwrap().aborted.is_empty());
+}
+
+#[test]
+fn rule_52_committed_transactions_stay_out_of_the_index() {
+    let (_dir, mut p) = open();
+    open_txn(&mut p, 0, 3);
+    p.write_marker(PID, 0, true, 0, LEGACY, NOW).unwrap();
+    sync(&mut p);
+    assert!(p.read(0, 1 << 20, 1).unwrap().aborted.is_empty());
+}
+
+#[test]
+fn recovery_rebuilds_producer_state_from_the_log() {
+    let (dir, mut p) = open();
+    open_txn(&mut p, 0, 1);
+    p.write_marker(PID, 0, false, 0, LEGACY, NOW).unwrap();
+    appended_at(produce(&mut p, idempotent(0, 1, 3), Verified::No));
+    drop(p);
+    let mut p = reopen(&dir);
+    // The high watermark exposes what recovery found (and synced).
+    assert_eq!(p.high_watermark(), 5);
+    assert!(matches!(produce(&mut p, idempotent(0, 1, 3), Verified::No), Ok(Produced::Duplicate(_))));
+    assert_eq!(p.read(0, 1 << 20, 1).unwrap().aborted, vec![(PID, 0)]);
+}
+
+#[test]
+fn recovery_replays_the_log_tail_after_the_snapshot() {
+    let (dir, mut p) = open();
+    open_txn(&mut p, 0, 2);
+    p.write_marker(PID, 0, false, 0, LEGACY, NOW).unwrap();
+    p.write_snapshot().unwrap();
+    assert!(p.snapshot_if_moved().is_none(), "nothing moved since the snapshot");
+    appended_at(produce(&mut p, idempotent(1, 0, 2), Verified::No));
+    drop(p);
+    let mut p = reopen(&dir);
+    assert_eq!(p.read(0, 1 << 20, 1).unwrap().aborted, vec![(PID, 0)], "from the snapshot");
+    assert!(matches!(produce(&mut p, idempotent(1, 0, 2), Verified::No), Ok(Produced::Duplicate(_))), "from the tail");
+}
+
+#[test]
+fn list_offsets_earliest_and_latest() {
+    let (_dir, mut p) = open();
+    appended_at(produce(&mut p, batch(Spec { records: 4, ..Spec::default() }), Verified::No));
+    sync(&mut p);
+    assert_eq!(p.list_offset(-2, 0).unwrap(), (0, -1));
+    assert_eq!(p.list_offset(-4, 0).unwrap(), (0, -1));
+    assert_eq!(p.list_offset(-1, 0).unwrap(), (4, -1));
+    assert_eq!(p.list_offset(-7, 0).unwrap(), (-1, -1));
+}
+
+#[test]
+fn reads_outside_the_log_are_offset_out_of_range() {
+    let (_dir, p) = open();
+    let e = p.read(9, 1 << 20, 0).unwrap_err();
+    assert_eq!(e.code(), ResponseError::OffsetOutOfRange.code());
+}
+
+#[test]
+fn an_offline_partition_refuses_everything_with_storage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = Partition::offline(dir.path().to_path_buf(), config());
+    let storage = ResponseError::KafkaStorageError.code();
+    let e = refused(produce(&mut p, idempotent(0, 0, 1), Verified::No));
+    assert_eq!(e.code(), storage);
+    assert!(!e.carries_log_start());
+    assert_eq!(p.read(0, 1 << 20, 0).unwrap_err().code(), storage);
+    assert_eq!(p.list_offset(-1, 0).unwrap_err().code(), storage);
+    assert_eq!(p.write_marker(PID, 0, true, 0, LEGACY, NOW).unwrap_err().code(), storage);
+    assert!(!p.needs_sync());
+}
+
+#[test]
+fn a_failed_fsync_takes_the_partition_offline() {
+    let (_dir, mut p) = open();
+    appended_at(produce(&mut p, idempotent(0, 0, 1), Verified::No));
+    assert!(p.needs_sync());
+    p.go_offline();
+    assert!(p.is_offline() && !p.needs_sync());
+    let e = refused(produce(&mut p, idempotent(0, 1, 1), Verified::No));
+    assert_eq!(e.code(), ResponseError::KafkaStorageError.code());
+}
+
+#[test]
+fn rule_50_a_marker_the_log_refuses_is_unknown_server_error() {
+    // An append the log refuses is the client's INVALID_RECORD; a marker is ours to get right.
+    let e = PartitionError::LogRefused("lastOffsetDelta -1".into());
+    assert_eq!(e.code(), ResponseError::InvalidRecord.code());
+    assert_eq!(e.marker_code(), ResponseError::UnknownServerError.code());
+    let fenced = PartitionError::Offline;
+    assert_eq!(fenced.marker_code(), ResponseError::KafkaStorageError.code());
+}
+
+fn header(data: &BytesMut) -> BatchHeader {
+    BatchHeader::parse(data).unwrap()
+}
+
+#[test]
+fn produce_request_with_invalid_acks_is_refused() {
+    let plain = header(&idempotent(0, 0, 1));
+    assert!(check_request(1, false, [&plain]).is_ok());
+    assert_eq!(check_request(2, false, [&plain]), Err(ResponseError::InvalidRequiredAcks));
+}
+
+#[test]
+fn rule_24_transactional_batch_needs_a_transactional_id() {
+    let txn = header(&transactional(0, 0, 1));
+    assert_eq!(check_request(-1, false, [&txn]), Err(ResponseError::TransactionalIdAuthorizationFailed));
+    assert!(check_request(-1, true, [&txn]).is_ok());
+}
+
+#[test]
+fn rule_25_one_producer_id_and_epoch_per_request() {
+    let a = header(&transactional(0, 0, 1));
+    let same = header(&transactional(0, 1, 1));
+    let other_epoch = header(&transactional(1, 0, 1));
+    assert!(check_request(-1, true, [&a, &same]).is_ok());
+    assert_eq!(check_request(-1, true, [&a, &other_epoch]), Err(ResponseError::InvalidProducerIdMapping));
+}

@@ -1,0 +1,92 @@
+//! Transactions on one partition: markers end them (eos-rules 45-49), the open ones hold back
+//! the last stable offset (51), and the aborted ones form the index read_committed fetches get
+//! (52).
+
+use super::{Partition, PartitionError};
+use crate::store::batch::BatchHeader;
+use crate::store::control;
+use crate::store::log::LogError;
+use crate::store::producer_state::{CompletedTxn, ProducerStateTable};
+
+/// The aborted-transaction index: aborted transactions still in the log, in marker order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TxnIndex {
+    aborted: Vec<CompletedTxn>,
+}
+
+impl TxnIndex {
+    pub fn from_aborted(aborted: Vec<CompletedTxn>) -> TxnIndex {
+        TxnIndex { aborted }
+    }
+
+    pub fn aborted(&self) -> &[CompletedTxn] {
+        &self.aborted
+    }
+
+    /// eos-rules 49: a transaction a marker ended; only aborts enter the index.
+    pub fn record(&mut self, done: Option<CompletedTxn>) {
+        self.aborted.extend(done.filter(|t| t.aborted));
+    }
+
+    /// Retention removed everything below `log_start_offset`.
+    pub fn truncate_head(&mut self, log_start_offset: i64) {
+        self.aborted.retain(|t| t.last_offset >= log_start_offset);
+    }
+
+    /// eos-rules 52: (producer id, first offset) of the aborted transactions overlapping
+    /// [from, upper). The index is in marker order: skip what ended before `from`.
+    pub fn overlapping(&self, from: i64, upper: i64) -> Vec<(i64, i64)> {
+        let start = self.aborted.partition_point(|t| t.last_offset < from);
+        self.aborted[start..]
+            .iter()
+            .filter(|t| t.first_offset < upper)
+            .map(|t| (t.producer_id, t.first_offset))
+            .collect()
+    }
+}
+
+/// eos-rules 51: the last stable offset is the first offset of the earliest open transaction,
+/// never above the high watermark.
+pub fn last_stable_offset(producers: &ProducerStateTable, high_watermark: i64) -> i64 {
+    producers.first_unstable_offset().map_or(high_watermark, |f| f.min(high_watermark))
+}
+
+impl Partition {
+    /// Checks and appends a COMMIT/ABORT marker for `producer_id` (eos-rules 45-49). Returns the
+    /// marker's header: it is durable once the high watermark passes its offset.
+    pub fn write_marker(
+        &mut self,
+        producer_id: i64,
+        producer_epoch: i16,
+        commit: bool,
+        coordinator_epoch: i32,
+        txn_version: i8,
+        now_ms: i64,
+    ) -> Result<BatchHeader, PartitionError> {
+        if self.offline {
+            return Err(PartitionError::Offline);
+        }
+        // eos-rules 46-48: epoch checks by the marker's transaction version (47 is KIP-1228).
+        self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch, txn_version)?;
+        // eos-rules 45: a control batch with one marker record.
+        let marker = control::Marker { commit, coordinator_epoch };
+        match self.log.append(control::marker_batch(producer_id, producer_epoch, marker, now_ms)) {
+            Ok(h) => {
+                // eos-rules 49: the marker ends the open transaction; aborts enter the index.
+                let done = self.producers.record_marker(
+                    producer_id,
+                    producer_epoch,
+                    coordinator_epoch,
+                    h.base_offset,
+                    commit,
+                    now_ms,
+                );
+                self.txns.record(done);
+                Ok(h)
+            }
+            Err(LogError::InvalidBatch(e)) => Err(PartitionError::LogRefused(e)),
+            // As for appends: not written, the coordinator retries the marker.
+            Err(e) => Err(PartitionError::NotWritten(e)),
+        }
+    }
+}
