@@ -12,7 +12,7 @@ use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, WrapFuture};
 
 use super::messages::*;
 use crate::store::clock::now_ms;
-use crate::store::group::{unwritten, GroupConfig, GroupSnapshot, Groups, Reply as GroupReply};
+use crate::store::group::{unwritten, GroupConfig, GroupSnapshot, Groups, MemberAnswer};
 
 pub struct GroupCoordinator {
     db: sled::Db,
@@ -63,7 +63,7 @@ impl GroupCoordinator {
         );
     }
 
-    fn deliver(&mut self, replies: Vec<GroupReply>) {
+    fn deliver(&mut self, replies: Vec<MemberAnswer>) {
         for r in replies {
             if let Some(tx) = self.waiting.remove(&r.token) {
                 let _ = tx.send(r.response);

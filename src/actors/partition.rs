@@ -311,10 +311,10 @@ impl Handler<ListOffset> for PartitionLeader {
     }
 }
 
-impl Handler<WriteMarker> for PartitionLeader {
+impl Handler<WriteMarkers> for PartitionLeader {
     type Result = ();
 
-    fn handle(&mut self, msg: WriteMarker, ctx: &mut Self::Context) {
+    fn handle(&mut self, msg: WriteMarkers, ctx: &mut Self::Context) {
         let written = self.partition.write_marker(
             msg.producer_id,
             msg.producer_epoch,

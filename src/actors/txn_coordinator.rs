@@ -234,7 +234,7 @@ async fn write_markers(
                     }
                 };
                 let (tx, rx) = oneshot::channel();
-                let msg = WriteMarker {
+                let msg = WriteMarkers {
                     producer_id,
                     producer_epoch: epoch,
                     commit,

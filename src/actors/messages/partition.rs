@@ -90,7 +90,7 @@ pub struct ListOffset {
 /// error code, sent once the marker is durable.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct WriteMarker {
+pub struct WriteMarkers {
     pub producer_id: i64,
     pub producer_epoch: i16,
     pub commit: bool,

@@ -10,7 +10,7 @@ use kafka_protocol::messages::write_txn_markers_response::{
 use kafka_protocol::messages::{ProducerId, TopicName, WriteTxnMarkersResponse};
 use tokio::sync::oneshot;
 
-use crate::actors::messages::WriteMarker;
+use crate::actors::messages::WriteMarkers;
 use crate::error_code::ResponseError;
 use crate::protocol::txn_markers_codec::TxnMarker;
 use crate::protocol::{str_bytes, Session};
@@ -33,7 +33,7 @@ pub async fn handle(s: Rc<Session>, version: i16, markers: Vec<TxnMarker>) -> Wr
                     Err(code) => code,
                     Ok(l) => {
                         let (tx, rx) = oneshot::channel();
-                        let msg = WriteMarker {
+                        let msg = WriteMarkers {
                             producer_id: m.producer_id,
                             producer_epoch: m.producer_epoch,
                             commit: m.commit,

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::membership::{JoinRequest, LeaveMember, Reply, SyncRequest};
+use super::membership::{JoinRequest, LeaveMember, MemberAnswer, SyncRequest};
 use super::{
     subscribed_topics, FetchedOffset, Group, GroupConfig, GroupDescription, GroupError, GroupSnapshot, GroupState,
     OffsetCommit,
@@ -90,7 +90,7 @@ impl Groups {
         group_id: &str,
         op: GroupOp,
         unique: impl FnOnce() -> String,
-    ) -> Vec<Reply> {
+    ) -> Vec<MemberAnswer> {
         let mut scratch;
         let group = match (&op, self.groups.contains_key(group_id)) {
             (GroupOp::Join(_), _) | (_, true) => self.group(group_id),
@@ -245,7 +245,7 @@ impl Groups {
     }
 
     /// Fire the timers of every group due at `now_ms`.
-    pub fn tick(&mut self, now_ms: u64) -> Vec<Reply> {
+    pub fn tick(&mut self, now_ms: u64) -> Vec<MemberAnswer> {
         let mut replies = Vec::new();
         for g in self.groups.values_mut() {
             if g.next_deadline().is_some_and(|d| d <= now_ms) {

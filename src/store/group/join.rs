@@ -1,7 +1,7 @@
 //! JoinGroup (Kafka's GroupCoordinator.handleJoinGroup): new members (MEMBER_ID_REQUIRED, KIP-394),
 //! known members, and static members (KIP-345) that rejoin under a new member id.
 
-use super::membership::{reply, JoinRequest, JoinResponse, Member, Reply, Response, SyncResponse};
+use super::membership::{reply, JoinRequest, JoinResponse, Member, MemberAnswer, Response, SyncResponse};
 use super::{Group, GroupError, GroupState};
 
 impl Group {
@@ -12,7 +12,7 @@ impl Group {
         token: u64,
         req: JoinRequest,
         new_member_id: impl FnOnce() -> String,
-    ) -> Vec<Reply> {
+    ) -> Vec<MemberAnswer> {
         let mut out = Vec::new();
         self.run_timers(now_ms, &mut out);
         if let Err(e) = self.do_join(now_ms, token, req.clone(), new_member_id, &mut out) {
@@ -28,7 +28,7 @@ impl Group {
         token: u64,
         req: JoinRequest,
         new_member_id: impl FnOnce() -> String,
-        out: &mut Vec<Reply>,
+        out: &mut Vec<MemberAnswer>,
     ) -> Result<(), GroupError> {
         let cfg = &self.config;
         if req.session_timeout_ms < cfg.min_session_timeout_ms || req.session_timeout_ms > cfg.max_session_timeout_ms {
@@ -90,7 +90,14 @@ impl Group {
         Ok(())
     }
 
-    fn add_member_and_rebalance(&mut self, now: u64, token: u64, id: String, req: JoinRequest, out: &mut Vec<Reply>) {
+    fn add_member_and_rebalance(
+        &mut self,
+        now: u64,
+        token: u64,
+        id: String,
+        req: JoinRequest,
+        out: &mut Vec<MemberAnswer>,
+    ) {
         if self.state == GroupState::PreparingRebalance && self.generation_id == 0 {
             self.new_member_added = true;
         }
@@ -119,7 +126,7 @@ impl Group {
         self.maybe_prepare_rebalance(now, out);
     }
 
-    fn update_member(&mut self, i: usize, token: u64, req: JoinRequest, out: &mut Vec<Reply>) {
+    fn update_member(&mut self, i: usize, token: u64, req: JoinRequest, out: &mut Vec<MemberAnswer>) {
         let m = &mut self.members[i];
         if let Some(old) = m.awaiting_join.replace(token) {
             // A retried JoinGroup supersedes the parked one.
@@ -133,7 +140,14 @@ impl Group {
         m.protocols = req.protocols;
     }
 
-    fn update_member_and_rebalance(&mut self, now: u64, token: u64, i: usize, req: JoinRequest, out: &mut Vec<Reply>) {
+    fn update_member_and_rebalance(
+        &mut self,
+        now: u64,
+        token: u64,
+        i: usize,
+        req: JoinRequest,
+        out: &mut Vec<MemberAnswer>,
+    ) {
         self.update_member(i, token, req, out);
         self.maybe_prepare_rebalance(now, out);
     }
@@ -147,7 +161,7 @@ impl Group {
         old_id: &str,
         new_id: String,
         req: JoinRequest,
-        out: &mut Vec<Reply>,
+        out: &mut Vec<MemberAnswer>,
     ) {
         let Some(i) = self.idx(old_id) else {
             // The instance map and the member list disagree: refuse rather than guess.

@@ -137,13 +137,13 @@ pub enum Response {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Reply {
+pub struct MemberAnswer {
     pub token: u64,
     pub response: Response,
 }
 
-pub(super) fn reply(out: &mut Vec<Reply>, token: u64, response: Response) {
-    out.push(Reply { token, response });
+pub(super) fn reply(out: &mut Vec<MemberAnswer>, token: u64, response: Response) {
+    out.push(MemberAnswer { token, response });
 }
 
 impl Group {
@@ -211,7 +211,7 @@ impl Group {
 
     // ------------------------------------------------------------------ SyncGroup
 
-    pub fn sync(&mut self, now_ms: u64, token: u64, req: SyncRequest) -> Vec<Reply> {
+    pub fn sync(&mut self, now_ms: u64, token: u64, req: SyncRequest) -> Vec<MemberAnswer> {
         let mut out = Vec::new();
         self.run_timers(now_ms, &mut out);
         if let Err(e) = self.do_sync(now_ms, token, req, &mut out) {
@@ -221,7 +221,13 @@ impl Group {
         out
     }
 
-    fn do_sync(&mut self, now: u64, token: u64, req: SyncRequest, out: &mut Vec<Reply>) -> Result<(), GroupError> {
+    fn do_sync(
+        &mut self,
+        now: u64,
+        token: u64,
+        req: SyncRequest,
+        out: &mut Vec<MemberAnswer>,
+    ) -> Result<(), GroupError> {
         if self.state == GroupState::Dead {
             return Err(GroupError::CoordinatorNotAvailable);
         }
@@ -278,7 +284,7 @@ impl Group {
         generation_id: i32,
         member_id: &str,
         group_instance_id: Option<&str>,
-    ) -> Vec<Reply> {
+    ) -> Vec<MemberAnswer> {
         let mut out = Vec::new();
         self.run_timers(now_ms, &mut out);
         let res = self.do_heartbeat(now_ms, generation_id, member_id, group_instance_id);
@@ -315,7 +321,7 @@ impl Group {
     }
 
     /// LeaveGroup (v0-2: pass one member with `group_instance_id: None`).
-    pub fn leave(&mut self, now_ms: u64, token: u64, leaving: Vec<LeaveMember>) -> Vec<Reply> {
+    pub fn leave(&mut self, now_ms: u64, token: u64, leaving: Vec<LeaveMember>) -> Vec<MemberAnswer> {
         let mut out = Vec::new();
         self.run_timers(now_ms, &mut out);
         if self.state == GroupState::Dead {
@@ -337,7 +343,7 @@ impl Group {
         out
     }
 
-    fn leave_one(&mut self, now: u64, lm: &LeaveMember, out: &mut Vec<Reply>) -> Result<(), GroupError> {
+    fn leave_one(&mut self, now: u64, lm: &LeaveMember, out: &mut Vec<MemberAnswer>) -> Result<(), GroupError> {
         let i = match lm.group_instance_id.as_deref() {
             None => {
                 if self.pending_members.remove(&lm.member_id).is_some() {

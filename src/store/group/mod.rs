@@ -13,7 +13,7 @@
 //!
 //! No I/O, no clock: every call gets `now_ms` from the caller. Requests that must wait
 //! (JoinGroup during PreparingRebalance, follower SyncGroup during CompletingRebalance) are
-//! parked under the caller's opaque `token`; their answers come out as [`Reply`]s of later
+//! parked under the caller's opaque `token`; their answers come out as [`MemberAnswer`]s of later
 //! calls or of [`Group::tick`]. Call `tick` at [`Group::next_deadline`] (or periodically).
 //! Offsets ([`OffsetStore`]) and the generation ([`GroupSnapshot`]) are serde-serializable;
 //! members are not persisted: after a restart the group is Empty and members rejoin.
@@ -38,8 +38,8 @@ pub use admin::{GroupDescription, MemberDescription};
 pub use consumer_protocol::subscribed_topics;
 pub use groups::{unwritten, Expired, GroupAdminAnswer, GroupAdminOp, GroupOp, Groups};
 pub use membership::{
-    JoinMember, JoinRequest, JoinResponse, LeaveMember, LeaveMemberResponse, LeaveResponse, Member, Reply, Response,
-    SyncRequest, SyncResponse,
+    JoinMember, JoinRequest, JoinResponse, LeaveMember, LeaveMemberResponse, LeaveResponse, Member, MemberAnswer,
+    Response, SyncRequest, SyncResponse,
 };
 pub use offsets::{FetchedOffset, OffsetCommit, OffsetEntry, OffsetStore, PartitionOffsets};
 pub use txn_commit::{validate_txn_offset_commit_group, PendingTxn};

@@ -3,7 +3,7 @@
 //! remove members which stopped answering (Kafka's GroupCoordinator: prepareRebalance,
 //! onCompleteJoin, onExpireHeartbeat, DelayedJoin / InitialDelayedJoin).
 
-use super::membership::{reply, JoinResponse, Member, Reply, Response, SyncResponse};
+use super::membership::{reply, JoinResponse, Member, MemberAnswer, Response, SyncResponse};
 use super::{Group, GroupError, GroupState};
 
 impl Group {
@@ -40,13 +40,13 @@ impl Group {
         Some(candidates[best].clone())
     }
 
-    pub(super) fn maybe_prepare_rebalance(&mut self, now: u64, out: &mut Vec<Reply>) {
+    pub(super) fn maybe_prepare_rebalance(&mut self, now: u64, out: &mut Vec<MemberAnswer>) {
         if matches!(self.state, GroupState::Stable | GroupState::CompletingRebalance | GroupState::Empty) {
             self.prepare_rebalance(now, out);
         }
     }
 
-    pub(super) fn prepare_rebalance(&mut self, now: u64, out: &mut Vec<Reply>) {
+    pub(super) fn prepare_rebalance(&mut self, now: u64, out: &mut Vec<MemberAnswer>) {
         if self.state == GroupState::CompletingRebalance {
             for m in &mut self.members {
                 m.assignment.clear();
@@ -69,7 +69,7 @@ impl Group {
     }
 
     /// Answer every parked SyncGroup (with its assignment, or `error`).
-    pub(super) fn propagate_sync(&mut self, now: u64, error: Option<GroupError>, out: &mut Vec<Reply>) {
+    pub(super) fn propagate_sync(&mut self, now: u64, error: Option<GroupError>, out: &mut Vec<MemberAnswer>) {
         for m in &mut self.members {
             if let Some(t) = m.awaiting_sync.take() {
                 let r = match error {
@@ -92,7 +92,7 @@ impl Group {
     }
 
     /// Remove a member without changing state; parked requests get UNKNOWN_MEMBER_ID.
-    pub(super) fn remove_member_at(&mut self, i: usize, out: &mut Vec<Reply>) {
+    pub(super) fn remove_member_at(&mut self, i: usize, out: &mut Vec<MemberAnswer>) {
         let m = self.members.remove(i);
         if let Some(t) = m.awaiting_join {
             reply(out, t, Response::Join(JoinResponse::err(&m.member_id, GroupError::UnknownMemberId)));
@@ -106,14 +106,14 @@ impl Group {
         }
     }
 
-    pub(super) fn remove_member_and_update(&mut self, now: u64, i: usize, out: &mut Vec<Reply>) {
+    pub(super) fn remove_member_and_update(&mut self, now: u64, i: usize, out: &mut Vec<MemberAnswer>) {
         self.remove_member_at(i, out);
         if matches!(self.state, GroupState::Stable | GroupState::CompletingRebalance) {
             self.prepare_rebalance(now, out);
         } // PreparingRebalance: run_timers checks whether the join can complete now
     }
 
-    fn complete_join(&mut self, now: u64, out: &mut Vec<Reply>) {
+    fn complete_join(&mut self, now: u64, out: &mut Vec<MemberAnswer>) {
         // Dynamic members that did not rejoin are dropped; static ones stay (session timeout).
         while let Some(i) = self.members.iter().position(|m| m.awaiting_join.is_none() && m.group_instance_id.is_none())
         {
@@ -159,13 +159,13 @@ impl Group {
 
     /// Fire every timer due at `now_ms`: session expiries, join-phase completion
     /// (rebalance timeout / initial delay), members that never sent SyncGroup.
-    pub fn tick(&mut self, now_ms: u64) -> Vec<Reply> {
+    pub fn tick(&mut self, now_ms: u64) -> Vec<MemberAnswer> {
         let mut out = Vec::new();
         self.run_timers(now_ms, &mut out);
         out
     }
 
-    pub(super) fn run_timers(&mut self, now: u64, out: &mut Vec<Reply>) {
+    pub(super) fn run_timers(&mut self, now: u64, out: &mut Vec<MemberAnswer>) {
         if self.state == GroupState::Dead {
             return;
         }

@@ -27,7 +27,7 @@ pub(super) fn jreq(version: i16, member_id: &str, inst: Option<&str>, meta: &[u8
         protocols: vec![("range".into(), meta.to_vec())],
     }
 }
-pub(super) fn join(g: &mut Group, now: u64, token: u64, req: JoinRequest, id: &str) -> Vec<Reply> {
+pub(super) fn join(g: &mut Group, now: u64, token: u64, req: JoinRequest, id: &str) -> Vec<MemberAnswer> {
     g.join(now, token, req, || id.to_string())
 }
 pub(super) fn sreq(generation_id: i32, id: &str, inst: Option<&str>, assignments: &[(&str, &[u8])]) -> SyncRequest {
@@ -40,13 +40,13 @@ pub(super) fn sreq(generation_id: i32, id: &str, inst: Option<&str>, assignments
         assignments: assignments.iter().map(|(m, a)| (m.to_string(), a.to_vec())).collect(),
     }
 }
-pub(super) fn join_resp(out: &[Reply], token: u64) -> JoinResponse {
+pub(super) fn join_resp(out: &[MemberAnswer], token: u64) -> JoinResponse {
     match out.iter().find(|r| r.token == token).map(|r| &r.response) {
         Some(Response::Join(j)) => j.clone(),
         other => panic!("no join reply for {token}: {other:?} in {out:?}"),
     }
 }
-pub(super) fn sync_resp(out: &[Reply], token: u64) -> SyncResponse {
+pub(super) fn sync_resp(out: &[MemberAnswer], token: u64) -> SyncResponse {
     match out.iter().find(|r| r.token == token).map(|r| &r.response) {
         Some(Response::Sync(s)) => s.clone(),
         other => panic!("no sync reply for {token}: {other:?} in {out:?}"),
