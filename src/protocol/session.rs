@@ -18,6 +18,7 @@ use crate::actors::txn_coordinator::TxnCoordinator;
 use crate::config::Settings;
 use crate::error_code::ResponseError;
 use crate::store::coordinator_key::{offsets_partition, txn_shard};
+use crate::store::group::validate_group_id;
 use crate::store::ownership::Owned;
 
 /// This broker's actors a connection talks to.
@@ -94,15 +95,14 @@ impl Session {
     }
 
     /// Sends a membership request to the group coordinator and waits (rebalances park it).
-    /// `None` when this broker does not coordinate the group.
-    pub async fn group_call(&self, group_id: &str, op: GroupOp) -> Option<GroupResponse> {
-        let Location::Local(groups) = self.group(group_id) else {
-            return None;
-        };
+    /// INVALID_GROUP_ID for an empty id; NOT_COORDINATOR when another broker coordinates it.
+    pub async fn group_call(&self, group_id: &str, op: GroupOp) -> Result<GroupResponse, GroupError> {
+        validate_group_id(group_id)?;
+        let groups = self.group_coordinator(group_id)?;
         let (tx, rx) = tokio::sync::oneshot::channel();
         let msg = GroupCall { group_id: group_id.to_string(), op, reply: tx };
-        groups.send(msg).await.ok()?;
-        rx.await.ok()
+        groups.send(msg).await.map_err(|_| GroupError::CoordinatorNotAvailable)?;
+        rx.await.map_err(|_| GroupError::CoordinatorNotAvailable)
     }
 
     /// The coordinator shard of `transactional_id` when this broker runs it; NOT_COORDINATOR

@@ -17,8 +17,9 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: HeartbeatRequest) -> Hea
     };
     let mut r = HeartbeatResponse::default();
     r.error_code = match s.group_call(&req.group_id.0, op).await {
-        Some(GroupResponse::Heartbeat(e)) => error_code(e),
-        _ => ResponseError::CoordinatorNotAvailable.code(),
+        Ok(GroupResponse::Heartbeat(e)) => error_code(e),
+        Ok(_) => ResponseError::CoordinatorNotAvailable.code(),
+        Err(e) => e.code(),
     };
     r
 }

@@ -16,10 +16,6 @@ pub async fn handle(s: Rc<Session>, version: i16, req: JoinGroupRequest) -> Join
     if version < 7 {
         r.protocol_name = Some(str_bytes(""));
     }
-    if req.group_id.0.is_empty() {
-        r.error_code = ResponseError::InvalidGroupId.code();
-        return r;
-    }
     let join = JoinRequest {
         version,
         member_id: req.member_id.to_string(),
@@ -32,9 +28,18 @@ pub async fn handle(s: Rc<Session>, version: i16, req: JoinGroupRequest) -> Join
         protocol_type: req.protocol_type.to_string(),
         protocols: req.protocols.iter().map(|p| (p.name.to_string(), p.metadata.to_vec())).collect(),
     };
-    let Some(GroupResponse::Join(j)) = s.group_call(&req.group_id.0, GroupOp::Join(join)).await else {
-        r.error_code = ResponseError::CoordinatorNotAvailable.code();
-        return r;
+    let j = match s.group_call(&req.group_id.0, GroupOp::Join(join)).await {
+        Ok(GroupResponse::Join(j)) => j,
+        Ok(_) => {
+            r.error_code = ResponseError::CoordinatorNotAvailable.code();
+            return r;
+        }
+        Err(e) => {
+            // Kafka echoes the member id with INVALID_GROUP_ID / NOT_COORDINATOR.
+            r.error_code = e.code();
+            r.member_id = req.member_id.clone();
+            return r;
+        }
     };
     r.error_code = error_code(j.error);
     r.generation_id = j.generation_id;

@@ -24,7 +24,7 @@ pub async fn handle(s: Rc<Session>, version: i16, req: LeaveGroupRequest) -> Lea
     };
     let mut r = LeaveGroupResponse::default();
     match s.group_call(&req.group_id.0, GroupOp::Leave(leaving)).await {
-        Some(GroupResponse::Leave(l)) => {
+        Ok(GroupResponse::Leave(l)) => {
             if version < 3 {
                 // v0-2 carry the member's error at the top level.
                 r.error_code = error_code(l.error.or_else(|| l.members.first().and_then(|m| m.error)));
@@ -43,7 +43,8 @@ pub async fn handle(s: Rc<Session>, version: i16, req: LeaveGroupRequest) -> Lea
                     .collect();
             }
         }
-        _ => r.error_code = ResponseError::CoordinatorNotAvailable.code(),
+        Ok(_) => r.error_code = ResponseError::CoordinatorNotAvailable.code(),
+        Err(e) => r.error_code = e.code(),
     }
     r
 }

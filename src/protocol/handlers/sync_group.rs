@@ -20,7 +20,7 @@ pub async fn handle(s: Rc<Session>, version: i16, req: SyncGroupRequest) -> Sync
         assignments: req.assignments.iter().map(|a| (a.member_id.to_string(), a.assignment.to_vec())).collect(),
     };
     match s.group_call(&req.group_id.0, GroupOp::Sync(sync)).await {
-        Some(GroupResponse::Sync(sr)) => {
+        Ok(GroupResponse::Sync(sr)) => {
             r.error_code = error_code(sr.error);
             if version >= 5 {
                 r.protocol_type = sr.protocol_type.as_deref().map(str_bytes);
@@ -28,7 +28,8 @@ pub async fn handle(s: Rc<Session>, version: i16, req: SyncGroupRequest) -> Sync
             }
             r.assignment = sr.assignment.into();
         }
-        _ => r.error_code = ResponseError::CoordinatorNotAvailable.code(),
+        Ok(_) => r.error_code = ResponseError::CoordinatorNotAvailable.code(),
+        Err(e) => r.error_code = e.code(),
     }
     r
 }

@@ -14,7 +14,7 @@ use super::offset_commit::{send, Commit};
 use crate::actors::messages::{OffsetCommit, TxnError, TxnOp, VerifyTxn};
 use crate::protocol::Session;
 use crate::store::coordinator_key::offsets_partition;
-use crate::store::group::validate_txn_offset_commit_group;
+use crate::store::group::validate_group_id;
 use crate::store::txn::{txn_offset_commit_error, CONSUMER_OFFSETS_TOPIC, TV_2};
 
 /// eos-rules 58: is the group's offsets partition part of the transaction? (error code if not)
@@ -51,7 +51,7 @@ async fn check_membership(s: &Session, version: i16, req: &TxnOffsetCommitReques
 
 pub async fn handle(s: Rc<Session>, version: i16, req: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse {
     // An empty group id is INVALID_GROUP_ID on every partition, before the membership check.
-    let mut code = match validate_txn_offset_commit_group(&req.group_id.0) {
+    let mut code = match validate_group_id(&req.group_id.0) {
         Ok(()) => check_membership(&s, version, &req).await,
         Err(e) => e.code(),
     };

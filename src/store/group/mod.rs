@@ -42,7 +42,7 @@ pub use membership::{
     Response, SyncRequest, SyncResponse,
 };
 pub use offsets::{FetchedOffset, OffsetCommit, OffsetEntry, OffsetStore, PartitionOffsets};
-pub use txn_commit::{validate_txn_offset_commit_group, PendingTxn};
+pub use txn_commit::PendingTxn;
 
 macro_rules! group_errors {
     ($($name:ident, $msg:literal;)*) => {
@@ -209,4 +209,14 @@ impl Group {
     pub fn offsets(&self) -> &OffsetStore {
         &self.offsets
     }
+}
+
+/// The group id check every group API makes before anything else (Kafka's GroupCoordinatorService,
+/// `isGroupIdNotEmpty`): an empty id is INVALID_GROUP_ID. TxnOffsetCommit makes it before the
+/// transaction membership of eos-rules 58, so an empty id adds no partition to the transaction.
+pub fn validate_group_id(group_id: &str) -> Result<(), GroupError> {
+    if group_id.is_empty() {
+        return Err(GroupError::InvalidGroupId);
+    }
+    Ok(())
 }

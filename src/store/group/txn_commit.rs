@@ -14,17 +14,6 @@ pub struct PendingTxn {
     pub offsets: PartitionOffsets,
 }
 
-/// TxnOffsetCommit's group id check, made before anything else of the request (before the
-/// transaction membership of eos-rules 58, so an empty id adds no partition to the
-/// transaction): an empty group id is INVALID_GROUP_ID, answered on every partition (Kafka:
-/// GroupCoordinatorService.commitTransactionalOffsets, `isGroupIdNotEmpty`).
-pub fn validate_txn_offset_commit_group(group_id: &str) -> Result<(), GroupError> {
-    if group_id.is_empty() {
-        return Err(GroupError::InvalidGroupId);
-    }
-    Ok(())
-}
-
 impl Group {
     /// TxnOffsetCommit: offsets stay pending for `producer_id` until [`Group::complete_txn`].
     /// Producer-epoch fencing is the transaction layer's job; the epoch is only recorded.

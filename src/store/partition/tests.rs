@@ -88,6 +88,23 @@ fn rule_14_client_batch_shape_is_invalid_record_with_log_start() {
 }
 
 #[test]
+fn rule_22_producer_state_refusals_carry_the_log_start_offset_storage_errors_do_not() {
+    let (_dir, mut p) = open();
+    appended_at(produce(&mut p, idempotent(0, 0, 2), Verified::No));
+    for e in [
+        refused(produce(&mut p, idempotent(0, 5, 1), Verified::No)), // 45
+        refused(produce(&mut p, idempotent(-1, 0, 1), Verified::No)), // 47
+        refused(produce(&mut p, transactional(0, 2, 1), Verified::No)), // 48 or 27's answer
+    ] {
+        assert!(e.carries_log_start(), "{e:?} ({}) answers with LogStartOffset", e.code());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut offline = Partition::offline(dir.path().to_path_buf(), config());
+    let e = refused(produce(&mut offline, idempotent(0, 0, 1), Verified::No));
+    assert_eq!((e.code(), e.carries_log_start()), (ResponseError::KafkaStorageError.code(), false));
+}
+
+#[test]
 fn rule_15_unknown_producer_starts_at_any_sequence() {
     let (_dir, mut p) = open();
     assert_eq!(appended_at(produce(&mut p, idempotent(0, 42, 2), Verified::No)), 0);

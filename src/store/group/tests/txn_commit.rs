@@ -1,7 +1,23 @@
 use super::*;
 
 #[test]
-fn txn_offsets_visible_only_after_commit() {
+fn rule_57_txn_offset_commit_checks_generation_member_and_static_instance() {
+    let mut g = stable_group(&["m1"], true);
+    let inst = Some("i-m1");
+    assert_eq!(g.txn_offset_commit(300, 7, 0, 0, "m1", inst, vec![oc("t", 0, 1)]), Err(GroupError::IllegalGeneration));
+    assert_eq!(g.txn_offset_commit(300, 7, 0, 1, "zz", None, vec![oc("t", 0, 1)]), Err(GroupError::UnknownMemberId));
+    assert_eq!(g.txn_offset_commit(300, 7, 0, 1, "zz", inst, vec![oc("t", 0, 1)]), Err(GroupError::FencedInstanceId));
+    assert_eq!(
+        g.txn_offset_commit(300, 7, 0, 1, "m1", Some("i-other"), vec![oc("t", 0, 1)]),
+        Err(GroupError::UnknownMemberId)
+    );
+    assert!(!g.has_pending_txn_offset("t", 0), "a refused commit leaves nothing pending");
+    assert_eq!(g.txn_offset_commit(300, 7, 0, 1, "m1", inst, vec![oc("t", 0, 1)]), Ok(()));
+    assert!(g.has_pending_txn_offset("t", 0));
+}
+
+#[test]
+fn rule_59_txn_offsets_visible_only_after_commit() {
     let mut g = stable_group(&["m1"], false);
     assert_eq!(g.txn_offset_commit(300, 7, 0, 0, "m1", None, vec![]), Err(GroupError::IllegalGeneration));
     assert_eq!(g.txn_offset_commit(300, 7, 0, 1, "zz", None, vec![]), Err(GroupError::UnknownMemberId));
@@ -28,7 +44,7 @@ fn later_plain_commit_wins_over_txn_commit() {
 }
 
 #[test]
-fn txn_offsets_dropped_on_abort() {
+fn rule_59_txn_offsets_dropped_on_abort() {
     let mut g = Group::new("g", cfg(0));
     g.commit_offsets(1, -1, "", None, vec![oc("t", 0, 1)]).unwrap();
     g.txn_offset_commit(2, 7, 0, -1, "", None, vec![oc("t", 0, 50)]).unwrap();
@@ -38,7 +54,7 @@ fn txn_offsets_dropped_on_abort() {
 }
 
 #[test]
-fn require_stable_sees_pending() {
+fn rule_59_require_stable_sees_pending_as_unstable_offset_commit() {
     let mut g = Group::new("g", cfg(0));
     g.commit_offsets(1, -1, "", None, vec![oc("t", 0, 1)]).unwrap();
     g.txn_offset_commit(2, 7, 0, -1, "", None, vec![oc("t", 0, 50)]).unwrap();
@@ -60,7 +76,7 @@ fn offsets_retention_keeps_pending_transactional_offsets() {
 
 #[test]
 fn txn_offset_commit_with_empty_group_id_is_invalid_group_id() {
-    assert_eq!(validate_txn_offset_commit_group(""), Err(GroupError::InvalidGroupId));
-    assert_eq!(validate_txn_offset_commit_group("").map_err(GroupError::code), Err(24));
-    assert_eq!(validate_txn_offset_commit_group("g"), Ok(()));
+    assert_eq!(validate_group_id(""), Err(GroupError::InvalidGroupId));
+    assert_eq!(validate_group_id("").map_err(GroupError::code), Err(24));
+    assert_eq!(validate_group_id("g"), Ok(()));
 }
