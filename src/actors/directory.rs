@@ -51,6 +51,12 @@ impl Directory {
         self.ownership.read().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Changes the table (the cluster's membership and lease changes; tests). Writers only
+    /// swap entries, so readers wait for no I/O.
+    pub fn update<R>(&self, change: impl FnOnce(&mut Ownership) -> R) -> R {
+        change(&mut self.ownership.write().unwrap_or_else(PoisonError::into_inner))
+    }
+
     pub fn local_node(&self) -> i32 {
         self.ownership().local_node()
     }
