@@ -24,7 +24,7 @@ use crate::store::batch::{self, BatchError};
 use crate::store::clock::now_ms;
 use crate::store::partition::check_request;
 use crate::store::records;
-use crate::store::txn::{produce_verification_error, TV_2};
+use crate::store::txn::{produce_verification_error, ImplicitAddRetry, TV_2};
 use crate::store::validate::{self, RecordError, TimestampPolicy};
 
 enum Slot {
@@ -261,9 +261,8 @@ async fn verify(
     };
     let partitions = std::collections::BTreeSet::from([(topic.to_string(), partition)]);
     if version >= 12 {
-        // eos-rules 29: Produce v12 (TV2) adds the partition implicitly; CONCURRENT_TRANSACTIONS
-        // is retried here for a while (20 ms backoff within 100 ms), then returned unmapped.
-        let deadline = std::time::Instant::now() + Duration::from_millis(100);
+        // eos-rules 29: Produce v12 (TV2) adds the partition implicitly.
+        let retry = ImplicitAddRetry::starting(now_ms());
         loop {
             let op = TxnOp::AddPartitions {
                 producer_id: h.producer_id,
@@ -273,10 +272,10 @@ async fn verify(
             };
             match s.txn_call(transactional_id, op).await {
                 Ok(_) => return Ok(Verified::Tv2Added),
-                Err(TxnError::ConcurrentTransactions) if std::time::Instant::now() < deadline => {
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-                Err(e) => return Err(produce_verification_error(e, version)),
+                Err(e) => match retry.retry_after(e, now_ms()) {
+                    Some(wait_ms) => tokio::time::sleep(Duration::from_millis(wait_ms.unsigned_abs())).await,
+                    None => return Err(produce_verification_error(e, version)),
+                },
             }
         }
     }

@@ -44,7 +44,7 @@ pub use markers::{
     complete, completion, marker_outcome, marker_phase_stuck, resend_markers, schedule, MarkerBatch, MarkerOutcome,
 };
 pub use timeout::{expire, is_expired, is_timed_out, needs_reaping, timeout_abort};
-pub use verification::{produce_verification_error, txn_offset_commit_error, verify_partitions};
+pub use verification::{produce_verification_error, txn_offset_commit_error, verify_partitions, ImplicitAddRetry};
 
 use crate::error_code::ResponseError;
 use serde::{Deserialize, Serialize};

@@ -40,6 +40,28 @@ pub fn verify_partitions(
         .collect()
 }
 
+/// eos-rules 29: a TV2 implicit add that meets CONCURRENT_TRANSACTIONS (the coordinator is still
+/// writing the previous transaction's markers) is retried by the partition leader every 20 ms
+/// for 100 ms before the error goes back to the producer.
+#[derive(Debug, Clone, Copy)]
+pub struct ImplicitAddRetry {
+    deadline_ms: i64,
+}
+
+impl ImplicitAddRetry {
+    pub const BACKOFF_MS: i64 = 20;
+    pub const WITHIN_MS: i64 = 100;
+
+    pub fn starting(now_ms: i64) -> ImplicitAddRetry {
+        ImplicitAddRetry { deadline_ms: now_ms.saturating_add(Self::WITHIN_MS) }
+    }
+
+    /// How long to wait before asking again, or `None` to answer with `error` now.
+    pub fn retry_after(&self, error: TxnError, now_ms: i64) -> Option<i64> {
+        (error == TxnError::ConcurrentTransactions && now_ms < self.deadline_ms).then_some(Self::BACKOFF_MS)
+    }
+}
+
 /// eos-rules 27/29: the coordinator's answer to a partition leader's verification (TV1) or
 /// implicit add (TV2, Produce v12, after its CONCURRENT_TRANSACTIONS retries) as the Produce error.
 pub fn produce_verification_error(error: TxnError, produce_version: i16) -> i16 {

@@ -46,3 +46,19 @@ fn rule_58_txn_offset_commit_membership_errors() {
     assert_eq!(txn_offset_commit_error(ProducerFenced, 5), 47);
     assert_eq!(txn_offset_commit_error(InvalidProducerIdMapping, 2), 49);
 }
+
+#[test]
+fn rule_29_concurrent_transactions_is_retried_for_100_ms() {
+    let retry = ImplicitAddRetry::starting(1_000);
+    assert_eq!(retry.retry_after(ConcurrentTransactions, 1_000), Some(20));
+    assert_eq!(retry.retry_after(ConcurrentTransactions, 1_099), Some(20));
+    assert_eq!(retry.retry_after(ConcurrentTransactions, 1_100), None);
+}
+
+#[test]
+fn rule_29_other_add_errors_are_answered_at_once() {
+    let retry = ImplicitAddRetry::starting(1_000);
+    for e in [ProducerFenced, InvalidProducerIdMapping, TransactionAbortable, NotCoordinator] {
+        assert_eq!(retry.retry_after(e, 1_000), None, "{e:?}");
+    }
+}
