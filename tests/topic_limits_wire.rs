@@ -219,6 +219,13 @@ fn a_topic_file_past_the_limit_from_an_older_kaas_does_not_stop_start_up() {
     assert_eq!(produce(&mut c, "old", 1), (0, 1));
     assert_eq!(produce(&mut c, "old", 19), (0, 0));
     assert_eq!(produce(&mut c, "old", 20).0, UNKNOWN_TOPIC_OR_PARTITION);
+    // Metadata announces the partitions served, not the million in the file.
+    let mut mt = MetadataRequestTopic::default();
+    mt.name = Some(name("old"));
+    let mut req = MetadataRequest::default();
+    req.topics = Some(vec![mt]);
+    let resp: MetadataResponse = c.call(ApiKey::Metadata, 9, req);
+    assert_eq!(resp.topics[0].partitions.len(), 20);
     let log = broker.log();
     assert!(log.contains("partitions past the broker's max_partitions are not served"), "{log}");
     assert!(log.contains("stored topic config ignored"), "{log}");

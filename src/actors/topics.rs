@@ -98,6 +98,9 @@ impl TopicRegistry {
                      cannot hold them; raise `ulimit -n` (nofile) and restart to serve them"
                 );
             }
+            // What is not served is not announced either: Metadata, ListOffsets and the broker's
+            // partition count see the served partitions; the topic file on disk stays as it is.
+            let meta = TopicMeta { partitions: count, ..meta };
             view.topics.insert(meta.name.clone(), TopicHandle { meta, partitions });
         }
         Ok(view)
