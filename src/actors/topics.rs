@@ -276,25 +276,24 @@ impl Handler<DeleteTopic> for TopicRegistry {
         };
         let data_dir = self.settings.data_dir.clone();
         let stops = handle.partitions.clone();
-        Box::pin(
-            async move {
-                for p in stops {
-                    let (tx, rx) = tokio::sync::oneshot::channel();
-                    if p.send(Shutdown { reply: tx }).await.is_ok() {
-                        let _ = rx.await;
-                    }
-                }
-            }
-            .into_actor(self)
-            .map(move |_, _, _| {
-                topics::remove(&data_dir, &handle.meta).map_err(|e| {
-                    tracing::error!(topic = %handle.meta.name, "delete: {e}");
-                    ResponseError::UnknownServerError.code()
-                })?;
-                tracing::info!(topic = %handle.meta.name, "deleted topic");
-                Ok(handle.meta)
-            }),
-        )
+        Box::pin(stop_all(stops).into_actor(self).map(move |_, _, _| {
+            topics::remove(&data_dir, &handle.meta).map_err(|e| {
+                tracing::error!(topic = %handle.meta.name, "delete: {e}");
+                ResponseError::UnknownServerError.code()
+            })?;
+            tracing::info!(topic = %handle.meta.name, "deleted topic");
+            Ok(handle.meta)
+        }))
+    }
+}
+
+/// Stops partition leaders one after the other, each flushing and closing its log.
+async fn stop_all(leaders: Vec<Addr<PartitionLeader>>) {
+    for p in leaders {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if p.send(Shutdown { reply: tx }).await.is_ok() {
+            let _ = rx.await;
+        }
     }
 }
 
@@ -305,12 +304,7 @@ impl Handler<ShutdownAll> for TopicRegistry {
         let all: Vec<_> = self.topics.values().flat_map(|h| h.partitions.clone()).collect();
         Box::pin(
             async move {
-                for p in all {
-                    let (tx, rx) = tokio::sync::oneshot::channel();
-                    if p.send(Shutdown { reply: tx }).await.is_ok() {
-                        let _ = rx.await;
-                    }
-                }
+                stop_all(all).await;
                 let _ = msg.reply.send(());
             }
             .into_actor(self),
