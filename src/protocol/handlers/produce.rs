@@ -19,11 +19,10 @@ use crate::actors::messages::{Append, AppendAck, BeginVerification, ListOffset, 
 use crate::actors::partition::PartitionLeader;
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
+use crate::store::batch;
 use crate::store::batch::BatchHeader;
-use crate::store::batch::{self, BatchError};
 use crate::store::clock::now_ms;
-use crate::store::partition::check_request;
-use crate::store::records;
+use crate::store::partition::{check_partition_data, check_request};
 use crate::store::txn::{produce_verification_error, ImplicitAddRetry, TV_2};
 use crate::store::validate::{self, RecordError, TimestampPolicy};
 
@@ -126,34 +125,24 @@ pub async fn dispatch(
                 _ if refused.is_some() => err(refused.unwrap_or_default()),
                 Some(Err(code)) => err(*code),
                 None => err(ResponseError::UnknownTopicOrPartition.code()),
-                Some(Ok(h)) => match (s.leader(h, p.index), p.records) {
-                    (Err(code), _) => err(code),
-                    (Ok(_), None) => err(ResponseError::InvalidRecord.code()),
-                    (Ok(leader), Some(records)) => {
-                        if records.len() > s.settings.max_message_bytes {
-                            err(ResponseError::MessageTooLarge.code())
-                        } else {
-                            match batch::validate_single(&records) {
-                                Err(BatchError::Crc { .. }) => err(ResponseError::CorruptMessage.code()),
-                                Err(_) => err(ResponseError::InvalidRecord.code()),
-                                // Kafka's ProduceRequest.validateRecords: zstd needs Produce v7+.
-                                Ok(header) if version < 7 && header.compression() == records::CODEC_ZSTD => {
-                                    err(ResponseError::UnsupportedCompressionType.code())
-                                }
-                                Ok(header) => {
-                                    let verified = if header.is_transactional() {
-                                        let id =
-                                            req.transactional_id.as_ref().map(|t| t.0.to_string()).unwrap_or_default();
-                                        verify(&s, version, &leader, &id, &name, p.index, &header).await
-                                    } else {
-                                        Ok(Verified::No)
-                                    };
-                                    match verified {
-                                        Err(code) => err(code),
-                                        Ok(verified) => {
-                                            validate_and_append(&s, &leader, &name, &records, header, verified, acks)
-                                                .await
-                                        }
+                Some(Ok(h)) => match s.leader(h, p.index) {
+                    Err(code) => err(code),
+                    Ok(leader) => {
+                        let checked = check_partition_data(p.records.as_deref(), s.settings.max_message_bytes, version);
+                        match checked {
+                            Err(e) => err(e.code()),
+                            Ok(header) => {
+                                let records = p.records.unwrap_or_default();
+                                let verified = if header.is_transactional() {
+                                    let id = req.transactional_id.as_ref().map(|t| t.0.to_string()).unwrap_or_default();
+                                    verify(&s, version, &leader, &id, &name, p.index, &header).await
+                                } else {
+                                    Ok(Verified::No)
+                                };
+                                match verified {
+                                    Err(code) => err(code),
+                                    Ok(verified) => {
+                                        validate_and_append(&s, &leader, &name, &records, header, verified, acks).await
                                     }
                                 }
                             }

@@ -14,6 +14,7 @@ use crate::actors::messages::WriteMarkers;
 use crate::error_code::ResponseError;
 use crate::protocol::txn_markers_codec::TxnMarker;
 use crate::protocol::{str_bytes, Session};
+use crate::store::partition::marker_txn_version;
 
 pub async fn handle(s: Rc<Session>, version: i16, markers: Vec<TxnMarker>) -> WriteTxnMarkersResponse {
     let mut r = WriteTxnMarkersResponse::default();
@@ -38,8 +39,7 @@ pub async fn handle(s: Rc<Session>, version: i16, markers: Vec<TxnMarker>) -> Wr
                             producer_epoch: m.producer_epoch,
                             commit: m.commit,
                             coordinator_epoch: m.coordinator_epoch,
-                            // eos-rules 46/47: v1 carries no version: legacy validation.
-                            txn_version: if version >= 2 { m.transaction_version } else { 0 },
+                            txn_version: marker_txn_version(version, m.transaction_version),
                             reply: tx,
                         };
                         match l.send(msg).await {

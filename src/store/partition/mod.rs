@@ -24,9 +24,9 @@ use crate::store::producer_state::{ProducerEntry, ProducerStateError, ProducerSt
 use crate::store::records::RecordsError;
 
 pub use offsets::Fetched;
-pub use produce::{check_request, Produced};
+pub use produce::{check_partition_data, check_request, Produced};
 pub use snapshot::SnapshotError;
-pub use txn_index::TxnIndex;
+pub use txn_index::{marker_txn_version, TxnIndex};
 
 /// Why a partition refused a request.
 #[derive(Debug, Error)]

@@ -8,9 +8,10 @@ use bytes::BytesMut;
 
 use super::{Partition, PartitionError};
 use crate::error_code::ResponseError;
-use crate::store::batch::BatchHeader;
+use crate::store::batch::{self, BatchError, BatchHeader};
 use crate::store::log::LogError;
 use crate::store::producer_state::{AppendDecision, BatchMetadata, ProducerStateTable, Verified};
+use crate::store::records;
 
 /// What an accepted batch became.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +45,28 @@ pub fn check_request<'a>(
         return Err(ResponseError::InvalidProducerIdMapping);
     }
     Ok(())
+}
+
+/// The checks of one partition's records that need no partition state (Kafka's
+/// ProduceRequest.validateRecords and the size limit): exactly one v2 batch with a valid CRC,
+/// at most `max_message_bytes`, and zstd only from Produce v7. Returns its header.
+pub fn check_partition_data(
+    records: Option<&[u8]>,
+    max_message_bytes: usize,
+    produce_version: i16,
+) -> Result<BatchHeader, ResponseError> {
+    let records = records.ok_or(ResponseError::InvalidRecord)?;
+    if records.len() > max_message_bytes {
+        return Err(ResponseError::MessageTooLarge);
+    }
+    let header = batch::validate_single(records).map_err(|e| match e {
+        BatchError::Crc { .. } => ResponseError::CorruptMessage,
+        _ => ResponseError::InvalidRecord,
+    })?;
+    if produce_version < 7 && header.compression() == records::CODEC_ZSTD {
+        return Err(ResponseError::UnsupportedCompressionType);
+    }
+    Ok(header)
 }
 
 impl Partition {

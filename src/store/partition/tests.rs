@@ -4,10 +4,10 @@
 use bytes::BytesMut;
 use tempfile::TempDir;
 
-use super::{check_request, Partition, PartitionError, Produced};
+use super::{check_partition_data, check_request, marker_txn_version, Partition, PartitionError, Produced};
 use crate::error_code::ResponseError;
 use crate::store::batch::testutil::{batch, Spec};
-use crate::store::batch::{patch_base_offset, BatchHeader};
+use crate::store::batch::{patch_base_offset, patch_max_timestamp, BatchHeader};
 use crate::store::log::LogConfig;
 use crate::store::producer_state::Verified;
 
@@ -389,4 +389,43 @@ fn rule_25_one_producer_id_and_epoch_per_request() {
     let other_epoch = header(&transactional(1, 0, 1));
     assert!(check_request(-1, true, [&a, &same]).is_ok());
     assert_eq!(check_request(-1, true, [&a, &other_epoch]), Err(ResponseError::InvalidProducerIdMapping));
+}
+
+#[test]
+fn partition_data_is_one_batch_with_a_valid_crc_within_max_message_bytes() {
+    let good = idempotent(0, 0, 2);
+    assert_eq!(check_partition_data(Some(&good), 1 << 20, 9).map(|h| h.records_count), Ok(2));
+    assert_eq!(check_partition_data(None, 1 << 20, 9).err(), Some(ResponseError::InvalidRecord));
+    assert_eq!(check_partition_data(Some(&good), good.len() - 1, 9).err(), Some(ResponseError::MessageTooLarge));
+    let mut two = good.clone();
+    two.extend_from_slice(&good);
+    assert_eq!(check_partition_data(Some(&two), 1 << 20, 9).err(), Some(ResponseError::InvalidRecord));
+    let mut flipped = good.clone();
+    let last = flipped.len() - 1;
+    flipped[last] ^= 1;
+    assert_eq!(check_partition_data(Some(&flipped), 1 << 20, 9).err(), Some(ResponseError::CorruptMessage));
+}
+
+#[test]
+fn zstd_needs_produce_v7() {
+    let mut zstd = idempotent(0, 0, 1);
+    zstd[22] |= 4; // attributes (bytes 21-22): compression codec 4 = zstd
+    let max_timestamp = header(&zstd).max_timestamp;
+    patch_max_timestamp(&mut zstd, max_timestamp, false); // recomputes the CRC
+    assert_eq!(check_partition_data(Some(&zstd), 1 << 20, 6).err(), Some(ResponseError::UnsupportedCompressionType));
+    assert!(check_partition_data(Some(&zstd), 1 << 20, 7).is_ok());
+}
+
+#[test]
+fn rule_46_a_write_txn_markers_v1_marker_is_validated_as_legacy() {
+    assert_eq!(marker_txn_version(1, TV2), 0);
+    assert_eq!(marker_txn_version(0, TV2), 0);
+    // eos-rules 47: v2 carries the transaction version, and TV2 gets the strict check.
+    assert_eq!(marker_txn_version(2, TV2), TV2);
+    let (_dir, mut p) = open();
+    open_txn(&mut p, 5, 1);
+    assert!(p.write_marker(PID, 5, true, 0, marker_txn_version(1, TV2), NOW).is_ok(), "legacy: same epoch ends it");
+    open_txn(&mut p, 6, 1);
+    let strict = p.write_marker(PID, 6, true, 0, marker_txn_version(2, TV2), NOW);
+    assert!(strict.is_err(), "KIP-1228: a TV2 marker at the transaction's own epoch is refused");
 }

@@ -51,6 +51,16 @@ pub fn last_stable_offset(producers: &ProducerStateTable, high_watermark: i64) -
     producers.first_unstable_offset().map_or(high_watermark, |f| f.min(high_watermark))
 }
 
+/// The transaction version a WriteTxnMarkers marker is validated under: v2 (KIP-1228) carries
+/// it per marker; v0/v1 carry none, which is legacy validation (eos-rules 46/47).
+pub fn marker_txn_version(request_version: i16, transaction_version: i8) -> i8 {
+    if request_version >= 2 {
+        transaction_version
+    } else {
+        0
+    }
+}
+
 impl Partition {
     /// Checks and appends a COMMIT/ABORT marker for `producer_id` (eos-rules 45-49). Returns the
     /// marker's header: it is durable once the high watermark passes its offset.
