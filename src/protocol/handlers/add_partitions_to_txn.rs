@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 
 use crate::actors::messages::{TopicPartition, TxnOp, VerifyTxn};
 use crate::protocol::{str_bytes, Session};
-use crate::store::txn::{unknown_partitions_precheck, CoordinatorApi, TxnError, TV_0, TV_2};
+use crate::store::txn::{add_partitions_txn_version, unknown_partitions_precheck, CoordinatorApi, TxnError};
 
 /// The partitions of `topics` this broker does not know (eos-rules 31).
 async fn unknown_partitions(s: &Session, topics: &[AddPartitionsToTxnTopic]) -> BTreeSet<TopicPartition> {
@@ -85,8 +85,7 @@ async fn one(
             None => partitions.into_iter().map(|tp| (tp, TxnError::NotCoordinator.code())).collect(),
         };
     }
-    // eos-rules 0: a broker's v5 add (VerifyOnly=false) is the TV2 implicit add.
-    let txn_version = if version >= 5 { TV_2 } else { TV_0 };
+    let txn_version = add_partitions_txn_version(version);
     let op = TxnOp::AddPartitions { producer_id, epoch, partitions: partitions.clone(), txn_version };
     let code = match s.txn_call(&id.0, op).await {
         Ok(_) => 0,

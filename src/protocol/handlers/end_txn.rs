@@ -6,15 +6,14 @@ use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse, ProducerId};
 
 use crate::actors::messages::TxnOp;
 use crate::protocol::Session;
-use crate::store::txn::CoordinatorApi;
+use crate::store::txn::{end_txn_is_tv2, CoordinatorApi};
 
 pub async fn handle(s: Rc<Session>, version: i16, req: EndTxnRequest) -> EndTxnResponse {
     let op = TxnOp::EndTxn {
         producer_id: req.producer_id.0,
         epoch: req.producer_epoch,
         commit: req.committed,
-        // eos-rules 0: AK picks TV2 for EndTxn by request version (v5+).
-        tv2: version >= 5,
+        tv2: end_txn_is_tv2(version),
     };
     let answer = s.txn_call(&req.transactional_id.0, op).await;
     let mut r = EndTxnResponse::default();

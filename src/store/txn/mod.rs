@@ -55,6 +55,22 @@ pub const NO_PRODUCER_EPOCH: i16 = -1;
 /// Client transaction versions recorded on an entry: legacy (TV0/TV1) and KIP-890 part 2.
 pub const TV_0: i8 = 0;
 pub const TV_2: i8 = 2;
+
+/// The transaction version a request runs under, as Apache Kafka picks it per request (rule
+/// book preamble): EndTxn v5+ is TV2 (KafkaApis.handleEndTxnRequest)...
+pub fn end_txn_is_tv2(request_version: i16) -> bool {
+    request_version >= 5
+}
+
+/// ...and a broker's AddPartitionsToTxn v5+ with VerifyOnly=false is TV2's implicit add
+/// (KafkaApis.handleAddPartitionsToTxnRequest); older adds are TV1.
+pub fn add_partitions_txn_version(request_version: i16) -> i8 {
+    if request_version >= 5 {
+        TV_2
+    } else {
+        TV_0
+    }
+}
 pub const CONSUMER_OFFSETS_TOPIC: &str = "__consumer_offsets";
 
 /// (topic, partition).

@@ -141,3 +141,11 @@ fn rule_42_tv1_keeps_the_epoch_and_tv2_moves_it() {
     assert_eq!(rejected(&add(&tv2, PID, 5)), ProducerFenced);
     assert_eq!(ok(&add(&tv2, PID, 6)), (PID, 6));
 }
+
+#[test]
+fn transaction_version_is_picked_by_request_version() {
+    assert!(!end_txn_is_tv2(4));
+    assert!(end_txn_is_tv2(5));
+    assert_eq!(add_partitions_txn_version(4), TV_0);
+    assert_eq!(add_partitions_txn_version(5), TV_2);
+}
