@@ -18,7 +18,7 @@ use crate::error_code::ResponseError;
 use crate::store::clock::now_ms;
 use crate::store::ownership::Owned;
 use crate::store::producer_ids::ProducerIdAllocator;
-use crate::store::txn::{self as core, Decision, Effect, MarkerBatch, MarkerOutcome, TxnEntry, CONSUMER_OFFSETS_TOPIC};
+use crate::store::txn::{self as core, Decision, Effect, MarkerBatch, MarkerOutcome, MarkerTarget, TxnEntry};
 
 #[derive(Debug, Clone)]
 pub struct TxnSettings {
@@ -176,6 +176,12 @@ impl TxnCoordinator {
     }
 }
 
+/// Sleeps `backoff_ms` and returns the next backoff (core::next_marker_backoff_ms).
+async fn wait(backoff_ms: u64) -> u64 {
+    tokio::time::sleep(Duration::from_millis(backoff_ms)).await;
+    core::next_marker_backoff_ms(backoff_ms)
+}
+
 /// Sends one marker to every partition of the transaction and waits for all; each partition's
 /// final answer comes back (see [`core::marker_phase_stuck`]). Retriable failures are resent
 /// (eos-rules 50), deleted partitions answer UNKNOWN_TOPIC_OR_PARTITION and are dropped (rule 41).
@@ -191,11 +197,10 @@ async fn write_markers(
         let directory = directory.clone();
         let groups = groups.clone();
         waits.push(async move {
-            let mut backoff = Duration::from_millis(50);
+            let mut backoff_ms = core::MARKER_FIRST_BACKOFF_MS;
             loop {
-                if topic == CONSUMER_OFFSETS_TOPIC {
-                    // eos-rules 59: the marker makes the group's pending offsets visible or drops
-                    // them; like any marker it is retried until it is on disk.
+                if let MarkerTarget::GroupOffsets(partition) = core::marker_target(&topic, partition) {
+                    // Like any marker it is retried until it is on disk.
                     let (tx, rx) = oneshot::channel();
                     let msg = CompleteTxnOffsets { offsets_partition: partition, producer_id, commit, reply: tx };
                     let code = match groups.send(msg).await {
@@ -206,8 +211,7 @@ async fn write_markers(
                         return code;
                     }
                     tracing::warn!(partition, code, "offsets marker not written, retrying");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                    backoff_ms = wait(backoff_ms).await;
                     continue;
                 }
                 let Ok(handle) = directory.topic(&topic, false).await else {
@@ -222,14 +226,12 @@ async fn write_markers(
                     // D); until then the marker waits, like any retriable marker, to be led here.
                     Location::Peer(b) => {
                         tracing::warn!(%topic, partition, leader = b.node_id, "marker for a partition led elsewhere, retrying");
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(Duration::from_secs(5));
+                        backoff_ms = wait(backoff_ms).await;
                         continue;
                     }
                     Location::Offline => {
                         tracing::warn!(%topic, partition, "marker for a partition nobody leads, retrying");
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(Duration::from_secs(5));
+                        backoff_ms = wait(backoff_ms).await;
                         continue;
                     }
                 };
@@ -250,8 +252,7 @@ async fn write_markers(
                     return code;
                 }
                 tracing::warn!(%topic, partition, code, "marker not written, retrying");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(5));
+                backoff_ms = wait(backoff_ms).await;
             }
         });
     }

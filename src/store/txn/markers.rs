@@ -4,7 +4,10 @@
 
 use std::collections::BTreeSet;
 
-use super::{Decision, Effect, PidEpoch, TopicPartition, TxnEntry, TxnError, TxnState, NO_PRODUCER_ID, TV_2};
+use super::{
+    Decision, Effect, PidEpoch, TopicPartition, TxnEntry, TxnError, TxnState, CONSUMER_OFFSETS_TOPIC, NO_PRODUCER_ID,
+    TV_2,
+};
 
 /// eos-rules 41, 45: the markers of `entry`, at its (post-prepare) pid and epoch, to every
 /// partition of the transaction, `__consumer_offsets` ones included, with the entry's client
@@ -62,6 +65,33 @@ pub enum MarkerOutcome {
     Stuck,
     /// Anything else (storage, leadership, timeouts): send again.
     Retry,
+}
+
+/// Where the marker for one partition of a transaction goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkerTarget {
+    /// eos-rules 59: a `__consumer_offsets` partition: the group coordinator makes the
+    /// transaction's pending offsets visible (commit) or drops them (abort).
+    GroupOffsets(i32),
+    /// eos-rules 41: the partition's leader writes the COMMIT/ABORT record.
+    Leader,
+}
+
+pub fn marker_target(topic: &str, partition: i32) -> MarkerTarget {
+    if topic == CONSUMER_OFFSETS_TOPIC {
+        MarkerTarget::GroupOffsets(partition)
+    } else {
+        MarkerTarget::Leader
+    }
+}
+
+/// The first wait before a marker is sent again (eos-rules 50: retriable answers).
+pub const MARKER_FIRST_BACKOFF_MS: u64 = 50;
+/// Waits double up to this.
+pub const MARKER_MAX_BACKOFF_MS: u64 = 5_000;
+
+pub fn next_marker_backoff_ms(previous_ms: u64) -> u64 {
+    previous_ms.saturating_mul(2).min(MARKER_MAX_BACKOFF_MS)
 }
 
 pub fn marker_outcome(code: i16) -> MarkerOutcome {

@@ -41,7 +41,8 @@ pub use describe::ListFilter;
 pub use end_txn::end_txn;
 pub use init_producer_id::{idempotent_init_producer_id, init_producer_id};
 pub use markers::{
-    complete, completion, marker_outcome, marker_phase_stuck, resend_markers, schedule, MarkerBatch, MarkerOutcome,
+    complete, completion, marker_outcome, marker_phase_stuck, marker_target, next_marker_backoff_ms, resend_markers,
+    schedule, MarkerBatch, MarkerOutcome, MarkerTarget, MARKER_FIRST_BACKOFF_MS,
 };
 pub use timeout::{expire, is_expired, is_timed_out, needs_reaping, timeout_abort};
 pub use verification::{produce_verification_error, txn_offset_commit_error, verify_partitions, ImplicitAddRetry};

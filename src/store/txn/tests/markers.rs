@@ -92,3 +92,18 @@ fn rule_50_a_refused_marker_leaves_the_transaction_stuck() {
     assert!(marker_phase_stuck(&[0, 47]));
     assert!(marker_phase_stuck(&[52]));
 }
+
+#[test]
+fn rule_59_offsets_partition_markers_go_to_the_group_coordinator() {
+    assert_eq!(marker_target(CONSUMER_OFFSETS_TOPIC, 7), MarkerTarget::GroupOffsets(7));
+    assert_eq!(marker_target("orders", 7), MarkerTarget::Leader);
+}
+
+#[test]
+fn rule_50_retriable_markers_back_off_doubling_to_five_seconds() {
+    let mut waits = vec![MARKER_FIRST_BACKOFF_MS];
+    for _ in 0..8 {
+        waits.push(next_marker_backoff_ms(*waits.last().unwrap()));
+    }
+    assert_eq!(waits, vec![50, 100, 200, 400, 800, 1600, 3200, 5000, 5000]);
+}
