@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::Broker;
+use common::{create_topic, Broker};
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::leave_group_request::MemberIdentity;
 use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
@@ -15,6 +15,7 @@ use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
 const INVALID_GROUP_ID: i16 = 24;
+const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 
 fn empty() -> GroupId {
     GroupId(StrBytes::from_static_str(""))
@@ -24,6 +25,9 @@ fn empty() -> GroupId {
 fn an_empty_group_id_is_invalid_group_id_on_every_group_api() {
     let broker = Broker::start();
     let mut c = broker.client();
+    // The offset commits below name a partition that exists: unknown ones are answered before
+    // the group id is looked at (see the next test).
+    create_topic(&mut c, "t");
 
     let mut join = JoinGroupRequest::default();
     join.group_id = empty();
@@ -87,18 +91,81 @@ fn an_empty_group_id_is_invalid_group_id_on_every_group_api() {
     txn.producer_epoch = 0;
     let mut topic = TxnOffsetCommitRequestTopic::default();
     topic.name = TopicName(StrBytes::from_static_str("t"));
-    for p in 0..2 {
-        let mut part = TxnOffsetCommitRequestPartition::default();
-        part.partition_index = p;
-        part.committed_offset = 5;
-        topic.partitions.push(part);
-    }
+    let mut part = TxnOffsetCommitRequestPartition::default();
+    part.committed_offset = 5;
+    topic.partitions.push(part);
     txn.topics.push(topic);
     let resp: TxnOffsetCommitResponse = c.call(ApiKey::TxnOffsetCommit, 3, txn);
     let codes: Vec<i16> = resp.topics.iter().flat_map(|t| &t.partitions).map(|p| p.error_code).collect();
-    assert_eq!(codes, vec![INVALID_GROUP_ID, INVALID_GROUP_ID]);
+    assert_eq!(codes, vec![INVALID_GROUP_ID]);
 
     let groups: ListGroupsResponse = c.call(ApiKey::ListGroups, 4, ListGroupsRequest::default());
     assert!(groups.groups.is_empty(), "no group was created: {:?}", groups.groups);
+    broker.finish();
+}
+
+fn offset_commit_topic(name: &str, partitions: &[i32]) -> OffsetCommitRequestTopic {
+    let mut topic = OffsetCommitRequestTopic::default();
+    topic.name = TopicName(StrBytes::from_string(name.to_string()));
+    for &p in partitions {
+        let mut part = OffsetCommitRequestPartition::default();
+        part.partition_index = p;
+        part.committed_offset = 7;
+        topic.partitions.push(part);
+    }
+    topic
+}
+
+/// Apache Kafka answers a commit for a partition the cluster does not have with
+/// UNKNOWN_TOPIC_OR_PARTITION before the group coordinator sees it (eos-rules 56 for
+/// TxnOffsetCommit); the known partitions of the same request are committed.
+#[test]
+fn offsets_for_unknown_partitions_are_unknown_topic_or_partition() {
+    let broker = Broker::start();
+    let mut c = broker.client();
+    create_topic(&mut c, "t");
+
+    let mut commit = OffsetCommitRequest::default();
+    commit.group_id = GroupId(StrBytes::from_static_str("g"));
+    commit.generation_id_or_member_epoch = -1;
+    commit.topics = vec![offset_commit_topic("t", &[0, 5]), offset_commit_topic("no-such-topic", &[0])];
+    let resp: OffsetCommitResponse = c.call(ApiKey::OffsetCommit, 8, commit);
+    let codes: Vec<(String, i32, i16)> = resp
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.to_string(), p.partition_index, p.error_code)))
+        .collect();
+    assert_eq!(
+        codes,
+        vec![
+            ("t".to_string(), 0, 0),
+            ("t".to_string(), 5, UNKNOWN_TOPIC_OR_PARTITION),
+            ("no-such-topic".to_string(), 0, UNKNOWN_TOPIC_OR_PARTITION)
+        ]
+    );
+
+    let mut fetch = OffsetFetchRequest::default();
+    fetch.group_id = GroupId(StrBytes::from_static_str("g"));
+    fetch.topics = None; // all the group's offsets
+    let resp: OffsetFetchResponse = c.call(ApiKey::OffsetFetch, 7, fetch);
+    let committed: Vec<(String, i32, i64)> = resp
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.to_string(), p.partition_index, p.committed_offset)))
+        .collect();
+    assert_eq!(committed, vec![("t".to_string(), 0, 7)], "only the known partition was committed");
+
+    // TxnOffsetCommit naming only unknown partitions: 3, before the transaction is looked at
+    // (an unknown transactional id would answer otherwise).
+    let mut txn = TxnOffsetCommitRequest::default();
+    txn.transactional_id = TransactionalId(StrBytes::from_static_str("no-such-txn"));
+    txn.group_id = GroupId(StrBytes::from_static_str("g"));
+    txn.producer_id = ProducerId(1000);
+    let mut topic = TxnOffsetCommitRequestTopic::default();
+    topic.name = TopicName(StrBytes::from_static_str("no-such-topic"));
+    topic.partitions.push(TxnOffsetCommitRequestPartition::default());
+    txn.topics.push(topic);
+    let resp: TxnOffsetCommitResponse = c.call(ApiKey::TxnOffsetCommit, 3, txn);
+    assert_eq!(resp.topics[0].partitions[0].error_code, UNKNOWN_TOPIC_OR_PARTITION);
     broker.finish();
 }

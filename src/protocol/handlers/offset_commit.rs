@@ -1,5 +1,6 @@
 //! OffsetCommit (key 8): answered once the offsets are flushed.
 
+use std::collections::HashSet;
 use std::rc::Rc;
 
 use kafka_protocol::messages::offset_commit_response::{OffsetCommitResponsePartition, OffsetCommitResponseTopic};
@@ -9,6 +10,7 @@ use tokio::sync::oneshot;
 use crate::actors::messages::{CommitOffsets, OffsetCommit};
 use crate::error_code::ResponseError;
 use crate::protocol::Session;
+use crate::store::group::validate_group_id;
 
 /// A commit for the group coordinator (plain, or transactional with `txn`).
 pub struct Commit {
@@ -46,7 +48,30 @@ pub async fn send(s: &Session, c: Commit) -> i16 {
     }
 }
 
+/// The requested partitions this cluster does not have: Apache Kafka answers them
+/// UNKNOWN_TOPIC_OR_PARTITION before the group coordinator sees the commit (KafkaApis'
+/// metadata check; eos-rules 56 for TxnOffsetCommit, OffsetCommit alike).
+pub async fn unknown_partitions<'a>(
+    s: &Session,
+    wanted: impl IntoIterator<Item = (&'a str, i32)>,
+) -> HashSet<(String, i32)> {
+    let mut unknown = HashSet::new();
+    for (topic, partition) in wanted {
+        let known = match s.topic(topic, false).await {
+            Ok(h) => (0..h.meta.partitions).contains(&partition),
+            Err(_) => false,
+        };
+        if !known {
+            unknown.insert((topic.to_string(), partition));
+        }
+    }
+    unknown
+}
+
 pub async fn handle(s: Rc<Session>, _version: i16, req: OffsetCommitRequest) -> OffsetCommitResponse {
+    let wanted =
+        req.topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.as_str(), p.partition_index)));
+    let unknown = unknown_partitions(&s, wanted).await;
     let offsets: Vec<OffsetCommit> = req
         .topics
         .iter()
@@ -59,9 +84,12 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: OffsetCommitRequest) -> 
                 metadata: p.committed_metadata.as_ref().map(|m| m.to_string()).unwrap_or_default(),
             })
         })
+        .filter(|o| !unknown.contains(&(o.topic.clone(), o.partition)))
         .collect();
-    let code = if req.group_id.0.is_empty() {
-        ResponseError::InvalidGroupId.code()
+    let code = if offsets.is_empty() {
+        0
+    } else if let Err(e) = validate_group_id(&req.group_id.0) {
+        e.code()
     } else {
         let commit = Commit {
             group_id: req.group_id.0.to_string(),
@@ -86,7 +114,11 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: OffsetCommitRequest) -> 
                 .map(|p| {
                     let mut rp = OffsetCommitResponsePartition::default();
                     rp.partition_index = p.partition_index;
-                    rp.error_code = code;
+                    rp.error_code = if unknown.contains(&(t.name.0.to_string(), p.partition_index)) {
+                        ResponseError::UnknownTopicOrPartition.code()
+                    } else {
+                        code
+                    };
                     rp
                 })
                 .collect();

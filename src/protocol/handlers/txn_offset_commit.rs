@@ -10,8 +10,9 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 use tokio::sync::oneshot;
 
-use super::offset_commit::{send, Commit};
+use super::offset_commit::{send, unknown_partitions, Commit};
 use crate::actors::messages::{OffsetCommit, TxnError, TxnOp, VerifyTxn};
+use crate::error_code::ResponseError;
 use crate::protocol::Session;
 use crate::store::coordinator_key::offsets_partition;
 use crate::store::group::validate_group_id;
@@ -50,12 +51,21 @@ async fn check_membership(s: &Session, version: i16, req: &TxnOffsetCommitReques
 }
 
 pub async fn handle(s: Rc<Session>, version: i16, req: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse {
+    // eos-rules 56: partitions the cluster does not have are answered first, and alone.
+    let wanted =
+        req.topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.as_str(), p.partition_index)));
+    let unknown = unknown_partitions(&s, wanted).await;
+    let all_unknown = req
+        .topics
+        .iter()
+        .all(|t| t.partitions.iter().all(|p| unknown.contains(&(t.name.0.to_string(), p.partition_index))));
     // An empty group id is INVALID_GROUP_ID on every partition, before the membership check.
     let mut code = match validate_group_id(&req.group_id.0) {
+        _ if all_unknown => 0,
         Ok(()) => check_membership(&s, version, &req).await,
         Err(e) => e.code(),
     };
-    if code == 0 {
+    if code == 0 && !all_unknown {
         let offsets: Vec<OffsetCommit> = req
             .topics
             .iter()
@@ -68,6 +78,7 @@ pub async fn handle(s: Rc<Session>, version: i16, req: TxnOffsetCommitRequest) -
                     metadata: p.committed_metadata.as_ref().map(|m| m.to_string()).unwrap_or_default(),
                 })
             })
+            .filter(|o| !unknown.contains(&(o.topic.clone(), o.partition)))
             .collect();
         // eos-rules 57: member and generation are checked from v3 on.
         let (generation_id, member_id, instance) = if version >= 3 {
@@ -98,7 +109,11 @@ pub async fn handle(s: Rc<Session>, version: i16, req: TxnOffsetCommitRequest) -
                 .map(|p| {
                     let mut rp = TxnOffsetCommitResponsePartition::default();
                     rp.partition_index = p.partition_index;
-                    rp.error_code = code;
+                    rp.error_code = if unknown.contains(&(t.name.0.to_string(), p.partition_index)) {
+                        ResponseError::UnknownTopicOrPartition.code()
+                    } else {
+                        code
+                    };
                     rp
                 })
                 .collect();
