@@ -213,6 +213,14 @@ fn what_a_peer_owns_is_answered_with_the_peer() {
             panic!("Heartbeat answer")
         };
         assert_eq!(h.error_code, NOT_COORDINATOR);
+        let mut req = DescribeGroupsRequest::default();
+        req.groups = vec![GroupId(s("g"))];
+        let ResponseKind::DescribeGroups(d) =
+            call(&session, ApiKey::DescribeGroups, 5, RequestKind::DescribeGroups(req)).await
+        else {
+            panic!("DescribeGroups answer")
+        };
+        assert_eq!(d.groups[0].error_code, NOT_COORDINATOR);
 
         // The peer lets go of the partition: it is served here again (by its default owner).
         session.directory.update(|o| o.revoke(&moved));

@@ -94,6 +94,20 @@ impl Session {
         }
     }
 
+    /// Splits group ids into those this broker coordinates and, with their error, the others
+    /// (Describe/DeleteGroups answer NOT_COORDINATOR per group, as Kafka's do).
+    pub fn split_groups(&self, ids: Vec<String>) -> (Vec<String>, Vec<(String, GroupError)>) {
+        let mut here = Vec::new();
+        let mut elsewhere = Vec::new();
+        for id in ids {
+            match self.group_coordinator(&id) {
+                Ok(_) => here.push(id),
+                Err(e) => elsewhere.push((id, e)),
+            }
+        }
+        (here, elsewhere)
+    }
+
     /// Sends a membership request to the group coordinator and waits (rebalances park it).
     /// INVALID_GROUP_ID for an empty id; NOT_COORDINATOR when another broker coordinates it.
     pub async fn group_call(&self, group_id: &str, op: GroupOp) -> Result<GroupResponse, GroupError> {

@@ -11,8 +11,7 @@ use crate::protocol::{str_bytes, Session};
 
 pub async fn handle(s: Rc<Session>, _version: i16, req: DeleteGroupsRequest) -> DeleteGroupsResponse {
     let ids: Vec<String> = req.groups_names.iter().map(|g| g.0.to_string()).collect();
-    // Groups another broker coordinates answer NOT_COORDINATOR, as Kafka's do.
-    let (here, elsewhere): (Vec<String>, Vec<String>) = ids.into_iter().partition(|id| s.group_coordinator(id).is_ok());
+    let (here, elsewhere) = s.split_groups(ids);
     let (tx, rx) = oneshot::channel();
     let answer = if here.is_empty() {
         None
@@ -26,10 +25,7 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: DeleteGroupsRequest) -> 
         Some(GroupAdminAnswer::Delete(r)) => r,
         _ => here.into_iter().map(|id| (id, GroupError::CoordinatorNotAvailable.code())).collect(),
     };
-    results.extend(elsewhere.into_iter().map(|id| {
-        let code = s.group_coordinator(&id).err().unwrap_or(GroupError::NotCoordinator).code();
-        (id, code)
-    }));
+    results.extend(elsewhere.into_iter().map(|(id, e)| (id, e.code())));
     let mut r = DeleteGroupsResponse::default();
     r.results = results
         .into_iter()

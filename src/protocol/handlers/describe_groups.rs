@@ -12,8 +12,7 @@ use crate::protocol::{str_bytes, Session};
 pub async fn handle(s: Rc<Session>, version: i16, req: DescribeGroupsRequest) -> DescribeGroupsResponse {
     let mut r = DescribeGroupsResponse::default();
     let ids: Vec<String> = req.groups.iter().map(|g| g.0.to_string()).collect();
-    // Groups another broker coordinates answer NOT_COORDINATOR, as Kafka's do.
-    let (here, elsewhere): (Vec<String>, Vec<String>) = ids.into_iter().partition(|id| s.group_coordinator(id).is_ok());
+    let (here, elsewhere) = s.split_groups(ids);
     let (tx, rx) = oneshot::channel();
     let answer = if here.is_empty() {
         None
@@ -27,10 +26,7 @@ pub async fn handle(s: Rc<Session>, version: i16, req: DescribeGroupsRequest) ->
         Some(GroupAdminAnswer::Describe(d)) => d,
         _ => here.into_iter().map(|id| (id, Err(GroupError::CoordinatorNotAvailable))).collect(),
     };
-    described.extend(elsewhere.into_iter().map(|id| {
-        let e = s.group_coordinator(&id).err().unwrap_or(GroupError::NotCoordinator);
-        (id, Err(e))
-    }));
+    described.extend(elsewhere.into_iter().map(|(id, e)| (id, Err(e))));
     for (id, d) in described {
         let mut g = DescribedGroup::default();
         g.group_id = GroupId(str_bytes(&id));
