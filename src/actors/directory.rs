@@ -13,7 +13,7 @@ use super::partition::PartitionLeader;
 use super::producer_ids::ProducerIds;
 use super::topics::{GetTopic, TopicHandle, TopicRegistry};
 use crate::error_code::ResponseError;
-use crate::store::ownership::{Broker, Lease, Owned, Ownership};
+use crate::store::ownership::{Broker, Lease, Owned, Ownership, Placement};
 
 /// Where a resource is served.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +24,25 @@ pub enum Location<A> {
     Peer(Broker),
     /// By no live broker right now (LEADER_NOT_AVAILABLE / COORDINATOR_NOT_AVAILABLE).
     Offline,
+}
+
+impl<A> Location<A> {
+    /// The routing decision without the address (the answer codes live in store::ownership).
+    pub fn placement(&self) -> Placement {
+        match self {
+            Location::Local(_) => Placement::Local,
+            Location::Peer(_) => Placement::Peer,
+            Location::Offline => Placement::Nobody,
+        }
+    }
+
+    /// The local actor, if this broker serves it.
+    pub fn local(self) -> Option<A> {
+        match self {
+            Location::Local(a) => Some(a),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Clone)]

@@ -4,7 +4,6 @@
 //! durable data, so consumers never see what a crash could take back.
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler};
@@ -14,7 +13,6 @@ use super::messages::*;
 use super::syncer::{SyncJob, Synced, Syncer};
 use crate::error_code::ResponseError;
 use crate::store::clock::now_ms;
-use crate::store::log::{LogConfig, LogError};
 use crate::store::partition::{Partition, PartitionError, Produced};
 
 /// Appends waiting for their fsync; beyond this the mailbox stops being drained fast enough and
@@ -38,45 +36,16 @@ pub struct PartitionLeader {
     producer_expiration_ms: i64,
 }
 
+/// The periods a leader runs its housekeeping on (the broker's settings).
+#[derive(Debug, Clone, Copy)]
+pub struct LeaderTimers {
+    pub retention_check: Duration,
+    pub producer_expiration_ms: i64,
+}
+
 impl PartitionLeader {
-    /// Opens the log (recovery) and rebuilds producer state from the snapshot plus the log tail.
-    pub fn open(
-        name: String,
-        dir: PathBuf,
-        log_config: LogConfig,
-        syncer: Syncer,
-        retention_check: Duration,
-        producer_expiration_ms: i64,
-    ) -> Result<PartitionLeader, LogError> {
-        let (partition, info) = Partition::open(dir, log_config, now_ms())?;
-        if info.truncated_bytes > 0 {
-            tracing::warn!(partition = %name, bytes = info.truncated_bytes, "recovery truncated a torn log tail");
-        }
-        Ok(PartitionLeader::around(name, partition, syncer, retention_check, producer_expiration_ms))
-    }
-
-    /// A partition whose log could not be opened: it owns no file, answers produce, fetch,
-    /// markers and ListOffsets with KAFKA_STORAGE_ERROR, and never writes a snapshot, so what
-    /// is on disk stays as it was until a restart opens it.
-    pub fn offline(
-        name: String,
-        dir: PathBuf,
-        log_config: LogConfig,
-        syncer: Syncer,
-        retention_check: Duration,
-        producer_expiration_ms: i64,
-    ) -> PartitionLeader {
-        let partition = Partition::offline(dir, log_config);
-        PartitionLeader::around(name, partition, syncer, retention_check, producer_expiration_ms)
-    }
-
-    fn around(
-        name: String,
-        partition: Partition,
-        syncer: Syncer,
-        retention_check: Duration,
-        producer_expiration_ms: i64,
-    ) -> PartitionLeader {
+    /// The leader of `partition` (opened by recovery, or offline), named `<topic>-<p>` in logs.
+    pub fn new(name: String, partition: Partition, syncer: Syncer, timers: LeaderTimers) -> PartitionLeader {
         PartitionLeader {
             name,
             partition,
@@ -84,8 +53,8 @@ impl PartitionLeader {
             waiters: Vec::new(),
             sync_in_flight: false,
             syncer,
-            retention_check,
-            producer_expiration_ms,
+            retention_check: timers.retention_check,
+            producer_expiration_ms: timers.producer_expiration_ms,
         }
     }
 

@@ -10,11 +10,13 @@ use actix::{Actor, ActorFutureExt, Addr, ArbiterHandle, Context, Handler, Messag
 use uuid::Uuid;
 
 use super::messages::*;
-use super::partition::PartitionLeader;
+use super::partition::{LeaderTimers, PartitionLeader};
 use super::syncer::Syncer;
 use crate::config::Settings;
 use crate::error_code::ResponseError;
+use crate::store::clock::now_ms;
 use crate::store::log::{LogConfig, LogError};
+use crate::store::partition::Partition;
 use crate::store::topic_config;
 use crate::store::topics::{self, TopicMeta};
 
@@ -115,26 +117,29 @@ impl TopicRegistry {
         config
     }
 
+    /// Opens partition `p`'s log (recovery) and puts a leader around it.
     fn open_partition(&self, topic: &str, p: i32, log_config: &LogConfig) -> Result<PartitionLeader, LogError> {
-        PartitionLeader::open(
-            format!("{topic}-{p}"),
-            topics::partition_dir(&self.settings.data_dir, topic, p),
-            log_config.clone(),
-            self.syncer.clone(),
-            Duration::from_millis(self.settings.retention_check_interval_ms.max(100)),
-            self.settings.producer_id_expiration_ms,
-        )
+        let dir = topics::partition_dir(&self.settings.data_dir, topic, p);
+        let (partition, info) = Partition::open(dir, log_config.clone(), now_ms())?;
+        if info.truncated_bytes > 0 {
+            tracing::warn!(topic, partition = p, bytes = info.truncated_bytes, "recovery truncated a torn log tail");
+        }
+        Ok(self.leader(topic, p, partition))
     }
 
+    /// A leader for partition `p` whose log could not be opened: it answers KAFKA_STORAGE_ERROR
+    /// and leaves the files as they are until a restart opens them.
     fn offline_partition(&self, topic: &str, p: i32, log_config: &LogConfig) -> PartitionLeader {
-        PartitionLeader::offline(
-            format!("{topic}-{p}"),
-            topics::partition_dir(&self.settings.data_dir, topic, p),
-            log_config.clone(),
-            self.syncer.clone(),
-            Duration::from_millis(self.settings.retention_check_interval_ms.max(100)),
-            self.settings.producer_id_expiration_ms,
-        )
+        let dir = topics::partition_dir(&self.settings.data_dir, topic, p);
+        self.leader(topic, p, Partition::offline(dir, log_config.clone()))
+    }
+
+    fn leader(&self, topic: &str, p: i32, partition: Partition) -> PartitionLeader {
+        let timers = LeaderTimers {
+            retention_check: Duration::from_millis(self.settings.retention_check_interval_ms.max(100)),
+            producer_expiration_ms: self.settings.producer_id_expiration_ms,
+        };
+        PartitionLeader::new(format!("{topic}-{p}"), partition, self.syncer.clone(), timers)
     }
 
     fn spawn_leader(&mut self, leader: PartitionLeader) -> Addr<PartitionLeader> {

@@ -19,7 +19,7 @@ use crate::config::Settings;
 use crate::error_code::ResponseError;
 use crate::store::coordinator_key::{offsets_partition, txn_shard};
 use crate::store::group::validate_group_id;
-use crate::store::ownership::Owned;
+use crate::store::ownership::{route_group, route_partition, route_txn, Owned};
 
 /// This broker's actors a connection talks to.
 #[derive(Clone)]
@@ -69,29 +69,19 @@ impl Session {
         self.directory.locate(&Owned::GroupShard(offsets_partition(group_id)), || Some(self.groups.clone()))
     }
 
-    /// The leader of partition `p`: UNKNOWN_TOPIC_OR_PARTITION past the topic's partitions (and
-    /// past those this broker serves of a topic over its limits), NOT_LEADER_OR_FOLLOWER when a
-    /// peer leads it, LEADER_NOT_AVAILABLE when nobody does.
+    /// The leader of partition `p`, or the answer for a partition this broker does not lead
+    /// (store::ownership::route_partition, eos-rules 44).
     pub fn leader(&self, topic: &TopicHandle, p: i32) -> Result<Addr<PartitionLeader>, i16> {
-        let served = i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX);
-        if p < 0 || p >= topic.meta.partitions.min(served) {
-            return Err(ResponseError::UnknownTopicOrPartition.code());
-        }
-        match self.directory.leader(topic, p) {
-            Location::Local(a) => Ok(a),
-            Location::Peer(_) => Err(ResponseError::NotLeaderOrFollower.code()),
-            Location::Offline => Err(ResponseError::LeaderNotAvailable.code()),
-        }
+        let located = self.directory.leader(topic, p);
+        route_partition(p, topic.meta.partitions, topic.partitions.len(), located.placement()).map_err(|e| e.code())?;
+        located.local().ok_or(ResponseError::LeaderNotAvailable.code())
     }
 
-    /// The group coordinator of `group_id` when this broker runs it: NOT_COORDINATOR when a peer
-    /// does, COORDINATOR_NOT_AVAILABLE when nobody does.
+    /// The group coordinator of `group_id` when this broker runs it (store::ownership::route_group).
     pub fn group_coordinator(&self, group_id: &str) -> Result<Addr<GroupCoordinator>, GroupError> {
-        match self.group(group_id) {
-            Location::Local(groups) => Ok(groups),
-            Location::Peer(_) => Err(GroupError::NotCoordinator),
-            Location::Offline => Err(GroupError::CoordinatorNotAvailable),
-        }
+        let located = self.group(group_id);
+        route_group(located.placement())?;
+        located.local().ok_or(GroupError::CoordinatorNotAvailable)
     }
 
     /// Splits group ids into those this broker coordinates and, with their error, the others
@@ -119,13 +109,12 @@ impl Session {
         rx.await.map_err(|_| GroupError::CoordinatorNotAvailable)
     }
 
-    /// The coordinator shard of `transactional_id` when this broker runs it; NOT_COORDINATOR
-    /// when a peer (or nobody) does.
+    /// The coordinator shard of `transactional_id` when this broker runs it
+    /// (store::ownership::route_txn).
     pub fn txn_shard(&self, transactional_id: &str) -> Result<Addr<TxnCoordinator>, TxnError> {
-        match self.coordinator(transactional_id) {
-            Location::Local(shard) => Ok(shard),
-            Location::Peer(_) | Location::Offline => Err(TxnError::NotCoordinator),
-        }
+        let located = self.coordinator(transactional_id);
+        route_txn(located.placement())?;
+        located.local().ok_or(TxnError::NotCoordinator)
     }
 
     /// Sends a transactional call to its coordinator and waits for the answer; NOT_COORDINATOR

@@ -159,11 +159,18 @@ pub fn validate_single(records: &[u8]) -> Result<BatchHeader, BatchError> {
         return Err(BatchError::Empty);
     }
     let h = BatchHeader::parse(records)?;
-    verify_crc(records, &h)?;
+    validate_parsed(records, &h)?;
+    Ok(h)
+}
+
+/// `validate_single` for a header already parsed from `records`: the CRC, and nothing after
+/// the batch.
+pub fn validate_parsed(records: &[u8], h: &BatchHeader) -> Result<(), BatchError> {
+    verify_crc(records, h)?;
     if records.len() != h.total_size() {
         return Err(BatchError::Trailing);
     }
-    Ok(h)
+    Ok(())
 }
 
 /// Overwrites the base offset in place (the only field the broker changes).

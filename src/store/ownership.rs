@@ -4,6 +4,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::error_code::ResponseError;
+use crate::store::group::GroupError;
+use crate::store::txn::TxnError;
+
 /// A broker as clients reach it (Metadata, FindCoordinator, DescribeCluster).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Broker {
@@ -73,6 +77,17 @@ impl Ownership {
         self.lease(what).is_some_and(|l| l.node_id == self.local)
     }
 
+    /// Whether `what` is served here, by a live peer, or by nobody.
+    pub fn placement(&self, what: &Owned) -> Placement {
+        if self.is_local(what) {
+            Placement::Local
+        } else if self.owner(what).is_some() {
+            Placement::Peer
+        } else {
+            Placement::Nobody
+        }
+    }
+
     /// Live brokers, by node id.
     pub fn brokers(&self) -> impl Iterator<Item = &Broker> {
         self.brokers.values()
@@ -111,6 +126,59 @@ impl Ownership {
     /// Forgets `what`'s lease (its owner died or let go): it falls back to the default owner.
     pub fn revoke(&mut self, what: &Owned) {
         self.leases.remove(what);
+    }
+}
+
+/// Where a request for a resource goes, before any address is looked up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    Local,
+    /// A live peer serves it: the client re-routes after refreshing its metadata.
+    Peer,
+    /// No live broker serves it right now.
+    Nobody,
+}
+
+/// The answer for a request to partition `partition` of a topic with `partitions` partitions of
+/// which this broker serves the first `served` (a topic over the partition limit serves fewer).
+/// eos-rules 44: a partition not hosted is UNKNOWN_TOPIC_OR_PARTITION; a leader elsewhere passes
+/// NOT_LEADER_OR_FOLLOWER through (the client refreshes metadata and retries); LEADER_NOT_AVAILABLE
+/// while no broker leads it.
+pub fn route_partition(
+    partition: i32,
+    partitions: i32,
+    served: usize,
+    placement: Placement,
+) -> Result<(), ResponseError> {
+    let served = i32::try_from(served).unwrap_or(i32::MAX);
+    if partition < 0 || partition >= partitions.min(served) {
+        return Err(ResponseError::UnknownTopicOrPartition);
+    }
+    match placement {
+        Placement::Local => Ok(()),
+        Placement::Peer => Err(ResponseError::NotLeaderOrFollower),
+        Placement::Nobody => Err(ResponseError::LeaderNotAvailable),
+    }
+}
+
+/// A group API's answer when this broker does not coordinate the group: NOT_COORDINATOR while a
+/// peer does (the client asks FindCoordinator again), COORDINATOR_NOT_AVAILABLE while nobody does
+/// (Kafka's group coordinator for a shard that is not loaded anywhere).
+pub fn route_group(placement: Placement) -> Result<(), GroupError> {
+    match placement {
+        Placement::Local => Ok(()),
+        Placement::Peer => Err(GroupError::NotCoordinator),
+        Placement::Nobody => Err(GroupError::CoordinatorNotAvailable),
+    }
+}
+
+/// A transactional API's answer when this broker does not run the transactional id's shard:
+/// NOT_COORDINATOR either way, as Kafka's transaction coordinator answers for a
+/// `__transaction_state` partition it does not own (eos-rules 6: the client re-discovers).
+pub fn route_txn(placement: Placement) -> Result<(), TxnError> {
+    match placement {
+        Placement::Local => Ok(()),
+        Placement::Peer | Placement::Nobody => Err(TxnError::NotCoordinator),
     }
 }
 
@@ -177,5 +245,49 @@ mod tests {
         assert_eq!(o.lease(&part(1)), Some(Lease { node_id: 1, epoch: 5 }));
         assert!(o.grant(part(1), Lease { node_id: 2, epoch: 6 }));
         assert_eq!(o.lease(&part(1)).map(|l| l.node_id), Some(2));
+    }
+
+    #[test]
+    fn rule_44_a_partition_not_hosted_is_unknown_topic_or_partition() {
+        for p in [-1, 3, i32::MAX] {
+            assert_eq!(route_partition(p, 3, 3, Placement::Local), Err(ResponseError::UnknownTopicOrPartition));
+        }
+        // A topic over the partition limit: partitions this broker does not serve are not hosted.
+        assert_eq!(route_partition(2, 3, 2, Placement::Local), Err(ResponseError::UnknownTopicOrPartition));
+        assert_eq!(route_partition(2, 3, 3, Placement::Local), Ok(()));
+    }
+
+    #[test]
+    fn rule_44_not_leader_or_follower_passes_through_for_a_partition_led_elsewhere() {
+        assert_eq!(route_partition(0, 1, 1, Placement::Peer), Err(ResponseError::NotLeaderOrFollower));
+        assert_eq!(route_partition(0, 1, 1, Placement::Nobody), Err(ResponseError::LeaderNotAvailable));
+        // Existence is checked first: a partition that does not exist is 3 wherever the topic lives.
+        assert_eq!(route_partition(5, 1, 1, Placement::Peer), Err(ResponseError::UnknownTopicOrPartition));
+    }
+
+    #[test]
+    fn a_group_elsewhere_is_not_coordinator_and_nowhere_is_coordinator_not_available() {
+        assert_eq!(route_group(Placement::Local), Ok(()));
+        assert_eq!(route_group(Placement::Peer), Err(GroupError::NotCoordinator));
+        assert_eq!(route_group(Placement::Nobody), Err(GroupError::CoordinatorNotAvailable));
+    }
+
+    #[test]
+    fn rule_6_a_transactional_id_coordinated_elsewhere_is_not_coordinator() {
+        assert_eq!(route_txn(Placement::Local), Ok(()));
+        assert_eq!(route_txn(Placement::Peer), Err(TxnError::NotCoordinator));
+        assert_eq!(route_txn(Placement::Nobody), Err(TxnError::NotCoordinator));
+    }
+
+    #[test]
+    fn placement_follows_the_lease_and_the_live_brokers() {
+        let mut o = Ownership::member(broker(2));
+        assert_eq!(o.placement(&part(0)), Placement::Nobody);
+        o.grant(part(0), Lease { node_id: 1, epoch: 1 });
+        assert_eq!(o.placement(&part(0)), Placement::Nobody, "broker 1 is not live");
+        o.set_peers([broker(1)]);
+        assert_eq!(o.placement(&part(0)), Placement::Peer);
+        o.grant(part(0), Lease { node_id: 2, epoch: 2 });
+        assert_eq!(o.placement(&part(0)), Placement::Local);
     }
 }

@@ -13,7 +13,9 @@ use tokio::sync::oneshot;
 
 use crate::actors::messages::{TopicPartition, TxnOp, VerifyTxn};
 use crate::protocol::{str_bytes, Session};
-use crate::store::txn::{add_partitions_txn_version, unknown_partitions_precheck, CoordinatorApi, TxnError};
+use crate::store::txn::{
+    add_partitions_is_broker_batch, add_partitions_txn_version, unknown_partitions_precheck, CoordinatorApi, TxnError,
+};
 
 /// The partitions of `topics` this broker does not know (eos-rules 31).
 async fn unknown_partitions(s: &Session, topics: &[AddPartitionsToTxnTopic]) -> BTreeSet<TopicPartition> {
@@ -96,7 +98,7 @@ async fn one(
 
 pub async fn handle(s: Rc<Session>, version: i16, req: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse {
     let mut resp = AddPartitionsToTxnResponse::default();
-    if version < 4 {
+    if !add_partitions_is_broker_batch(version) {
         let codes = one(
             &s,
             version,

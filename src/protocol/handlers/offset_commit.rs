@@ -1,6 +1,6 @@
 //! OffsetCommit (key 8): answered once the offsets are flushed.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use kafka_protocol::messages::offset_commit_response::{OffsetCommitResponsePartition, OffsetCommitResponseTopic};
@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 use crate::actors::messages::{CommitOffsets, OffsetCommit};
 use crate::error_code::ResponseError;
 use crate::protocol::Session;
-use crate::store::group::validate_group_id;
+use crate::store::group::{offsets, validate_group_id};
 
 /// A commit for the group coordinator (plain, or transactional with `txn`).
 pub struct Commit {
@@ -48,24 +48,25 @@ pub async fn send(s: &Session, c: Commit) -> i16 {
     }
 }
 
-/// The requested partitions this cluster does not have: Apache Kafka answers them
-/// UNKNOWN_TOPIC_OR_PARTITION before the group coordinator sees the commit (KafkaApis'
-/// metadata check; eos-rules 56 for TxnOffsetCommit, OffsetCommit alike).
+/// The requested partitions this cluster does not have (store::group::offsets::unknown_partitions,
+/// eos-rules 56); each distinct topic is looked up once.
 pub async fn unknown_partitions<'a>(
     s: &Session,
-    wanted: impl IntoIterator<Item = (&'a str, i32)>,
+    wanted: impl IntoIterator<Item = (&'a str, i32)> + Clone,
 ) -> HashSet<(String, i32)> {
-    let mut unknown = HashSet::new();
-    for (topic, partition) in wanted {
-        let known = match s.topic(topic, false).await {
-            Ok(h) => (0..h.meta.partitions).contains(&partition),
-            Err(_) => false,
-        };
-        if !known {
-            unknown.insert((topic.to_string(), partition));
+    let mut counts: HashMap<&str, i32> = HashMap::new();
+    let mut missing: HashSet<&str> = HashSet::new();
+    for (topic, _) in wanted.clone() {
+        if counts.contains_key(topic) || missing.contains(topic) {
+            continue;
+        }
+        if let Ok(h) = s.topic(topic, false).await {
+            counts.insert(topic, h.meta.partitions);
+        } else {
+            missing.insert(topic);
         }
     }
-    unknown
+    offsets::unknown_partitions(wanted, &counts)
 }
 
 pub async fn handle(s: Rc<Session>, _version: i16, req: OffsetCommitRequest) -> OffsetCommitResponse {

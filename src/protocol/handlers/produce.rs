@@ -9,6 +9,7 @@ use actix::dev::SendError;
 use bytes::BytesMut;
 use futures::future::{join_all, LocalBoxFuture};
 use futures::FutureExt;
+use kafka_protocol::messages::produce_request::PartitionProduceData;
 use kafka_protocol::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
 };
@@ -17,12 +18,13 @@ use tokio::sync::oneshot;
 
 use crate::actors::messages::{Append, AppendAck, BeginVerification, ListOffset, TxnError, TxnOp, Verified, VerifyTxn};
 use crate::actors::partition::PartitionLeader;
+use crate::actors::topics::TopicHandle;
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
 use crate::store::batch;
 use crate::store::batch::BatchHeader;
 use crate::store::clock::now_ms;
-use crate::store::partition::{check_partition_data, check_request};
+use crate::store::partition::{check_parsed_partition_data, check_request};
 use crate::store::txn::{produce_verification_error, ImplicitAddRetry, TV_2};
 use crate::store::validate::{self, RecordError, TimestampPolicy};
 
@@ -100,6 +102,41 @@ async fn log_start_offset(leader: &actix::Addr<PartitionLeader>) -> i64 {
     rx.await.map_or(-1, |a| a.offset)
 }
 
+/// One partition's batch, from its leader to the append: the leader (eos-rules 44), the batch's
+/// shape, the transaction verification (27-29), then the record validator and the append.
+#[allow(clippy::too_many_arguments)]
+async fn produce_partition(
+    s: &Session,
+    version: i16,
+    acks: i16,
+    transactional_id: Option<&str>,
+    topic: &TopicHandle,
+    p: PartitionProduceData,
+    parsed: Option<BatchHeader>,
+) -> Slot {
+    let leader = match s.leader(topic, p.index) {
+        Ok(leader) => leader,
+        Err(code) => return err(code),
+    };
+    let header = match check_parsed_partition_data(p.records.as_deref(), parsed, s.settings.max_message_bytes, version)
+    {
+        Ok(header) => header,
+        Err(e) => return err(e.code()),
+    };
+    let name = topic.meta.name.as_str();
+    let verified = if header.is_transactional() {
+        let id = transactional_id.unwrap_or_default();
+        match verify(s, version, &leader, id, name, p.index, &header).await {
+            Ok(verified) => verified,
+            Err(code) => return err(code),
+        }
+    } else {
+        Verified::No
+    };
+    let records = p.records.unwrap_or_default();
+    validate_and_append(s, &leader, name, &records, header, verified, acks).await
+}
+
 /// Enqueues every append now; the returned future completes with the response (None for acks=0).
 pub async fn dispatch(
     s: Rc<Session>,
@@ -107,50 +144,31 @@ pub async fn dispatch(
     req: ProduceRequest,
 ) -> LocalBoxFuture<'static, Option<ProduceResponse>> {
     let acks = req.acks;
-    let headers: Vec<BatchHeader> = req
+    let transactional_id = req.transactional_id.as_ref().map(|t| t.0.to_string());
+    // Each partition's batch header, parsed once: the request-wide checks read the batches'
+    // flags before any batch is validated, as Kafka's ProduceRequest does.
+    let headers: Vec<Vec<Option<BatchHeader>>> = req
         .topic_data
         .iter()
-        .flat_map(|t| &t.partition_data)
-        .filter_map(|p| p.records.as_ref().and_then(|r| BatchHeader::parse(r).ok()))
+        .map(|t| t.partition_data.iter().map(|p| p.records.as_ref().and_then(|r| BatchHeader::parse(r).ok())).collect())
         .collect();
     // Invalid acks, eos-rules 24 and 25: the same answer for every partition.
-    let refused = check_request(acks, req.transactional_id.is_some(), &headers).err().map(|e| e.code());
+    let refused = check_request(acks, transactional_id.is_some(), headers.iter().flatten().flatten()).err();
     let mut topics = Vec::with_capacity(req.topic_data.len());
-    for t in req.topic_data {
+    for (t, headers) in req.topic_data.into_iter().zip(headers) {
         let name = t.name.0.to_string();
-        let handle = if refused.is_none() { Some(s.topic(&name, false).await) } else { None };
+        let handle = match refused {
+            Some(e) => Err(e.code()),
+            None => s.topic(&name, false).await,
+        };
         let mut slots = Vec::with_capacity(t.partition_data.len());
-        for p in t.partition_data {
+        for (p, parsed) in t.partition_data.into_iter().zip(headers) {
+            let index = p.index;
             let slot = match &handle {
-                _ if refused.is_some() => err(refused.unwrap_or_default()),
-                Some(Err(code)) => err(*code),
-                None => err(ResponseError::UnknownTopicOrPartition.code()),
-                Some(Ok(h)) => match s.leader(h, p.index) {
-                    Err(code) => err(code),
-                    Ok(leader) => {
-                        let checked = check_partition_data(p.records.as_deref(), s.settings.max_message_bytes, version);
-                        match checked {
-                            Err(e) => err(e.code()),
-                            Ok(header) => {
-                                let records = p.records.unwrap_or_default();
-                                let verified = if header.is_transactional() {
-                                    let id = req.transactional_id.as_ref().map(|t| t.0.to_string()).unwrap_or_default();
-                                    verify(&s, version, &leader, &id, &name, p.index, &header).await
-                                } else {
-                                    Ok(Verified::No)
-                                };
-                                match verified {
-                                    Err(code) => err(code),
-                                    Ok(verified) => {
-                                        validate_and_append(&s, &leader, &name, &records, header, verified, acks).await
-                                    }
-                                }
-                            }
-                        }
-                    }
-                },
+                Err(code) => err(*code),
+                Ok(topic) => produce_partition(&s, version, acks, transactional_id.as_deref(), topic, p, parsed).await,
             };
-            slots.push((p.index, slot));
+            slots.push((index, slot));
         }
         topics.push((name, slots));
     }

@@ -1,7 +1,7 @@
 //! Committed offsets: OffsetCommit (Kafka's validateOffsetCommit), OffsetFetch, OffsetDelete
 //! (KIP-496) and offset expiration (offsets.retention.minutes, KIP-211).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -214,5 +214,36 @@ impl Group {
         }
         self.offsets.committed.retain(|_, partitions| !partitions.is_empty());
         expired
+    }
+}
+
+/// The partitions of a commit that the cluster does not have, given each requested topic's
+/// partition count (absent: no such topic). eos-rules 56: Apache Kafka answers them
+/// UNKNOWN_TOPIC_OR_PARTITION before the group coordinator sees the commit (KafkaApis' metadata
+/// check), for OffsetCommit and TxnOffsetCommit alike, and commits the others.
+pub fn unknown_partitions<'a>(
+    wanted: impl IntoIterator<Item = (&'a str, i32)>,
+    partition_counts: &HashMap<&str, i32>,
+) -> HashSet<(String, i32)> {
+    wanted
+        .into_iter()
+        .filter(|(topic, p)| !partition_counts.get(topic).is_some_and(|n| (0..*n).contains(p)))
+        .map(|(topic, p)| (topic.to_string(), p))
+        .collect()
+}
+
+#[cfg(test)]
+mod commit_tests {
+    use super::*;
+
+    #[test]
+    fn rule_56_unknown_topics_and_partitions_are_picked_out_of_a_commit() {
+        let counts = HashMap::from([("t", 2)]);
+        let wanted = [("t", 0), ("t", 1), ("t", 2), ("t", -1), ("gone", 0)];
+        let unknown = unknown_partitions(wanted, &counts);
+        let expected: HashSet<(String, i32)> =
+            [("t", 2), ("t", -1), ("gone", 0)].into_iter().map(|(t, p)| (t.to_string(), p)).collect();
+        assert_eq!(unknown, expected);
+        assert!(unknown_partitions([("t", 1)], &counts).is_empty());
     }
 }

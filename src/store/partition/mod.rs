@@ -24,7 +24,7 @@ use crate::store::producer_state::{ProducerEntry, ProducerStateError, ProducerSt
 use crate::store::records::RecordsError;
 
 pub use offsets::Fetched;
-pub use produce::{check_partition_data, check_request, Produced};
+pub use produce::{check_parsed_partition_data, check_partition_data, check_request, Produced};
 pub use snapshot::SnapshotError;
 pub use txn_index::{marker_txn_version, TxnIndex};
 

@@ -55,11 +55,24 @@ pub fn check_partition_data(
     max_message_bytes: usize,
     produce_version: i16,
 ) -> Result<BatchHeader, ResponseError> {
+    let parsed = records.and_then(|r| BatchHeader::parse(r).ok());
+    check_parsed_partition_data(records, parsed, max_message_bytes, produce_version)
+}
+
+/// `check_partition_data` for records whose header the request-wide checks already parsed
+/// (`None`: it did not parse).
+pub fn check_parsed_partition_data(
+    records: Option<&[u8]>,
+    parsed: Option<BatchHeader>,
+    max_message_bytes: usize,
+    produce_version: i16,
+) -> Result<BatchHeader, ResponseError> {
     let records = records.ok_or(ResponseError::InvalidRecord)?;
     if records.len() > max_message_bytes {
         return Err(ResponseError::MessageTooLarge);
     }
-    let header = batch::validate_single(records).map_err(|e| match e {
+    let header = parsed.filter(|_| !records.is_empty()).ok_or(ResponseError::InvalidRecord)?;
+    batch::validate_parsed(records, &header).map_err(|e| match e {
         BatchError::Crc { .. } => ResponseError::CorruptMessage,
         _ => ResponseError::InvalidRecord,
     })?;

@@ -1,5 +1,5 @@
 //! One test per rule the partition enforces, through `Partition` on a real log in a temp dir.
-//! Rule numbers are /work/shared/spec/eos-rules.md.
+//! Rule numbers are docs/eos-rules.md.
 
 use bytes::BytesMut;
 use tempfile::TempDir;

@@ -63,6 +63,13 @@ pub fn end_txn_is_tv2(request_version: i16) -> bool {
     request_version >= 5
 }
 
+/// eos-rules 30: AddPartitionsToTxn v0-3 carry one client's transaction; v4+ are sent by
+/// brokers and carry a batch of transactions, each with VerifyOnly (with no authorizer, as
+/// here, Kafka lets any principal send either).
+pub fn add_partitions_is_broker_batch(request_version: i16) -> bool {
+    request_version >= 4
+}
+
 /// ...and a broker's AddPartitionsToTxn v5+ with VerifyOnly=false is TV2's implicit add
 /// (KafkaApis.handleAddPartitionsToTxnRequest); older adds are TV1.
 pub fn add_partitions_txn_version(request_version: i16) -> i8 {

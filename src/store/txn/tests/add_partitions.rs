@@ -61,3 +61,10 @@ fn rule_31_one_unknown_partition_fails_the_whole_add() {
     let expected = BTreeMap::from([(tp("a", 0), 55), (tp("a", 9), 3), (tp("b", 1), 55)]);
     assert_eq!(codes, Some(expected));
 }
+
+#[test]
+fn rule_30_versions_0_to_3_are_one_client_transaction_and_4_up_a_broker_batch() {
+    assert!(!add_partitions_is_broker_batch(3));
+    assert!(add_partitions_is_broker_batch(4));
+    assert!(add_partitions_is_broker_batch(5));
+}

@@ -1,5 +1,5 @@
 //! Unit tests of the transaction coordinator's core: one file per area, one test per rule of
-//! /work/shared/spec/eos-rules.md, named `rule_NN_...` after it. Shared fixtures are here.
+//! docs/eos-rules.md, named `rule_NN_...` after it. Shared fixtures are here.
 
 mod add_partitions;
 mod describe;
