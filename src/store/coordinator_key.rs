@@ -4,6 +4,21 @@
 /// Partitions of Kafka's `__consumer_offsets`, which transactions name (eos-rules 34).
 pub const OFFSETS_PARTITIONS: i32 = 50;
 
+/// FindCoordinator's key types.
+pub const KEY_TYPE_GROUP: i8 = 0;
+pub const KEY_TYPE_TRANSACTION: i8 = 1;
+
+/// Why FindCoordinator refuses `key` of `key_type`, if it does: an unknown key type, or an
+/// empty transactional id (eos-rules 4: never a valid transactional id). Both INVALID_REQUEST.
+pub fn key_error(key_type: i8, key: &str) -> Option<&'static str> {
+    match key_type {
+        KEY_TYPE_GROUP => None,
+        KEY_TYPE_TRANSACTION if key.is_empty() => Some("empty transactional id"),
+        KEY_TYPE_TRANSACTION => None,
+        _ => Some("unsupported coordinator key type"),
+    }
+}
+
 /// Java's `String.hashCode`.
 pub fn java_hash(s: &str) -> i32 {
     s.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32))
@@ -24,6 +39,14 @@ pub fn offsets_partition(group_id: &str) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rule_04_find_coordinator_refuses_an_empty_transactional_id() {
+        assert_eq!(key_error(KEY_TYPE_TRANSACTION, ""), Some("empty transactional id"));
+        assert_eq!(key_error(KEY_TYPE_TRANSACTION, "t"), None);
+        assert_eq!(key_error(KEY_TYPE_GROUP, ""), None, "group ids are checked by the group APIs");
+        assert!(key_error(2, "k").is_some());
+    }
 
     #[test]
     fn java_hash_is_string_hash_code() {

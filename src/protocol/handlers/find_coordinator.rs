@@ -7,26 +7,12 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
-use crate::store::coordinator_key::{offsets_partition, txn_shard};
+use crate::store::coordinator_key::{key_error, offsets_partition, txn_shard, KEY_TYPE_GROUP};
 use crate::store::ownership::{Broker, Owned};
-
-const KEY_GROUP: i8 = 0;
-const KEY_TRANSACTION: i8 = 1;
-
-/// (error code, message) for one key.
-fn check(key_type: i8, key: &str) -> Option<(i16, &'static str)> {
-    match key_type {
-        KEY_GROUP => None,
-        // eos-rules 4: an empty transactional id is never valid.
-        KEY_TRANSACTION if key.is_empty() => Some((ResponseError::InvalidRequest.code(), "empty transactional id")),
-        KEY_TRANSACTION => None,
-        _ => Some((ResponseError::InvalidRequest.code(), "unsupported coordinator key type")),
-    }
-}
 
 /// The shard `key` maps to.
 fn shard(s: &Session, key_type: i8, key: &str) -> Owned {
-    if key_type == KEY_GROUP {
+    if key_type == KEY_TYPE_GROUP {
         Owned::GroupShard(offsets_partition(key))
     } else {
         Owned::TxnShard(u32::try_from(txn_shard(key, s.txn.len())).unwrap_or(u32::MAX))
@@ -35,8 +21,8 @@ fn shard(s: &Session, key_type: i8, key: &str) -> Owned {
 
 /// The broker coordinating `key`, or (error code, message).
 fn locate(s: &Session, key_type: i8, key: &str) -> Result<Broker, (i16, &'static str)> {
-    if let Some(refused) = check(key_type, key) {
-        return Err(refused);
+    if let Some(refused) = key_error(key_type, key) {
+        return Err((ResponseError::InvalidRequest.code(), refused));
     }
     let table = s.directory.ownership();
     table

@@ -15,7 +15,7 @@ use crate::actors::messages::{OffsetCommit, TxnError, TxnOp, VerifyTxn};
 use crate::error_code::ResponseError;
 use crate::protocol::Session;
 use crate::store::coordinator_key::offsets_partition;
-use crate::store::group::validate_group_id;
+use crate::store::group::{txn_commit_member, validate_group_id};
 use crate::store::txn::{txn_offset_commit_error, CONSUMER_OFFSETS_TOPIC, TV_2};
 
 /// eos-rules 58: is the group's offsets partition part of the transaction? (error code if not)
@@ -80,12 +80,12 @@ pub async fn handle(s: Rc<Session>, version: i16, req: TxnOffsetCommitRequest) -
             })
             .filter(|o| !unknown.contains(&(o.topic.clone(), o.partition)))
             .collect();
-        // eos-rules 57: member and generation are checked from v3 on.
-        let (generation_id, member_id, instance) = if version >= 3 {
-            (req.generation_id, req.member_id.to_string(), req.group_instance_id.as_ref().map(|i| i.to_string()))
-        } else {
-            (-1, String::new(), None)
-        };
+        let (generation_id, member_id, instance) = txn_commit_member(
+            version,
+            req.generation_id,
+            &req.member_id,
+            req.group_instance_id.as_ref().map(|i| i.as_str()),
+        );
         let commit = Commit {
             group_id: req.group_id.0.to_string(),
             generation_id,

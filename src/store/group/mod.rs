@@ -42,7 +42,7 @@ pub use membership::{
     Response, SyncRequest, SyncResponse,
 };
 pub use offsets::{FetchedOffset, OffsetCommit, OffsetEntry, OffsetStore, PartitionOffsets};
-pub use txn_commit::PendingTxn;
+pub use txn_commit::{txn_commit_member, PendingTxn};
 
 macro_rules! group_errors {
     ($($name:ident, $msg:literal;)*) => {

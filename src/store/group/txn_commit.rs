@@ -7,6 +7,22 @@ use serde::{Deserialize, Serialize};
 use super::offsets::PartitionOffsets;
 use super::{Group, GroupError, OffsetCommit};
 
+/// Who a TxnOffsetCommit says it is: (generation, member id, group instance id). eos-rules 57:
+/// from v3 on the request carries them and the coordinator checks them; before v3 it does not,
+/// and Kafka commits as an unknown member of any generation (-1, "", none).
+pub fn txn_commit_member(
+    request_version: i16,
+    generation_id: i32,
+    member_id: &str,
+    group_instance_id: Option<&str>,
+) -> (i32, String, Option<String>) {
+    if request_version >= 3 {
+        (generation_id, member_id.to_string(), group_instance_id.map(str::to_string))
+    } else {
+        (-1, String::new(), None)
+    }
+}
+
 /// The offsets one producer committed in its open transaction.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct PendingTxn {

@@ -80,3 +80,12 @@ fn txn_offset_commit_with_empty_group_id_is_invalid_group_id() {
     assert_eq!(validate_group_id("").map_err(GroupError::code), Err(24));
     assert_eq!(validate_group_id("g"), Ok(()));
 }
+
+#[test]
+fn rule_57_member_and_generation_are_only_taken_from_v3() {
+    assert_eq!(txn_commit_member(2, 7, "m1", Some("i")), (-1, String::new(), None));
+    assert_eq!(txn_commit_member(3, 7, "m1", Some("i")), (7, "m1".to_string(), Some("i".to_string())));
+    let mut g = stable_group(&["m1"], true);
+    let (generation, member, instance) = txn_commit_member(2, 7, "m1", None);
+    assert_eq!(g.txn_offset_commit(300, 7, 0, generation, &member, instance.as_deref(), vec![oc("t", 0, 1)]), Ok(()));
+}
