@@ -79,6 +79,10 @@ pub struct Settings {
     /// Kafka's queued.max.request.bytes: bytes of requests read and not yet answered, broker-wide;
     /// readers wait beyond it. Must hold at least one max_request_bytes frame.
     pub queued_max_request_bytes: usize,
+    /// Bytes of Fetch responses held in memory, broker-wide, from the read until the bytes are
+    /// written to the socket (protocol::response_budget). Kafka has no such setting: it sends
+    /// log data with sendfile.
+    pub queued_max_response_bytes: usize,
     /// Kafka's offsets.retention.minutes: committed offsets of an Empty group expire after this.
     pub offsets_retention_minutes: u64,
     /// Kafka's offsets.retention.check.interval.ms.
@@ -131,6 +135,7 @@ impl Default for Settings {
             max_connections_per_ip: 10_000,
             connections_max_idle_ms: 600_000,
             queued_max_request_bytes: 512 * 1024 * 1024,
+            queued_max_response_bytes: 512 * 1024 * 1024,
             offsets_retention_minutes: 10_080,
             offsets_retention_check_interval_ms: 600_000,
             debug_skip_fsync: false,
@@ -198,6 +203,9 @@ impl Settings {
                 format!("{} (must be <= max_request_bytes and <= {})", self.max_message_bytes, i32::MAX),
             ));
         }
+        if self.queued_max_response_bytes < 1024 {
+            return Err(ConfigError::Invalid("queued_max_response_bytes", self.queued_max_response_bytes.to_string()));
+        }
         if self.max_request_bytes > i32::MAX as usize {
             return Err(ConfigError::Invalid(
                 "max_request_bytes",
@@ -259,6 +267,9 @@ impl Settings {
             let why =
                 format!("{} is below max_request_bytes {}", self.queued_max_request_bytes, self.max_request_bytes);
             return Err(ConfigError::Invalid("queued_max_request_bytes", why));
+        }
+        if self.queued_max_response_bytes < 1024 {
+            return Err(ConfigError::Invalid("queued_max_response_bytes", self.queued_max_response_bytes.to_string()));
         }
         if self.max_request_bytes > i32::MAX as usize {
             return Err(ConfigError::Invalid("max_request_bytes", self.max_request_bytes.to_string()));
@@ -358,6 +369,7 @@ mod tests {
     fn request_and_fetch_sizes_fit_an_int() {
         assert!(refused("max_request_bytes = 4294967296\n", "max_request_bytes"));
         assert!(refused("fetch_max_bytes = 1023\n", "fetch_max_bytes"));
+        assert!(refused("queued_max_response_bytes = 1023\n", "queued_max_response_bytes"));
         assert!(refused("fetch_max_bytes = 4294967296\n", "fetch_max_bytes"));
     }
 

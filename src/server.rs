@@ -23,6 +23,7 @@ use crate::actors::txn_coordinator::{TxnCoordinator, TxnSettings};
 use crate::config::Settings;
 use crate::protocol::connection::{Connection, Limits};
 use crate::protocol::frame::RequestPool;
+use crate::protocol::response_budget::ResponseBudget;
 use crate::protocol::session::{Actors, Session};
 use crate::store::fence_log::FenceLog;
 use crate::store::group::GroupConfig;
@@ -146,7 +147,8 @@ impl Broker {
         }
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "recovered partitions");
         arbiters.extend([cluster_arbiter, coordinator_arbiter]);
-        Ok(Broker { actors: Actors { directory, txn: Arc::new(shards), groups }, arbiters })
+        let responses = ResponseBudget::new(settings.queued_max_response_bytes);
+        Ok(Broker { actors: Actors { directory, txn: Arc::new(shards), groups, responses }, arbiters })
     }
 
     /// The per-connection state a client's requests are dispatched with.

@@ -31,7 +31,7 @@ fn s(v: &str) -> StrBytes {
 async fn call(session: &Rc<Session>, key: ApiKey, version: i16, request: RequestKind) -> ResponseKind {
     let header = RequestHeader::default().with_request_api_key(key as i16).with_request_api_version(version);
     let d = Decoded { header, api_key: key, request: Request::Kafka(Box::new(request)) };
-    dispatch(session.clone(), d).await.await.expect("an answer")
+    dispatch(session.clone(), d).await.await.expect("an answer").response
 }
 
 async fn create(session: &Rc<Session>, topic: &str, partitions: i32) {

@@ -168,7 +168,7 @@ impl Harness {
                     }
                     Err((Some(mut header), RequestError::UnsupportedVersion(ApiKey::ApiVersions, _))) => {
                         header.request_api_version = 0;
-                        let resp = ResponseKind::ApiVersions(api_versions::unsupported());
+                        let resp = ResponseKind::ApiVersions(api_versions::unsupported()).into();
                         drop(permit);
                         pending.push_back(async move { (header, ApiKey::ApiVersions, Some(resp)) }.boxed_local());
                     }
@@ -181,8 +181,8 @@ impl Harness {
                     .await
                     .unwrap_or_else(|_| panic!("a request got no answer within {ANSWER_WITHIN:?}"));
                 let Some((header, key, response)) = next else { break };
-                if let Some(response) = response {
-                    if let Err(e) = encode_response(&header, key, &response) {
+                if let Some(answer) = response {
+                    if let Err(e) = encode_response(&header, key, &answer.response) {
                         panic!("{key:?} v{}: the answer cannot be encoded: {e}", header.request_api_version);
                     }
                 }

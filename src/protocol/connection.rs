@@ -4,7 +4,9 @@
 //! writer task behind a bounded channel. At most `max_inflight` requests are worked on at once;
 //! beyond that reading pauses, so a client that does not read cannot make the broker buffer
 //! without limit. Every frame also holds its bytes in the broker-wide request pool until it is
-//! answered, and a connection with nothing in flight closes after `connections_max_idle_ms`.
+//! answered, a Fetch answer holds its bytes in the broker-wide response budget until they are
+//! written, and a connection with nothing in flight, or whose client does not take a response
+//! off the socket, closes after `connections_max_idle_ms`.
 
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -23,7 +25,8 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 use super::frame::{encode_response, read_frame, FrameError, RequestPool};
 use super::handlers::api_versions;
-use super::{decode, dispatch, RequestError, Session};
+use super::response_budget::Charge;
+use super::{decode, dispatch, Answer, RequestError, Session};
 use crate::actors::quotas::ConnectionPermit;
 
 /// Per-connection bounds, from the settings.
@@ -72,7 +75,7 @@ impl Actor for Connection {
     }
 }
 
-type InFlight = LocalBoxFuture<'static, (RequestHeader, ApiKey, Option<ResponseKind>)>;
+type InFlight = LocalBoxFuture<'static, (RequestHeader, ApiKey, Option<Answer>)>;
 
 async fn serve(stream: std::net::TcpStream, peer: SocketAddr, session: Rc<Session>, limits: Limits) {
     let Limits { max_frame, max_inflight, max_idle, pool } = limits;
@@ -92,11 +95,17 @@ async fn serve(stream: std::net::TcpStream, peer: SocketAddr, session: Rc<Sessio
             }
         }
     });
-    let (out_tx, mut out_rx) = mpsc::channel::<Bytes>(max_inflight);
+    let (out_tx, mut out_rx) = mpsc::channel::<(Bytes, Charge)>(max_inflight);
     let writer = actix_rt::spawn(async move {
-        while let Some(b) = out_rx.recv().await {
-            if wr.write_all(&b).await.is_err() {
-                break;
+        while let Some((b, charge)) = out_rx.recv().await {
+            match tokio::time::timeout(max_idle, wr.write_all(&b)).await {
+                Ok(Ok(())) => drop(charge),
+                Ok(Err(_)) => break,
+                Err(_) => {
+                    // Kafka's idle check counts a send that makes no progress as idle time.
+                    tracing::info!(%peer, bytes = b.len(), "closing connection: the client did not read a response within connections_max_idle_ms");
+                    break;
+                }
             }
         }
         let _ = wr.shutdown().await;
@@ -132,7 +141,7 @@ async fn serve(stream: std::net::TcpStream, peer: SocketAddr, session: Rc<Sessio
                     Err((Some(mut header), RequestError::UnsupportedVersion(ApiKey::ApiVersions, v))) => {
                         tracing::debug!(%peer, "ApiVersions v{v} is not supported; answering with v0");
                         header.request_api_version = 0;
-                        let resp = ResponseKind::ApiVersions(api_versions::unsupported());
+                        let resp = ResponseKind::ApiVersions(api_versions::unsupported()).into();
                         pending.push_back(async move { (header, ApiKey::ApiVersions, Some(resp)) }.boxed_local());
                     }
                     Err((_, e)) => {
@@ -143,10 +152,12 @@ async fn serve(stream: std::net::TcpStream, peer: SocketAddr, session: Rc<Sessio
             },
             Some((header, key, response)) = pending.next(), if !pending.is_empty() => {
                 idle.as_mut().reset(tokio::time::Instant::now() + max_idle);
-                let Some(response) = response else { continue };
+                let Some(Answer { response, charge }) = response else { continue };
                 match encode_response(&header, key, &response) {
                     Ok(bytes) => {
-                        if out_tx.send(bytes).await.is_err() {
+                        // The encoded copy is what stays until written; the decoded one goes now.
+                        drop(response);
+                        if out_tx.send((bytes, charge)).await.is_err() {
                             break;
                         }
                     }

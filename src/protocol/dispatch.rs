@@ -9,6 +9,7 @@ use futures::FutureExt;
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
 use thiserror::Error;
 
+use super::response_budget::Charge;
 use super::session::Session;
 use super::{handlers, txn_markers_codec, versions};
 
@@ -24,8 +25,20 @@ pub enum RequestError {
     Body(ApiKey, i16, String),
 }
 
+/// A response, and the bytes it holds against the broker's response budget until it is written.
+pub struct Answer {
+    pub response: ResponseKind,
+    pub charge: Charge,
+}
+
+impl From<ResponseKind> for Answer {
+    fn from(response: ResponseKind) -> Answer {
+        Answer { response, charge: Charge::none() }
+    }
+}
+
 /// A response still being worked on; `None` means no response at all (Produce with acks=0).
-pub type Pending = LocalBoxFuture<'static, Option<ResponseKind>>;
+pub type Pending = LocalBoxFuture<'static, Option<Answer>>;
 
 pub struct Decoded {
     pub header: RequestHeader,
@@ -74,37 +87,49 @@ pub fn decode(frame: Bytes) -> Result<Decoded, (Option<RequestHeader>, RequestEr
 
 /// Routes a decoded request. Produce enqueues its appends before returning (so pipelined
 /// requests of one connection reach each partition in order); everything else runs in the
-/// returned future.
+/// returned future. A Fetch answer carries the charge of the data it read.
 pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
-    let v = d.header.request_api_version;
     if let Some(c) = &d.header.client_id {
         if session.client_id.borrow().as_str() != c.as_str() {
             *session.client_id.borrow_mut() = c.to_string();
         }
     }
+    let v = d.header.request_api_version;
     use handlers::*;
     let request = match d.request {
         Request::WriteTxnMarkers(markers) => {
-            return async move { Some(ResponseKind::WriteTxnMarkers(write_txn_markers::handle(session, v, markers).await)) }
-                .boxed_local();
+            return async move {
+                Some(ResponseKind::WriteTxnMarkers(write_txn_markers::handle(session, v, markers).await).into())
+            }
+            .boxed_local();
         }
         Request::Kafka(r) => *r,
     };
     let request = match request {
         RequestKind::Produce(r) => {
-            return produce::dispatch(session, v, r).await.map(|o| o.map(ResponseKind::Produce)).boxed_local();
+            return produce::dispatch(session, v, r)
+                .await
+                .map(|o| o.map(|r| ResponseKind::Produce(r).into()))
+                .boxed_local();
+        }
+        RequestKind::Fetch(r) => {
+            return async move {
+                let (response, charge) = fetch::handle(session, v, r).await;
+                Some(Answer { response: ResponseKind::Fetch(response), charge })
+            }
+            .boxed_local();
         }
         RequestKind::ApiVersions(r) => {
             let resp = api_versions::handle(v, session.settings.transaction_version, r);
-            return async move { Some(ResponseKind::ApiVersions(resp)) }.boxed_local();
+            return async move { Some(ResponseKind::ApiVersions(resp).into()) }.boxed_local();
         }
         RequestKind::FindCoordinator(r) => {
             let resp = find_coordinator::handle(&session, v, r);
-            return async move { Some(ResponseKind::FindCoordinator(resp)) }.boxed_local();
+            return async move { Some(ResponseKind::FindCoordinator(resp).into()) }.boxed_local();
         }
         RequestKind::DescribeCluster(r) => {
             let resp = describe_cluster::handle(&session, v, r);
-            return async move { Some(ResponseKind::DescribeCluster(resp)) }.boxed_local();
+            return async move { Some(ResponseKind::DescribeCluster(resp).into()) }.boxed_local();
         }
         other => other,
     };
@@ -113,7 +138,7 @@ pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
         ($($kind:ident => $module:ident),* $(,)?) => {
             match request {
                 $(RequestKind::$kind(r) => {
-                    async move { Some(ResponseKind::$kind($module::handle(session, v, r).await)) }.boxed_local()
+                    async move { Some(ResponseKind::$kind($module::handle(session, v, r).await).into()) }.boxed_local()
                 })*
                 other => {
                     // versions.rs only lets advertised APIs through, so this is a programming error.
@@ -124,7 +149,6 @@ pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
         };
     }
     handled! {
-        Fetch => fetch,
         ListOffsets => list_offsets,
         Metadata => metadata,
         CreateTopics => create_topics,

@@ -5,13 +5,14 @@ pub mod connection;
 pub mod dispatch;
 pub mod frame;
 pub mod handlers;
+pub mod response_budget;
 pub mod session;
 pub mod txn_markers_codec;
 pub mod versions;
 
 use kafka_protocol::protocol::StrBytes;
 
-pub use dispatch::{decode, dispatch, Decoded, Pending, Request, RequestError};
+pub use dispatch::{decode, dispatch, Answer, Decoded, Pending, Request, RequestError};
 pub use session::Session;
 
 pub fn str_bytes(s: &str) -> StrBytes {

@@ -17,6 +17,7 @@ use crate::actors::topics::TopicHandle;
 use crate::actors::txn_coordinator::TxnCoordinator;
 use crate::config::Settings;
 use crate::error_code::ResponseError;
+use crate::protocol::response_budget::ResponseBudget;
 use crate::store::coordinator_key::{offsets_partition, txn_shard};
 use crate::store::group::validate_group_id;
 use crate::store::ownership::{route_group, route_partition, route_txn, Owned};
@@ -28,12 +29,15 @@ pub struct Actors {
     /// Transaction-coordinator shards, indexed by `coordinator_key::txn_shard(transactional_id)`.
     pub txn: Arc<Vec<Addr<TxnCoordinator>>>,
     pub groups: Addr<GroupCoordinator>,
+    /// Broker-wide bytes of Fetch responses in memory (`queued_max_response_bytes`).
+    pub responses: ResponseBudget,
 }
 
 pub struct Session {
     pub directory: Directory,
     pub txn: Arc<Vec<Addr<TxnCoordinator>>>,
     pub groups: Addr<GroupCoordinator>,
+    pub responses: ResponseBudget,
     pub settings: Arc<Settings>,
     pub cluster_id: Arc<str>,
     /// The client's address (DescribeGroups' client host).
@@ -49,6 +53,7 @@ impl Session {
             directory: actors.directory,
             txn: actors.txn,
             groups: actors.groups,
+            responses: actors.responses,
             settings,
             cluster_id,
             peer,

@@ -1,5 +1,7 @@
 //! Fetch (key 1): reads stored batches as they are, long-polls on max_wait_ms / min_bytes, and
 //! honours the response and partition byte limits (the first batch is always returned whole).
+//! Every partition read is reserved in the broker-wide response budget first
+//! (protocol::response_budget); the answer carries the charge until it is written.
 
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -10,8 +12,9 @@ use kafka_protocol::messages::fetch_response::{AbortedTransaction, FetchableTopi
 use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId, TopicName};
 use tokio::sync::oneshot;
 
-use crate::actors::messages::{Read, ReadResult, WaitForData};
+use crate::actors::messages::{Read as ReadPartition, ReadResult, WaitForData};
 use crate::error_code::ResponseError;
+use crate::protocol::response_budget::Charge;
 use crate::protocol::{str_bytes, Session};
 
 struct Wanted {
@@ -21,7 +24,7 @@ struct Wanted {
     max_bytes: usize,
 }
 
-pub async fn handle(s: Rc<Session>, _version: i16, req: FetchRequest) -> FetchResponse {
+pub async fn handle(s: Rc<Session>, _version: i16, req: FetchRequest) -> (FetchResponse, Charge) {
     // The broker's fetch.max.bytes caps what a client may ask for (memory per response).
     let cap = s.settings.fetch_max_bytes;
     let wanted: Vec<Wanted> = req
@@ -40,34 +43,50 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: FetchRequest) -> FetchRe
     let min_bytes = req.min_bytes.max(0) as usize;
     let max_bytes = if req.max_bytes <= 0 { cap } else { (req.max_bytes as usize).min(cap) };
     loop {
-        let results = read_all(&s, &wanted, max_bytes, req.isolation_level).await;
-        let total: usize = results.iter().map(|r| r.records.len()).sum();
-        let any_error = results.iter().any(|r| r.error_code != 0);
+        let read = read_all(&s, &wanted, max_bytes, req.isolation_level).await;
+        let total: usize = read.results.iter().map(|r| r.records.len()).sum();
+        let any_error = read.results.iter().any(|r| r.error_code != 0);
         if total >= min_bytes.max(1) || any_error || Instant::now() >= deadline || wanted.is_empty() {
-            return build(&wanted, results, req.isolation_level);
+            return (build(&wanted, read.results, req.isolation_level), read.charge);
         }
-        // Wait for any partition's readable end to move past what we just saw, or the deadline.
         let mut waits = Vec::new();
-        for (w, r) in wanted.iter().zip(&results) {
-            if let Ok(h) = s.topic(&w.topic, false).await {
-                if let Ok(leader) = s.leader(&h, w.partition) {
-                    let (tx, rx) = oneshot::channel();
-                    let seen = if w.offset > r.high_watermark { w.offset } else { r.high_watermark };
-                    if leader.try_send(WaitForData { offset: seen, reply: tx }).is_ok() {
-                        waits.push(rx.map(|_| ()).boxed_local());
+        if read.starved {
+            // The broker-wide budget is spent: wait for bytes to come back, not for data.
+            let budget = s.responses.clone();
+            waits.push(async move { budget.released().await }.boxed_local());
+        } else {
+            // Wait for any partition's readable end to move past what we just saw.
+            for (w, r) in wanted.iter().zip(&read.results) {
+                if let Ok(h) = s.topic(&w.topic, false).await {
+                    if let Ok(leader) = s.leader(&h, w.partition) {
+                        let (tx, rx) = oneshot::channel();
+                        let seen = if w.offset > r.high_watermark { w.offset } else { r.high_watermark };
+                        if leader.try_send(WaitForData { offset: seen, reply: tx }).is_ok() {
+                            waits.push(rx.map(|_| ()).boxed_local());
+                        }
                     }
                 }
             }
         }
-        let sleep = tokio::time::sleep_until(deadline.into()).boxed_local();
-        waits.push(sleep);
+        waits.push(tokio::time::sleep_until(deadline.into()).boxed_local());
+        // What this pass read is not answered: its bytes go back before the wait.
+        drop(read);
         let _ = select_all(waits).await;
     }
 }
 
-async fn read_all(s: &Session, wanted: &[Wanted], max_bytes: usize, isolation_level: i8) -> Vec<ReadResult> {
+/// One pass over the wanted partitions.
+struct Read {
+    results: Vec<ReadResult>,
+    /// What the records hold of the response budget.
+    charge: Charge,
+    /// A partition went without data because the response budget was spent.
+    starved: bool,
+}
+
+async fn read_all(s: &Session, wanted: &[Wanted], max_bytes: usize, isolation_level: i8) -> Read {
     let mut budget = max_bytes;
-    let mut out = Vec::with_capacity(wanted.len());
+    let mut read = Read { results: Vec::with_capacity(wanted.len()), charge: Charge::none(), starved: false };
     for w in wanted {
         let mut r = ReadResult {
             error_code: ResponseError::UnknownTopicOrPartition.code(),
@@ -82,15 +101,14 @@ async fn read_all(s: &Session, wanted: &[Wanted], max_bytes: usize, isolation_le
                 r.error_code = code;
             }
             if let Ok(leader) = leader {
+                // KIP-74: once the request's budget is spent, later partitions still answer
+                // (offsets, no data); likewise when the broker's response budget is spent.
+                let limit = w.max_bytes.min(budget).min(s.responses.limit());
+                let charge = if budget == 0 { None } else { s.responses.try_reserve(limit.max(1)) };
+                read.starved |= budget > 0 && charge.is_none();
                 let (tx, rx) = oneshot::channel();
-                // KIP-74: once the budget is spent, later partitions still answer (no data).
-                let limit = w.max_bytes.min(budget);
-                let msg = Read {
-                    offset: w.offset,
-                    max_bytes: if budget == 0 { 0 } else { limit },
-                    isolation_level,
-                    reply: tx,
-                };
+                let max_bytes = if charge.is_some() { limit } else { 0 };
+                let msg = ReadPartition { offset: w.offset, max_bytes, isolation_level, reply: tx };
                 match leader.send(msg).await {
                     Ok(()) => {
                         if let Ok(res) = rx.await {
@@ -99,15 +117,19 @@ async fn read_all(s: &Session, wanted: &[Wanted], max_bytes: usize, isolation_le
                     }
                     Err(_) => s.evict(&w.topic),
                 }
+                match charge {
+                    Some(mut charge) => {
+                        charge.settle(r.records.len());
+                        read.charge.absorb(charge);
+                    }
+                    None => r.records = Default::default(),
+                }
             }
         }
-        if budget == 0 {
-            r.records = Default::default();
-        }
         budget = budget.saturating_sub(r.records.len());
-        out.push(r);
+        read.results.push(r);
     }
-    out
+    read
 }
 
 fn build(wanted: &[Wanted], results: Vec<ReadResult>, isolation_level: i8) -> FetchResponse {
