@@ -49,7 +49,7 @@ TXN_TOPIC = "crash-txn"
 TXN_PARTS = 2
 GROUP = "crash-group"
 TXN_ID = "crash-txn-producer"
-ROUNDS = 8
+ROUNDS = int(os.environ.get("KAAS_CRASH_ROUNDS", "8"))  # a longer campaign: KAAS_CRASH_ROUNDS=100
 TXNS_PER_ROUND = 12
 RECORDS_PER_TXN = 4
 TXN_TIMEOUT_MS = 5_000          # so the coordinator aborts a transaction the crash left open
