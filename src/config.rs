@@ -83,6 +83,10 @@ pub struct Settings {
     /// written to the socket (protocol::response_budget). Kafka has no such setting: it sends
     /// log data with sendfile.
     pub queued_max_response_bytes: usize,
+    /// How often a broker reads which brokers sharing the data directory are live and takes or
+    /// hands over partitions and the coordinators (actors::membership). A dead broker's share
+    /// is taken over within about this long after the kernel releases its locks.
+    pub cluster_tick_ms: u64,
     /// Kafka's offsets.retention.minutes: committed offsets of an Empty group expire after this.
     pub offsets_retention_minutes: u64,
     /// Kafka's offsets.retention.check.interval.ms.
@@ -136,6 +140,7 @@ impl Default for Settings {
             connections_max_idle_ms: 600_000,
             queued_max_request_bytes: 512 * 1024 * 1024,
             queued_max_response_bytes: 512 * 1024 * 1024,
+            cluster_tick_ms: 500,
             offsets_retention_minutes: 10_080,
             offsets_retention_check_interval_ms: 600_000,
             debug_skip_fsync: false,

@@ -2,7 +2,7 @@
 //! before the listener opens, the accept loop, and a clean stop on SIGTERM / SIGINT.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use actix::{Actor, Arbiter};
 use serde::{Deserialize, Serialize};
@@ -11,7 +11,7 @@ use tokio::net::TcpListener;
 
 use crate::actors::directory::Directory;
 use crate::actors::fence_writer::FenceWriter;
-use crate::actors::group_coordinator::GroupCoordinator;
+use crate::actors::membership::{Coordinators, Membership};
 use crate::actors::messages::ShutdownAll;
 use crate::actors::partition::MAILBOX_CAPACITY;
 use crate::actors::producer_ids::ProducerIds;
@@ -19,14 +19,13 @@ use crate::actors::quotas::ConnectionQuotas;
 use crate::actors::supervisor::{install_panic_hook, mark_state_thread};
 use crate::actors::syncer::Syncer;
 use crate::actors::topics::TopicRegistry;
-use crate::actors::txn_coordinator::{TxnCoordinator, TxnSettings};
 use crate::config::Settings;
 use crate::protocol::connection::{Connection, Limits};
 use crate::protocol::frame::RequestPool;
 use crate::protocol::response_budget::ResponseBudget;
 use crate::protocol::session::{Actors, Session};
 use crate::store::fence_log::FenceLog;
-use crate::store::group::GroupConfig;
+use crate::store::leases;
 use crate::store::ownership::{self, Ownership};
 use crate::store::producer_ids::ProducerIdAllocator;
 use crate::store::topics::write_atomic;
@@ -63,17 +62,9 @@ pub fn run(settings: Settings) -> Result<(), ServerError> {
     install_panic_hook();
     let settings = Arc::new(settings);
     crate::store::durable::create_dir_all_durable(&settings.data_dir)?;
-    let lock_path = settings.data_dir.join("__cluster").join(format!("broker-{}.lock", settings.node_id));
-    crate::store::durable::create_dir_all_durable(lock_path.parent().unwrap_or(Path::new(".")))?;
-    let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path)?;
-    fs2::FileExt::try_lock_exclusive(&lock).map_err(|_| {
-        ServerError::Startup(format!("another kaas process holds {} (same data dir and node id)", lock_path.display()))
-    })?;
     let cluster_id: Arc<str> = cluster_id(&settings.data_dir)?.into();
     let system = actix::System::new();
-    let result = system.block_on(serve(settings, cluster_id));
-    drop(lock);
-    result
+    system.block_on(serve(settings, cluster_id))
 }
 
 /// The broker's actors without a listener: partitions (recovered), coordinators and the cluster
@@ -81,6 +72,8 @@ pub fn run(settings: Settings) -> Result<(), ServerError> {
 pub struct Broker {
     pub actors: Actors,
     arbiters: Vec<Arbiter>,
+    /// This broker's membership of the cluster (its broker lock); dropped when it stops.
+    _registration: leases::Registration,
 }
 
 impl Broker {
@@ -99,8 +92,24 @@ impl Broker {
         }
         let syncer = Syncer::start(settings.sync_threads, MAILBOX_CAPACITY * 4, settings.debug_skip_fsync);
         let started = std::time::Instant::now();
-        let registry = TopicRegistry::load(settings.clone(), arbiters.iter().map(|a| a.handle()).collect(), syncer)
-            .map_err(ServerError::Startup)?;
+        let (host, port) = settings.advertised();
+        let local = ownership::Broker { node_id: settings.node_id, host, port, rack: None };
+        // Joining the cluster of brokers sharing the data directory (a cluster of one, alone).
+        let registration =
+            leases::register(&settings.data_dir, &local).map_err(|e| ServerError::Startup(e.to_string()))?;
+        let live = leases::live_brokers(&settings.data_dir, &local).map_err(|e| ServerError::Startup(e.to_string()))?;
+        let live_ids: Vec<i32> = live.iter().map(|b| b.node_id).collect();
+        let mut table = Ownership::member(local.clone());
+        table.set_peers(live);
+        let ownership = Arc::new(RwLock::new(table));
+        let registry = TopicRegistry::load(
+            settings.clone(),
+            arbiters.iter().map(|a| a.handle()).collect(),
+            syncer,
+            ownership.clone(),
+            live_ids.clone(),
+        )
+        .map_err(ServerError::Startup)?;
         let topics = TopicRegistry::start_in_arbiter(&cluster_arbiter.handle(), move |_| registry);
         let allocator = ProducerIdAllocator::open(&settings.data_dir, settings.node_id)
             .map_err(|e| ServerError::Startup(format!("producer ids: {e}")))?;
@@ -111,44 +120,16 @@ impl Broker {
         let max_age = settings.producer_id_expiration_ms;
         let fences =
             FenceWriter::start_in_arbiter(&cluster_arbiter.handle(), move |_| FenceWriter::new(fence_log, max_age));
-        let (host, port) = settings.advertised();
-        let local = ownership::Broker { node_id: settings.node_id, host, port, rack: None };
-        let directory = Directory::new(Ownership::single(local), topics, producer_ids, fences);
-        let txn_settings = TxnSettings {
-            max_timeout_ms: settings.transaction_max_timeout_ms,
-            expiration_ms: settings.transactional_id_expiration_ms,
-            abort_check_interval: std::time::Duration::from_millis(
-                settings.transaction_abort_check_interval_ms.max(10),
-            ),
-            cluster_tv2: settings.transaction_version >= 2,
-        };
-        let group_coordinator = GroupCoordinator::open(
-            &settings.data_dir,
-            GroupConfig {
-                initial_rebalance_delay_ms: settings.group_initial_rebalance_delay_ms,
-                offsets_retention_ms: settings.offsets_retention_minutes.saturating_mul(60_000),
-                ..GroupConfig::default()
-            },
-            std::time::Duration::from_millis(settings.offsets_retention_check_interval_ms.max(10)),
-        )
-        .map_err(ServerError::Startup)?;
-        let groups = GroupCoordinator::start_in_arbiter(&coordinator_arbiter.handle(), move |_| group_coordinator);
-        let mut shards = Vec::with_capacity(settings.txn_shards);
-        for shard in 0..settings.txn_shards as u32 {
-            let c = TxnCoordinator::open(
-                &settings.data_dir,
-                shard,
-                directory.clone(),
-                groups.clone(),
-                txn_settings.clone(),
-            )
-            .map_err(ServerError::Startup)?;
-            shards.push(TxnCoordinator::start_in_arbiter(&coordinator_arbiter.handle(), move |_| c));
-        }
+        let directory = Directory::new(ownership.clone(), topics.clone(), producer_ids, fences);
+        let mut coordinators = Coordinators::new(settings.clone(), coordinator_arbiter.handle());
+        coordinators.take_or_follow(&directory, &ownership, &live_ids).map_err(ServerError::Startup)?;
+        let (txn, groups) = (coordinators.txn.clone(), coordinators.groups.clone());
+        let membership = Membership::new(settings.clone(), local, directory.clone(), ownership, topics, coordinators);
+        Membership::start_in_arbiter(&cluster_arbiter.handle(), move |_| membership);
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "recovered partitions");
         arbiters.extend([cluster_arbiter, coordinator_arbiter]);
         let responses = ResponseBudget::new(settings.queued_max_response_bytes);
-        Ok(Broker { actors: Actors { directory, txn: Arc::new(shards), groups, responses }, arbiters })
+        Ok(Broker { actors: Actors { directory, txn, groups, responses }, arbiters, _registration: registration })
     }
 
     /// The per-connection state a client's requests are dispatched with.

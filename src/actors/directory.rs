@@ -54,13 +54,14 @@ pub struct Directory {
 }
 
 impl Directory {
+    /// `ownership` is shared with the TopicRegistry, which grants the partitions' leases.
     pub fn new(
-        ownership: Ownership,
+        ownership: Arc<RwLock<Ownership>>,
         topics: Addr<TopicRegistry>,
         producer_ids: Addr<ProducerIds>,
         fences: Addr<FenceWriter>,
     ) -> Directory {
-        Directory { ownership: Arc::new(RwLock::new(ownership)), topics, producer_ids, fences }
+        Directory { ownership, topics, producer_ids, fences }
     }
 
     /// The table as it is now. Readers never block on I/O: writers only swap entries.
@@ -92,7 +93,7 @@ impl Directory {
     /// The leader of partition `p` of a topic this broker knows.
     pub fn leader(&self, topic: &TopicHandle, p: i32) -> Location<Addr<PartitionLeader>> {
         let what = Owned::Partition { topic: topic.meta.name.clone(), partition: p };
-        self.locate(&what, || usize::try_from(p).ok().and_then(|i| topic.partitions.get(i).cloned()))
+        self.locate(&what, || topic.leader(p))
     }
 
     /// The leader's epoch for partition `p` (Metadata, OffsetForLeaderEpoch).

@@ -3,10 +3,12 @@
 pub mod directory;
 pub mod fence_writer;
 pub mod group_coordinator;
+pub mod membership;
 pub mod messages;
 pub mod partition;
 pub mod producer_ids;
 pub mod quotas;
+pub mod slot;
 pub mod supervisor;
 pub mod syncer;
 pub mod topics;

@@ -1,9 +1,12 @@
-//! TopicRegistry: owns this broker's topics and starts one PartitionLeader per partition on the
-//! partition arbiters (their supervisor: offline when a partition cannot open). Runs on its own
-//! arbiter, so its file I/O never blocks a connection thread.
+//! TopicRegistry: owns this broker's view of the topics on the shared disk and starts one
+//! PartitionLeader for each partition this broker leads (their supervisor: offline when a
+//! partition cannot open). A partition is led by the broker that holds its lease
+//! (store::leases); which broker should try is store::placement's answer over the live brokers.
+//! `Rebalance` (each membership tick) takes what this broker should lead and gives up what a
+//! live peer should. Runs on its own arbiter, so its file I/O never blocks a connection thread.
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use actix::{Actor, ActorFutureExt, Addr, ArbiterHandle, Context, Handler, Message, ResponseActFuture, WrapFuture};
@@ -11,20 +14,48 @@ use uuid::Uuid;
 
 use super::messages::*;
 use super::partition::{LeaderTimers, PartitionLeader};
+use super::slot::Slot;
 use super::syncer::Syncer;
 use crate::config::Settings;
 use crate::error_code::ResponseError;
 use crate::store::clock::now_ms;
+use crate::store::leases::{self, HeldLease};
 use crate::store::log::{LogConfig, LogError};
+use crate::store::ownership::{Lease, Owned, Ownership};
 use crate::store::partition::Partition;
+use crate::store::placement;
 use crate::store::topic_config;
 use crate::store::topics::{self, TopicMeta};
 
-/// A topic and the partition-leader actors of its partitions.
+/// A topic and the partition-leader actors of the partitions this broker leads.
 #[derive(Debug, Clone)]
 pub struct TopicHandle {
     pub meta: TopicMeta,
-    pub partitions: Vec<Addr<PartitionLeader>>,
+    /// One slot per served partition; empty while a peer (or nobody) leads it.
+    pub partitions: Arc<Vec<Slot<PartitionLeader>>>,
+}
+
+impl TopicHandle {
+    fn new(meta: TopicMeta) -> TopicHandle {
+        let slots = (0..meta.partitions).map(|_| Slot::default()).collect();
+        TopicHandle { meta, partitions: Arc::new(slots) }
+    }
+
+    /// The leader of partition `p` while this broker leads it.
+    pub fn leader(&self, p: i32) -> Option<Addr<PartitionLeader>> {
+        usize::try_from(p).ok().and_then(|i| self.partitions.get(i)).and_then(Slot::get)
+    }
+
+    fn leaders(&self) -> Vec<Addr<PartitionLeader>> {
+        self.partitions.iter().filter_map(Slot::get).collect()
+    }
+}
+
+/// The membership tick: the live brokers' node ids (this one included).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Rebalance {
+    pub live: Vec<i32>,
 }
 
 /// Looks a topic up, creating it with the default settings when `auto_create` allows.
@@ -41,71 +72,211 @@ pub struct TopicRegistry {
     arbiters: Vec<ArbiterHandle>,
     next_arbiter: usize,
     syncer: Syncer,
+    /// The table the Directory answers from (shared with it): this registry grants and revokes
+    /// the partitions' leases in it.
+    ownership: Arc<RwLock<Ownership>>,
+    /// The partitions this broker leads, with their leases (None: served offline without one,
+    /// the open-file limit left no file for it).
+    held: HashMap<(String, i32), Option<HeldLease>>,
+    /// Live node ids as of the last membership tick.
+    live: Vec<i32>,
+    /// Partitions that may still open their files (the open-file limit).
+    budget: topics::StartupBudget,
+    /// Partitions being handed to a peer (their leaders are flushing).
+    releasing: HashSet<(String, i32)>,
 }
 
 impl TopicRegistry {
-    /// Loads every topic and recovers every partition before the listener opens. Nothing a
-    /// client created can stop this: a partition that does not open is served offline, and
-    /// partitions past `max_partitions` (left by an older kaas) are not started.
+    /// Loads every topic and recovers every partition this broker should lead (all of them on
+    /// a single broker) before the listener opens. Nothing a client created can stop this: a
+    /// partition that does not open is served offline, and partitions past `max_partitions`
+    /// (left by an older kaas) are not started.
     pub fn load(
         settings: Arc<Settings>,
         arbiters: Vec<ArbiterHandle>,
         syncer: Syncer,
+        ownership: Arc<RwLock<Ownership>>,
+        live: Vec<i32>,
     ) -> Result<TopicRegistry, String> {
-        let mut view =
-            TopicRegistry { settings: settings.clone(), topics: HashMap::new(), arbiters, next_arbiter: 0, syncer };
         // Start-up keeps the open files the rest of the broker needs (coordinator databases,
         // connections): partitions past what the open-file limit supports are served offline.
         let nofile = crate::limits::nofile().map(|(soft, _)| soft).unwrap_or(u64::MAX);
-        let mut budget = topics::StartupBudget::new(settings.max_partitions, nofile);
-        for meta in topics::load_all(&settings.data_dir).map_err(|e| e.to_string())? {
-            let count = budget.take_topic(meta.partitions);
+        let mut view = TopicRegistry {
+            settings: settings.clone(),
+            topics: HashMap::new(),
+            arbiters,
+            next_arbiter: 0,
+            syncer,
+            ownership,
+            held: HashMap::new(),
+            live,
+            budget: topics::StartupBudget::new(settings.max_partitions, nofile),
+            releasing: HashSet::new(),
+        };
+        view.refresh_topics().map_err(|e| e.to_string())?;
+        // Nothing is handed over at start: this broker held nothing.
+        let _ = view.claim_and_release();
+        Ok(view)
+    }
+
+    /// Reads the topic files: topics a peer created are added (their partitions unled until
+    /// claimed), topics a peer deleted are dropped with the partitions this broker led.
+    fn refresh_topics(&mut self) -> Result<(), topics::TopicError> {
+        let on_disk = topics::load_all(&self.settings.data_dir)?;
+        let names: HashSet<String> = on_disk.iter().map(|m| m.name.clone()).collect();
+        let gone: Vec<String> = self.topics.keys().filter(|n| !names.contains(*n)).cloned().collect();
+        for name in gone {
+            if let Some(h) = self.topics.remove(&name) {
+                tracing::info!(topic = %name, "topic deleted by a peer");
+                self.forget_partitions(&h);
+            }
+        }
+        for meta in on_disk {
+            if self.topics.get(&meta.name).is_some_and(|h| h.meta.id == meta.id) {
+                continue;
+            }
+            let count = self.budget.take_topic(meta.partitions);
             if count < meta.partitions {
                 tracing::error!(
                     topic = %meta.name,
                     partitions = meta.partitions,
                     started = count,
-                    max_partitions = settings.max_partitions,
+                    max_partitions = self.settings.max_partitions,
                     "partitions past the broker's max_partitions are not served; raise max_partitions or delete the topic"
-                );
-            }
-            let log_config = view.log_config(&meta);
-            let mut partitions = Vec::new();
-            let mut offline = 0u64;
-            for p in 0..count {
-                let leader = if !budget.take_file() {
-                    offline += 1;
-                    view.offline_partition(&meta.name, p, &log_config)
-                } else {
-                    match view.open_partition(&meta.name, p, &log_config) {
-                        Ok(l) => l,
-                        Err(e) => {
-                            offline += 1;
-                            tracing::error!(
-                                partition = %format!("{}-{p}", meta.name),
-                                "cannot open partition, serving it offline (KAFKA_STORAGE_ERROR) until a restart opens it: {e}"
-                            );
-                            view.offline_partition(&meta.name, p, &log_config)
-                        }
-                    }
-                };
-                partitions.push(view.spawn_leader(leader));
-            }
-            if offline > 0 {
-                tracing::error!(
-                    topic = %meta.name,
-                    offline,
-                    open_file_limit = nofile,
-                    "partitions served offline (KAFKA_STORAGE_ERROR): they did not open or the open-file limit \
-                     cannot hold them; raise `ulimit -n` (nofile) and restart to serve them"
                 );
             }
             // What is not served is not announced either: Metadata, ListOffsets and the broker's
             // partition count see the served partitions; the topic file on disk stays as it is.
             let meta = TopicMeta { partitions: count, ..meta };
-            view.topics.insert(meta.name.clone(), TopicHandle { meta, partitions });
+            if let Some(old) = self.topics.insert(meta.name.clone(), TopicHandle::new(meta)) {
+                self.forget_partitions(&old);
+            }
         }
-        Ok(view)
+        Ok(())
+    }
+
+    /// Stops the leaders of a topic that no longer exists and gives up their leases.
+    fn forget_partitions(&mut self, h: &TopicHandle) {
+        for (p, slot) in h.partitions.iter().enumerate() {
+            if let Some(leader) = slot.set(None) {
+                leader.do_send(Shutdown { reply: tokio::sync::oneshot::channel().0 });
+            }
+            let p = i32::try_from(p).unwrap_or(i32::MAX);
+            self.held.remove(&(h.meta.name.clone(), p));
+            self.table_mut().revoke(&Owned::Partition { topic: h.meta.name.clone(), partition: p });
+        }
+    }
+
+    fn table_mut(&self) -> std::sync::RwLockWriteGuard<'_, Ownership> {
+        self.ownership.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn local_node(&self) -> i32 {
+        self.settings.node_id
+    }
+
+    /// Takes the partitions this broker should lead and are free, learns who leads the others,
+    /// and hands over those a live peer should lead.
+    fn claim_and_release(&mut self) -> Vec<((String, i32), Addr<PartitionLeader>)> {
+        let me = self.local_node();
+        let mut handing_over = Vec::new();
+        let names: Vec<String> = self.topics.keys().cloned().collect();
+        for name in names {
+            let Some(h) = self.topics.get(&name).cloned() else { continue };
+            let log_config = self.log_config(&h.meta);
+            let mut offline = 0u64;
+            for p in 0..h.meta.partitions {
+                let what = Owned::Partition { topic: name.clone(), partition: p };
+                let key = (name.clone(), p);
+                let desired = placement::desired_owner(&what, &self.live);
+                let held = self.held.contains_key(&key);
+                if held && desired != Some(me) && !self.releasing.contains(&key) {
+                    // New requests see NOT_LEADER_OR_FOLLOWER at once; what is queued on the
+                    // leader is still written and flushed before its lease is let go.
+                    let slot = usize::try_from(p).ok().and_then(|i| h.partitions.get(i));
+                    if let Some(leader) = slot.and_then(|s| s.set(None)) {
+                        self.table_mut().revoke(&what);
+                        self.releasing.insert(key.clone());
+                        handing_over.push((key, leader));
+                    }
+                    continue;
+                }
+                if held {
+                    continue;
+                }
+                if desired == Some(me) {
+                    if !self.budget.take_file() {
+                        // No file left for its log, nor for its lease: served offline here
+                        // (it never writes), and a peer with files to spare may take it.
+                        self.start_partition(&h, p, &log_config, None);
+                        offline += 1;
+                        continue;
+                    }
+                    match leases::try_acquire(&self.settings.data_dir, &what, me) {
+                        Ok(Some(lease)) => {
+                            if self.start_partition(&h, p, &log_config, Some(lease)) {
+                                offline += 1;
+                            }
+                            continue;
+                        }
+                        Ok(None) => self.budget.give_back_file(),
+                        Err(e) => {
+                            self.budget.give_back_file();
+                            tracing::warn!(partition = %format!("{name}-{p}"), "lease: {e}");
+                        }
+                    }
+                }
+                // Led elsewhere (or not yet): the lease file says by whom.
+                let record = leases::read_lease(&self.settings.data_dir, &what);
+                let mut table = self.table_mut();
+                match record {
+                    Some(r) if r.node_id != me && self.live.contains(&r.node_id) => {
+                        table.grant(what, Lease { node_id: r.node_id, epoch: r.epoch });
+                    }
+                    _ => table.revoke(&what),
+                }
+            }
+            if offline > 0 {
+                tracing::error!(
+                    topic = %name,
+                    offline,
+                    "partitions served offline (KAFKA_STORAGE_ERROR): they did not open or the open-file limit \
+                     cannot hold them; raise `ulimit -n` (nofile) and restart to serve them"
+                );
+            }
+        }
+        handing_over
+    }
+
+    /// Opens partition `p` under `lease` and publishes its leader; without a lease (no open file
+    /// left) it is served offline. True when it is served offline.
+    fn start_partition(&mut self, h: &TopicHandle, p: i32, log_config: &LogConfig, lease: Option<HeldLease>) -> bool {
+        let name = h.meta.name.clone();
+        let mut offline = lease.is_none();
+        let leader = if offline {
+            self.offline_partition(&name, p, log_config)
+        } else {
+            match self.open_partition(&name, p, log_config) {
+                Ok(l) => l,
+                Err(e) => {
+                    offline = true;
+                    tracing::error!(
+                        partition = %format!("{name}-{p}"),
+                        "cannot open partition, serving it offline (KAFKA_STORAGE_ERROR) until a restart opens it: {e}"
+                    );
+                    self.offline_partition(&name, p, log_config)
+                }
+            }
+        };
+        let addr = self.spawn_leader(leader);
+        if let Some(slot) = usize::try_from(p).ok().and_then(|i| h.partitions.get(i)) {
+            slot.set(Some(addr));
+        }
+        let epoch = lease.as_ref().map_or(0, |l| l.record.epoch);
+        self.held.insert((name.clone(), p), lease);
+        self.table_mut()
+            .grant(Owned::Partition { topic: name, partition: p }, Lease { node_id: self.local_node(), epoch });
+        offline
     }
 
     /// The topic's log settings: the broker's, overridden by valid topic configs.
@@ -186,9 +357,23 @@ impl TopicRegistry {
             fail(ResponseError::KafkaStorageError.code(), format!("removing left-overs of {}: {e}", meta.name))
         })?;
         let log_config = self.log_config(&meta);
-        let mut leaders = Vec::with_capacity(usize::try_from(partitions).unwrap_or(0));
+        // The partitions this broker should lead open now, all or nothing; a peer opens its own
+        // on its next membership tick.
+        let me = self.local_node();
+        let mut leaders = Vec::new();
         for p in 0..partitions {
-            match self.open_partition(&meta.name, p, &log_config) {
+            let what = Owned::Partition { topic: meta.name.clone(), partition: p };
+            if placement::desired_owner(&what, &self.live) != Some(me) {
+                continue;
+            }
+            let opened = match leases::try_acquire(&self.settings.data_dir, &what, me) {
+                Ok(Some(lease)) => {
+                    self.open_partition(&meta.name, p, &log_config).map(|l| (p, l, lease)).map_err(|e| e.to_string())
+                }
+                Ok(None) => Err("its lease is held by another broker".to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            match opened {
                 Ok(l) => leaders.push(l),
                 Err(e) => {
                     drop(leaders);
@@ -212,9 +397,21 @@ impl TopicRegistry {
                 format!("Could not save topic '{}': {e}", meta.name),
             ));
         }
-        let partitions = leaders.into_iter().map(|l| self.spawn_leader(l)).collect();
+        let handle = TopicHandle::new(meta.clone());
+        for (p, leader, lease) in leaders {
+            let addr = self.spawn_leader(leader);
+            if let Some(slot) = usize::try_from(p).ok().and_then(|i| handle.partitions.get(i)) {
+                slot.set(Some(addr));
+            }
+            let epoch = lease.record.epoch;
+            self.held.insert((meta.name.clone(), p), Some(lease));
+            self.table_mut()
+                .grant(Owned::Partition { topic: meta.name.clone(), partition: p }, Lease { node_id: me, epoch });
+        }
+        // A new topic counts against the file budget like one recovered at start.
+        let _ = self.budget.take_topic(meta.partitions);
         tracing::info!(topic = %meta.name, partitions = meta.partitions, "created topic");
-        self.topics.insert(meta.name.clone(), TopicHandle { meta: meta.clone(), partitions });
+        self.topics.insert(meta.name.clone(), handle);
         Ok(meta)
     }
 }
@@ -280,7 +477,14 @@ impl Handler<DeleteTopic> for TopicRegistry {
             return Box::pin(async move { Err(missing) }.into_actor(self));
         };
         let data_dir = self.settings.data_dir.clone();
-        let stops = handle.partitions.clone();
+        let stops = handle.leaders();
+        for p in 0..handle.meta.partitions {
+            self.held.remove(&(handle.meta.name.clone(), p));
+            self.table_mut().revoke(&Owned::Partition { topic: handle.meta.name.clone(), partition: p });
+        }
+        for slot in handle.partitions.iter() {
+            slot.set(None);
+        }
         Box::pin(stop_all(stops).into_actor(self).map(move |_, _, _| {
             topics::remove(&data_dir, &handle.meta).map_err(|e| {
                 tracing::error!(topic = %handle.meta.name, "delete: {e}");
@@ -306,7 +510,7 @@ impl Handler<ShutdownAll> for TopicRegistry {
     type Result = ResponseActFuture<Self, ()>;
 
     fn handle(&mut self, msg: ShutdownAll, _: &mut Self::Context) -> Self::Result {
-        let all: Vec<_> = self.topics.values().flat_map(|h| h.partitions.clone()).collect();
+        let all: Vec<_> = self.topics.values().flat_map(TopicHandle::leaders).collect();
         Box::pin(
             async move {
                 stop_all(all).await;
@@ -323,8 +527,32 @@ impl Handler<FenceEpoch> for TopicRegistry {
     /// Fans a fence out to every partition leader of this broker: from now on each rejects the
     /// older epoch (eos-rules 9).
     fn handle(&mut self, msg: FenceEpoch, _: &mut Self::Context) {
-        for p in self.topics.values().flat_map(|h| &h.partitions) {
+        for p in self.topics.values().flat_map(TopicHandle::leaders) {
             p.do_send(FenceEpoch { producer_id: msg.producer_id, epoch: msg.epoch });
         }
+    }
+}
+
+impl Handler<Rebalance> for TopicRegistry {
+    type Result = ResponseActFuture<Self, ()>;
+
+    /// One membership tick: new and deleted topics from the disk, then claims and hand-overs.
+    /// A partition handed over is flushed and stopped before its lease is let go, so its new
+    /// leader starts from everything this one acknowledged.
+    fn handle(&mut self, msg: Rebalance, _: &mut Self::Context) -> Self::Result {
+        self.live = msg.live;
+        if let Err(e) = self.refresh_topics() {
+            tracing::warn!("reading the topic files: {e}");
+        }
+        let (keys, leaving): (Vec<_>, Vec<_>) = self.claim_and_release().into_iter().unzip();
+        Box::pin(stop_all(leaving).into_actor(self).map(move |_, act, _| {
+            for key in keys {
+                act.releasing.remove(&key);
+                if let Some(Some(_lease)) = act.held.remove(&key) {
+                    act.budget.give_back_file();
+                }
+                tracing::info!(partition = %format!("{}-{}", key.0, key.1), "handed over to its peer");
+            }
+        }))
     }
 }

@@ -8,12 +8,13 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
-use actix::{Actor, ActorFutureExt, Addr, AsyncContext, Context, Handler, WrapFuture};
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, WrapFuture};
 use tokio::sync::oneshot;
 
 use super::directory::{Directory, Location};
 use super::group_coordinator::GroupCoordinator;
 use super::messages::*;
+use super::slot::Slot;
 use crate::error_code::ResponseError;
 use crate::store::clock::now_ms;
 use crate::store::ownership::Owned;
@@ -37,7 +38,7 @@ pub struct TxnCoordinator {
     entries: HashMap<String, TxnEntry>,
     ids: ProducerIdAllocator,
     directory: Directory,
-    groups: Addr<GroupCoordinator>,
+    groups: Slot<GroupCoordinator>,
     settings: TxnSettings,
 }
 
@@ -46,7 +47,7 @@ impl TxnCoordinator {
         data_dir: &Path,
         shard: u32,
         directory: Directory,
-        groups: Addr<GroupCoordinator>,
+        groups: Slot<GroupCoordinator>,
         settings: TxnSettings,
     ) -> Result<TxnCoordinator, String> {
         let path = data_dir.join("__cluster").join("txn").join(shard.to_string());
@@ -188,7 +189,7 @@ async fn wait(backoff_ms: u64) -> u64 {
 async fn write_markers(
     directory: Directory,
     coordinator_epoch: i32,
-    groups: Addr<GroupCoordinator>,
+    groups: Slot<GroupCoordinator>,
     batch: MarkerBatch,
 ) -> Vec<i16> {
     let MarkerBatch { producer_id, epoch, commit, partitions, txn_version } = batch;
@@ -203,9 +204,16 @@ async fn write_markers(
                     // Like any marker it is retried until it is on disk.
                     let (tx, rx) = oneshot::channel();
                     let msg = CompleteTxnOffsets { offsets_partition: partition, producer_id, commit, reply: tx };
-                    let code = match groups.send(msg).await {
-                        Ok(()) => rx.await.unwrap_or(ResponseError::UnknownServerError.code()),
-                        Err(_) => ResponseError::UnknownServerError.code(),
+                    // The group coordinators move with the transaction coordinators; while they
+                    // are not open here the marker is retried.
+                    let sent = match groups.get() {
+                        Some(g) => g.send(msg).await.is_ok(),
+                        None => false,
+                    };
+                    let code = if sent {
+                        rx.await.unwrap_or(ResponseError::UnknownServerError.code())
+                    } else {
+                        ResponseError::CoordinatorNotAvailable.code()
                     };
                     if core::marker_outcome(code) != MarkerOutcome::Retry {
                         return code;

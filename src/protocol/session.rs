@@ -13,6 +13,7 @@ use crate::actors::directory::{Directory, Location};
 use crate::actors::group_coordinator::GroupCoordinator;
 use crate::actors::messages::{GroupCall, GroupError, GroupOp, GroupResponse, TxnAnswer, TxnCall, TxnError, TxnOp};
 use crate::actors::partition::PartitionLeader;
+use crate::actors::slot::Slot;
 use crate::actors::topics::TopicHandle;
 use crate::actors::txn_coordinator::TxnCoordinator;
 use crate::config::Settings;
@@ -26,17 +27,18 @@ use crate::store::ownership::{route_group, route_partition, route_txn, Owned};
 #[derive(Clone)]
 pub struct Actors {
     pub directory: Directory,
-    /// Transaction-coordinator shards, indexed by `coordinator_key::txn_shard(transactional_id)`.
-    pub txn: Arc<Vec<Addr<TxnCoordinator>>>,
-    pub groups: Addr<GroupCoordinator>,
+    /// Transaction-coordinator shards, indexed by `coordinator_key::txn_shard(transactional_id)`;
+    /// empty while a peer runs the coordinators.
+    pub txn: Arc<Vec<Slot<TxnCoordinator>>>,
+    pub groups: Slot<GroupCoordinator>,
     /// Broker-wide bytes of Fetch responses in memory (`queued_max_response_bytes`).
     pub responses: ResponseBudget,
 }
 
 pub struct Session {
     pub directory: Directory,
-    pub txn: Arc<Vec<Addr<TxnCoordinator>>>,
-    pub groups: Addr<GroupCoordinator>,
+    pub txn: Arc<Vec<Slot<TxnCoordinator>>>,
+    pub groups: Slot<GroupCoordinator>,
     pub responses: ResponseBudget,
     pub settings: Arc<Settings>,
     pub cluster_id: Arc<str>,
@@ -66,12 +68,12 @@ impl Session {
     pub fn coordinator(&self, transactional_id: &str) -> Location<Addr<TxnCoordinator>> {
         let shard = txn_shard(transactional_id, self.txn.len());
         let what = Owned::TxnShard(u32::try_from(shard).unwrap_or(u32::MAX));
-        self.directory.locate(&what, || self.txn.get(shard).cloned())
+        self.directory.locate(&what, || self.txn.get(shard).and_then(Slot::get))
     }
 
     /// Where the group coordinator of `group_id` is (its `__consumer_offsets` partition's owner).
     pub fn group(&self, group_id: &str) -> Location<Addr<GroupCoordinator>> {
-        self.directory.locate(&Owned::GroupShard(offsets_partition(group_id)), || Some(self.groups.clone()))
+        self.directory.locate(&Owned::GroupShard(offsets_partition(group_id)), || self.groups.get())
     }
 
     /// The leader of partition `p`, or the answer for a partition this broker does not lead
@@ -79,7 +81,12 @@ impl Session {
     pub fn leader(&self, topic: &TopicHandle, p: i32) -> Result<Addr<PartitionLeader>, i16> {
         let located = self.directory.leader(topic, p);
         route_partition(p, topic.meta.partitions, topic.partitions.len(), located.placement()).map_err(|e| e.code())?;
-        located.local().ok_or(ResponseError::LeaderNotAvailable.code())
+        located.local().ok_or_else(|| {
+            // Led here by the table but not by this (cached) handle: a topic deleted and made
+            // again. The client retries; the next lookup asks the registry.
+            self.evict(&topic.meta.name);
+            ResponseError::LeaderNotAvailable.code()
+        })
     }
 
     /// The group coordinator of `group_id` when this broker runs it (store::ownership::route_group).

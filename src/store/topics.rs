@@ -33,9 +33,9 @@ pub const EXCESSIVE_BATCH_MESSAGE: &str = "Unable to perform excessively large b
 /// The partition limit used when `max_partitions` is 0 (auto) and the open-file limit allows it.
 pub const DEFAULT_MAX_PARTITIONS: u32 = 10_000;
 
-/// Open files the auto limit assumes per partition: the active segment, plus the duplicate
-/// handle the syncer holds during an fsync.
-pub const FILES_PER_PARTITION: u64 = 2;
+/// Open files the auto limit assumes per partition: the active segment, the duplicate handle
+/// the syncer holds during an fsync, and the held lease file (store::leases).
+pub const FILES_PER_PARTITION: u64 = 3;
 
 /// A refusal of a topic creation, with the Kafka error code it is answered with.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -218,6 +218,11 @@ impl StartupBudget {
         self.files_left = self.files_left.saturating_sub(1);
         ok
     }
+
+    /// Returns a file taken for a partition that did not open here after all.
+    pub fn give_back_file(&mut self) {
+        self.files_left += 1;
+    }
 }
 
 /// True when the topic file of `name` exists (a topic created here or by a peer broker on the
@@ -316,8 +321,8 @@ mod tests {
         // Debian under systemd: soft 1024 raised to the hard 524288; a bare login: 1048576.
         assert_eq!(auto_max_partitions(524_288), DEFAULT_MAX_PARTITIONS);
         assert_eq!(auto_max_partitions(1 << 20), DEFAULT_MAX_PARTITIONS);
-        // Soft and hard both 1024: a quarter kept for the rest, two files per partition.
-        assert_eq!(auto_max_partitions(1024), 384);
+        // Soft and hard both 1024: a quarter kept for the rest, three files per partition.
+        assert_eq!(auto_max_partitions(1024), 256);
         assert_eq!(auto_max_partitions(0), 1);
         assert_eq!(auto_max_partitions(u64::MAX), DEFAULT_MAX_PARTITIONS);
     }
@@ -327,9 +332,9 @@ mod tests {
         let mut b = StartupBudget::new(10, 1024);
         assert_eq!((b.take_topic(4), b.take_topic(1_000_000), b.take_topic(3)), (4, 6, 0));
         assert_eq!(b.take_topic(-1), 0);
-        // 1024 open files: 384 partitions open, the next one is served offline.
+        // 1024 open files: 256 partitions open, the next one is served offline.
         let mut b = StartupBudget::new(1000, 1024);
-        assert_eq!((0..385).filter(|_| b.take_file()).count(), 384);
+        assert_eq!((0..257).filter(|_| b.take_file()).count(), 256);
         assert!(!b.take_file());
     }
 

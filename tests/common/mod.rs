@@ -27,6 +27,9 @@ pub struct Broker {
     pub nofile: Option<u64>,
     child: Option<Child>,
     allowed_errors: Vec<String>,
+    /// A data directory shared with other brokers (a cluster), instead of `dir/data`.
+    shared_data: Option<PathBuf>,
+    pub node_id: i32,
 }
 
 /// A port no other test of this process was given: tests run as threads, and two brokers on one
@@ -68,13 +71,40 @@ impl Broker {
             nofile,
             child: None,
             allowed_errors: Vec::new(),
+            shared_data: None,
+            node_id: 0,
+        };
+        b.spawn();
+        b
+    }
+
+    /// Starts broker `node_id` of a cluster on the data directory `shared` (its log stays in its
+    /// own temp dir).
+    pub fn start_member(shared: &std::path::Path, node_id: i32, env: &[(&str, &str)]) -> Broker {
+        let mut b = Broker {
+            dir: tempfile::tempdir().expect("tempdir"),
+            port: free_port(),
+            env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            nofile: None,
+            child: None,
+            allowed_errors: Vec::new(),
+            shared_data: Some(shared.to_path_buf()),
+            node_id,
         };
         b.spawn();
         b
     }
 
     pub fn data_dir(&self) -> PathBuf {
-        self.dir.path().join("data")
+        self.shared_data.clone().unwrap_or_else(|| self.dir.path().join("data"))
+    }
+
+    /// SIGKILL without a restart (a broker of a cluster that dies for good).
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            c.kill().expect("SIGKILL kaas");
+            c.wait().expect("reap kaas");
+        }
     }
 
     fn spawn(&mut self) {
@@ -102,7 +132,7 @@ impl Broker {
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .args(["serve", "--data-dir"])
             .arg(self.data_dir())
-            .args(["--listen", &format!("127.0.0.1:{}", self.port), "--node-id", "0"])
+            .args(["--listen", &format!("127.0.0.1:{}", self.port), "--node-id", &self.node_id.to_string()])
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

@@ -16,9 +16,12 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: DeleteGroupsRequest) -> 
     let answer = if here.is_empty() {
         None
     } else {
-        match s.groups.send(GroupAdmin { op: GroupAdminOp::Delete(here.clone()), reply: tx }).await {
-            Ok(()) => rx.await.ok(),
-            Err(_) => None,
+        match s.groups.get() {
+            Some(groups) => match groups.send(GroupAdmin { op: GroupAdminOp::Delete(here.clone()), reply: tx }).await {
+                Ok(()) => rx.await.ok(),
+                Err(_) => None,
+            },
+            None => None,
         }
     };
     let mut results = match answer {

@@ -17,9 +17,13 @@ pub async fn handle(s: Rc<Session>, version: i16, req: DescribeGroupsRequest) ->
     let answer = if here.is_empty() {
         None
     } else {
-        match s.groups.send(GroupAdmin { op: GroupAdminOp::Describe(here.clone()), reply: tx }).await {
-            Ok(()) => rx.await.ok(),
-            Err(_) => None,
+        match s.groups.get() {
+            Some(groups) => match groups.send(GroupAdmin { op: GroupAdminOp::Describe(here.clone()), reply: tx }).await
+            {
+                Ok(()) => rx.await.ok(),
+                Err(_) => None,
+            },
+            None => None,
         }
     };
     let mut described = match answer {

@@ -12,8 +12,10 @@ use crate::protocol::{str_bytes, Session};
 
 pub async fn handle(s: Rc<Session>, version: i16, req: ListGroupsRequest) -> ListGroupsResponse {
     let mut r = ListGroupsResponse::default();
+    // Each broker lists the groups it coordinates (Kafka's admin client asks every broker).
+    let Some(groups) = s.groups.get() else { return r };
     let (tx, rx) = oneshot::channel();
-    let answer = match s.groups.send(GroupAdmin { op: GroupAdminOp::List, reply: tx }).await {
+    let answer = match groups.send(GroupAdmin { op: GroupAdminOp::List, reply: tx }).await {
         Ok(()) => rx.await.ok(),
         Err(_) => None,
     };

@@ -21,7 +21,8 @@ pub async fn handle(s: Rc<Session>, version: i16, req: ListTransactionsRequest) 
     };
     r.unknown_state_filters = filter.unknown_states().iter().map(|f| str_bytes(f)).collect();
     let now = now_ms();
-    for shard in s.txn.iter() {
+    // Each broker lists the transactions of the shards it runs (the admin client asks them all).
+    for shard in s.txn.iter().filter_map(|slot| slot.get()) {
         let (tx, rx) = oneshot::channel();
         if shard.send(InspectTxns { ids: None, reply: tx }).await.is_err() {
             continue;

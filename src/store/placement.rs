@@ -1,0 +1,86 @@
+//! Which live broker should serve a partition or a coordinator: rendezvous (highest random
+//! weight) hashing over the live node ids. Every broker computes the same answer from the same
+//! live set without talking to the others; when a broker leaves, only what it served moves, and
+//! when it comes back it gets the same share back. Pure: the lock on the shared disk (store::leases)
+//! decides who actually serves; this only says who should try.
+
+use super::ownership::Owned;
+
+/// FNV-1a, 64 bits: stable across processes, versions and machines (std's hasher is not).
+fn fnv1a(bytes: impl IntoIterator<Item = u8>, seed: u64) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64 ^ seed;
+    for b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    // A final mix so that near keys spread over the whole range.
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^ (h >> 33)
+}
+
+/// The resource's name as it is hashed.
+pub fn key(what: &Owned) -> String {
+    match what {
+        Owned::Partition { topic, partition } => format!("p/{topic}/{partition}"),
+        Owned::TxnShard(n) => format!("t/{n}"),
+        Owned::GroupShard(n) => format!("g/{n}"),
+    }
+}
+
+/// The live broker that should serve `what` (None without live brokers).
+pub fn desired_owner(what: &Owned, live: &[i32]) -> Option<i32> {
+    let k = key(what);
+    live.iter().copied().max_by_key(|node| (fnv1a(k.bytes(), *node as u64), *node))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(p: i32) -> Owned {
+        Owned::Partition { topic: "t".into(), partition: p }
+    }
+
+    #[test]
+    fn every_broker_computes_the_same_owner() {
+        let a = desired_owner(&part(3), &[1, 2, 3]);
+        let b = desired_owner(&part(3), &[3, 1, 2]);
+        assert_eq!(a, b);
+        assert_eq!(desired_owner(&part(3), &[]), None);
+        assert_eq!(desired_owner(&part(3), &[7]), Some(7));
+    }
+
+    #[test]
+    fn partitions_spread_over_the_live_brokers() {
+        let live = [1, 2, 3];
+        let mut counts = std::collections::BTreeMap::new();
+        for p in 0..300 {
+            *counts.entry(desired_owner(&part(p), &live).unwrap()).or_insert(0) += 1;
+        }
+        assert_eq!(counts.len(), 3);
+        for n in counts.values() {
+            assert!((60..=140).contains(n), "unbalanced: {counts:?}");
+        }
+    }
+
+    #[test]
+    fn only_what_a_leaving_broker_served_moves() {
+        for p in 0..200 {
+            let before = desired_owner(&part(p), &[1, 2, 3]).unwrap();
+            let after = desired_owner(&part(p), &[1, 3]).unwrap();
+            if before != 2 {
+                assert_eq!(before, after, "partition {p} moved although its broker stayed");
+            }
+        }
+    }
+
+    #[test]
+    fn a_returning_broker_gets_its_share_back() {
+        for p in 0..200 {
+            assert_eq!(desired_owner(&part(p), &[1, 2, 3]), desired_owner(&part(p), &[3, 2, 1]));
+        }
+        let shards: Vec<_> = (0..8).map(|n| desired_owner(&Owned::TxnShard(n), &[1, 2]).unwrap()).collect();
+        assert!(shards.contains(&1) && shards.contains(&2), "shards spread too: {shards:?}");
+    }
+}

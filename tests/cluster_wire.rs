@@ -1,0 +1,199 @@
+//! Three kaas brokers on one data directory form a cluster (issue D) against the real binary:
+//! Metadata lists the live brokers and spreads partition leaders over them; a non-leader answers
+//! NOT_LEADER_OR_FOLLOWER; when a leader is killed -9 the others take its partitions over with
+//! everything it acknowledged (an idempotent retry is still recognised as a duplicate); the
+//! coordinators move too; a restarted broker rejoins and gets its share back.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::{batch, Broker, Client};
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+
+const TOPIC: &str = "spread";
+const PARTITIONS: i32 = 6;
+const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+const TICK: &str = "200";
+
+fn name(s: &str) -> TopicName {
+    TopicName(StrBytes::from_string(s.to_string()))
+}
+
+/// (live brokers: node -> port, partition -> leader node) as `c` sees them.
+fn metadata(c: &mut Client) -> (BTreeMap<i32, u16>, BTreeMap<i32, i32>) {
+    let mut t = MetadataRequestTopic::default();
+    t.name = Some(name(TOPIC));
+    let mut req = MetadataRequest::default();
+    req.topics = Some(vec![t]);
+    req.allow_auto_topic_creation = false;
+    let resp: MetadataResponse = c.call(ApiKey::Metadata, 9, req);
+    let brokers = resp.brokers.iter().map(|b| (b.node_id.0, b.port as u16)).collect();
+    let leaders = resp
+        .topics
+        .iter()
+        .filter(|t| t.error_code == 0)
+        .flat_map(|t| t.partitions.iter().map(|p| (p.partition_index, p.leader_id.0)))
+        .collect();
+    (brokers, leaders)
+}
+
+fn create(c: &mut Client) {
+    let mut t = CreatableTopic::default();
+    t.name = name(TOPIC);
+    t.num_partitions = PARTITIONS;
+    t.replication_factor = 1;
+    let mut req = CreateTopicsRequest::default();
+    req.topics = vec![t];
+    req.timeout_ms = 10_000;
+    let resp: CreateTopicsResponse = c.call(ApiKey::CreateTopics, 5, req);
+    assert_eq!(resp.topics[0].error_code, 0);
+}
+
+/// (error, base offset) of one Produce v9 with acks=all.
+fn produce(c: &mut Client, partition: i32, records: Bytes) -> (i16, i64) {
+    let mut p = PartitionProduceData::default();
+    p.index = partition;
+    p.records = Some(records);
+    let mut t = TopicProduceData::default();
+    t.name = name(TOPIC);
+    t.partition_data = vec![p];
+    let mut req = ProduceRequest::default();
+    req.acks = -1;
+    req.timeout_ms = 10_000;
+    req.topic_data = vec![t];
+    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
+    let p = &resp.responses[0].partition_responses[0];
+    (p.error_code, p.base_offset)
+}
+
+/// (error, high watermark) of a fetch from offset 0.
+fn high_watermark(c: &mut Client, partition: i32) -> (i16, i64) {
+    let mut p = FetchPartition::default();
+    p.partition = partition;
+    p.partition_max_bytes = 1 << 20;
+    p.log_start_offset = -1;
+    p.current_leader_epoch = -1;
+    let mut t = FetchTopic::default();
+    t.topic = name(TOPIC);
+    t.partitions = vec![p];
+    let mut req = FetchRequest::default();
+    req.replica_id = BrokerId(-1);
+    req.max_bytes = 1 << 20;
+    req.topics = vec![t];
+    let resp: FetchResponse = c.call(ApiKey::Fetch, 12, req);
+    let p = &resp.responses[0].partitions[0];
+    (p.error_code, p.high_watermark)
+}
+
+fn coordinator(c: &mut Client, key: &str, key_type: i8) -> i32 {
+    let mut req = FindCoordinatorRequest::default();
+    req.key_type = key_type;
+    req.coordinator_keys = vec![StrBytes::from_string(key.to_string())];
+    let resp: FindCoordinatorResponse = c.call(ApiKey::FindCoordinator, 4, req);
+    resp.coordinators[0].node_id.0
+}
+
+/// Polls `check` every 50 ms until it returns Some, for at most `within`.
+fn wait_for<T>(within: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Every partition led by one of `live`, as broker `via` sees it.
+fn settled(via: &Broker, live: &BTreeSet<i32>) -> Option<(BTreeMap<i32, u16>, BTreeMap<i32, i32>)> {
+    let (brokers, leaders) = metadata(&mut via.client());
+    let ok = brokers.keys().copied().collect::<BTreeSet<_>>() == *live
+        && leaders.len() == PARTITIONS as usize
+        && leaders.values().all(|l| live.contains(l));
+    ok.then_some((brokers, leaders))
+}
+
+#[test]
+fn three_brokers_share_one_disk_and_take_over_a_killed_one() {
+    let shared = tempfile::tempdir().expect("shared dir");
+    let env = [("KAAS_CLUSTER_TICK_MS", TICK)];
+    let mut brokers: Vec<Broker> = (1..=3).map(|id| Broker::start_member(shared.path(), id, &env)).collect();
+    let all: BTreeSet<i32> = [1, 2, 3].into();
+    wait_for(Duration::from_secs(10), "three live brokers", || {
+        (metadata(&mut brokers[0].client()).0.keys().copied().collect::<BTreeSet<_>>() == all).then_some(())
+    });
+    create(&mut brokers[0].client());
+    let (ports, leaders) = wait_for(Duration::from_secs(10), "every partition led", || settled(&brokers[0], &all));
+    let leading: BTreeSet<i32> = leaders.values().copied().collect();
+    assert!(leading.len() > 1, "leaders spread over the brokers: {leaders:?}");
+    // Every broker tells the same story.
+    for b in &brokers[1..] {
+        assert_eq!(wait_for(Duration::from_secs(5), "the same leaders", || settled(b, &all)).1, leaders);
+    }
+
+    // Each partition takes writes at its leader only.
+    let client_of = |node: i32| Client::connect(ports[&node]);
+    let records: Vec<Bytes> = (0..PARTITIONS).map(|p| batch(1000 + i64::from(p), 0, 0, 3, "before")).collect();
+    for p in 0..PARTITIONS {
+        let leader = leaders[&p];
+        assert_eq!(produce(&mut client_of(leader), p, records[p as usize].clone()), (0, 0), "partition {p}");
+        let other = *all.iter().find(|n| **n != leader).expect("another broker");
+        assert_eq!(produce(&mut client_of(other), p, batch(9, 0, 0, 1, "x")).0, NOT_LEADER_OR_FOLLOWER);
+    }
+    let txn_coordinator = coordinator(&mut brokers[1].client(), "tx", 1);
+    let group_coordinator = coordinator(&mut brokers[2].client(), "g", 0);
+    assert!(all.contains(&txn_coordinator));
+    assert_eq!(coordinator(&mut brokers[0].client(), "tx", 1), txn_coordinator, "one answer cluster-wide");
+    assert_eq!(group_coordinator, txn_coordinator, "the coordinators move together");
+
+    // Kill the coordinators' broker (it leads partitions too, or another leader if it leads none).
+    let victim: i32 = if leading.contains(&txn_coordinator) { txn_coordinator } else { leaders[&0] };
+    eprintln!("leaders {leaders:?}; killing broker {victim} (coordinators on {txn_coordinator})");
+    let killed_at = Instant::now();
+    brokers[(victim - 1) as usize].kill();
+    let live: BTreeSet<i32> = all.iter().copied().filter(|n| *n != victim).collect();
+    let survivor = &brokers[(*live.iter().next().expect("a survivor") - 1) as usize];
+    let (_, after) = wait_for(Duration::from_secs(20), "the killed broker's partitions taken over", || {
+        let (ports, leaders) = settled(survivor, &live)?;
+        // Served, not just announced: the new leader answers a fetch with the data.
+        leaders
+            .iter()
+            .all(|(p, l)| high_watermark(&mut Client::connect(ports[l]), *p) == (0, 3))
+            .then_some(((), leaders))
+    });
+    let failover = killed_at.elapsed();
+    eprintln!("failover: every partition served again {} ms after kill -9", failover.as_millis());
+    let new_coordinator = wait_for(Duration::from_secs(20), "the coordinators taken over", || {
+        let n = coordinator(&mut survivor.client(), "tx", 1);
+        live.contains(&n).then_some(n)
+    });
+    eprintln!("coordinators on broker {new_coordinator} {} ms after kill -9", killed_at.elapsed().as_millis());
+
+    // What the dead broker acknowledged is there, and an idempotent retry of it is recognised.
+    for (p, leader) in &after {
+        let mut c = Client::connect(ports[leader]);
+        assert_eq!(produce(&mut c, *p, records[*p as usize].clone()), (0, 0), "partition {p}: a retry is a duplicate");
+        assert_eq!(high_watermark(&mut c, *p), (0, 3), "partition {p}: nothing written twice");
+    }
+
+    // The killed broker comes back (same node id) and gets its share back.
+    brokers[(victim - 1) as usize] = Broker::start_member(shared.path(), victim, &env);
+    // Placement is a function of the live brokers: the same leaders as before the kill.
+    wait_for(Duration::from_secs(20), "the restarted broker leading its share again", || {
+        let (_, now) = settled(&brokers[0], &all)?;
+        (now == leaders).then_some(())
+    });
+    for (p, leader) in &leaders {
+        let port = metadata(&mut brokers[0].client()).0[leader];
+        assert_eq!(high_watermark(&mut Client::connect(port), *p), (0, 3), "partition {p} after the hand-back");
+    }
+}
