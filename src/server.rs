@@ -10,6 +10,7 @@ use thiserror::Error;
 use tokio::net::TcpListener;
 
 use crate::actors::directory::Directory;
+use crate::actors::fence_watcher::FenceWatcher;
 use crate::actors::fence_writer::FenceWriter;
 use crate::actors::group_coordinator::GroupCoordinator;
 use crate::actors::messages::ShutdownAll;
@@ -81,6 +82,8 @@ pub fn run(settings: Settings) -> Result<(), ServerError> {
 pub struct Broker {
     pub actors: Actors,
     arbiters: Vec<Arbiter>,
+    /// Held so the watcher lives as long as the broker (nothing sends it messages).
+    _fence_watcher: actix::Addr<FenceWatcher>,
 }
 
 impl Broker {
@@ -111,6 +114,12 @@ impl Broker {
         let max_age = settings.producer_id_expiration_ms;
         let fences =
             FenceWriter::start_in_arbiter(&cluster_arbiter.handle(), move |_| FenceWriter::new(fence_log, max_age));
+        // Peers' fences reach the local leaders through the registry, never our own fence file.
+        let (data_dir, node_id, registry) = (settings.data_dir.clone(), settings.node_id, topics.clone());
+        let poll = std::time::Duration::from_millis(settings.fence_poll_interval_ms);
+        let fence_watcher = FenceWatcher::start_in_arbiter(&cluster_arbiter.handle(), move |_| {
+            FenceWatcher::new(data_dir, node_id, poll, registry)
+        });
         let (host, port) = settings.advertised();
         let local = ownership::Broker { node_id: settings.node_id, host, port, rack: None };
         let directory = Directory::new(Ownership::single(local), topics, producer_ids, fences);
@@ -148,7 +157,11 @@ impl Broker {
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "recovered partitions");
         arbiters.extend([cluster_arbiter, coordinator_arbiter]);
         let responses = ResponseBudget::new(settings.queued_max_response_bytes);
-        Ok(Broker { actors: Actors { directory, txn: Arc::new(shards), groups, responses }, arbiters })
+        Ok(Broker {
+            actors: Actors { directory, txn: Arc::new(shards), groups, responses },
+            arbiters,
+            _fence_watcher: fence_watcher,
+        })
     }
 
     /// The per-connection state a client's requests are dispatched with.
