@@ -105,6 +105,10 @@ pub struct Settings {
     /// Kafka's log.message.timestamp.after.max.ms: how far in the future a CreateTime record
     /// may be (Kafka 4.x default: one hour).
     pub log_message_timestamp_after_max_ms: i64,
+    /// How often the peers' producer-fence files on the shared disk are read (FenceWatcher).
+    /// Polling, because inotify does not see another NFS client's writes. Kafka has no such
+    /// setting.
+    pub fence_poll_interval_ms: u64,
 }
 
 impl Default for Settings {
@@ -147,6 +151,7 @@ impl Default for Settings {
             log_message_timestamp_type: "CreateTime".into(),
             log_message_timestamp_before_max_ms: i64::MAX,
             log_message_timestamp_after_max_ms: 3_600_000,
+            fence_poll_interval_ms: 2000,
         }
     }
 }
@@ -286,6 +291,11 @@ impl Settings {
         if self.log_message_timestamp_before_max_ms < 0 || self.log_message_timestamp_after_max_ms < 0 {
             return Err(ConfigError::Invalid("log_message_timestamp_*_max_ms", "negative".into()));
         }
+        // Below this the poll would mostly re-read unchanged files.
+        if self.fence_poll_interval_ms < 10 {
+            let why = format!("{} (must be >= 10)", self.fence_poll_interval_ms);
+            return Err(ConfigError::Invalid("fence_poll_interval_ms", why));
+        }
         Ok(())
     }
 
@@ -385,6 +395,9 @@ mod tests {
         assert!(refused("transaction_max_timeout_ms = 0\n", "transaction_max_timeout_ms"));
         assert!(refused("transactional_id_expiration_ms = 0\n", "transactional_id_expiration_ms"));
         assert!(refused("sync_threads = 0\n", "sync_threads"));
+        assert!(refused("fence_poll_interval_ms = 9\n", "fence_poll_interval_ms"));
+        assert_eq!(load_toml("fence_poll_interval_ms = 10\n").unwrap().fence_poll_interval_ms, 10);
+        assert_eq!(load_toml("").unwrap().fence_poll_interval_ms, 2000);
     }
 
     #[test]

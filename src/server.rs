@@ -10,6 +10,7 @@ use thiserror::Error;
 use tokio::net::TcpListener;
 
 use crate::actors::directory::Directory;
+use crate::actors::fence_watcher::FenceWatcher;
 use crate::actors::fence_writer::FenceWriter;
 use crate::actors::membership::{Coordinators, Membership};
 use crate::actors::messages::ShutdownAll;
@@ -74,6 +75,8 @@ pub struct Broker {
     arbiters: Vec<Arbiter>,
     /// This broker's membership of the cluster (its broker lock); dropped when it stops.
     _registration: leases::Registration,
+    /// Held so the watcher lives as long as the broker (nothing sends it messages).
+    _fence_watcher: actix::Addr<FenceWatcher>,
 }
 
 impl Broker {
@@ -120,6 +123,12 @@ impl Broker {
         let max_age = settings.producer_id_expiration_ms;
         let fences =
             FenceWriter::start_in_arbiter(&cluster_arbiter.handle(), move |_| FenceWriter::new(fence_log, max_age));
+        // Peers' fences reach the local leaders through the registry, never our own fence file.
+        let (data_dir, node_id, registry) = (settings.data_dir.clone(), settings.node_id, topics.clone());
+        let poll = std::time::Duration::from_millis(settings.fence_poll_interval_ms);
+        let fence_watcher = FenceWatcher::start_in_arbiter(&cluster_arbiter.handle(), move |_| {
+            FenceWatcher::new(data_dir, node_id, poll, registry)
+        });
         let directory = Directory::new(ownership.clone(), topics.clone(), producer_ids, fences);
         let mut coordinators = Coordinators::new(settings.clone(), coordinator_arbiter.handle());
         coordinators.take_or_follow(&directory, &ownership, &live_ids).map_err(ServerError::Startup)?;
@@ -129,7 +138,12 @@ impl Broker {
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "recovered partitions");
         arbiters.extend([cluster_arbiter, coordinator_arbiter]);
         let responses = ResponseBudget::new(settings.queued_max_response_bytes);
-        Ok(Broker { actors: Actors { directory, txn, groups, responses }, arbiters, _registration: registration })
+        Ok(Broker {
+            actors: Actors { directory, txn, groups, responses },
+            arbiters,
+            _registration: registration,
+            _fence_watcher: fence_watcher,
+        })
     }
 
     /// The per-connection state a client's requests are dispatched with.

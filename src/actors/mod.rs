@@ -1,6 +1,7 @@
 //! Thin actors: each owns one piece of state and turns messages into calls on the core.
 
 pub mod directory;
+pub mod fence_watcher;
 pub mod fence_writer;
 pub mod group_coordinator;
 pub mod membership;

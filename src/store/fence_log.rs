@@ -93,10 +93,41 @@ fn read_file(path: &Path) -> Result<Option<FenceFile>, FenceLogError> {
     }
 }
 
-/// Every peer's fences (never this broker's own file).
-pub fn read_peers(data_dir: &Path, self_node: i32) -> Result<Vec<(i32, FenceFile)>, FenceLogError> {
+/// A peer's fence file that did not read or parse this poll (half-written, foreign, an I/O
+/// error): skipped, never fatal.
+#[derive(Debug)]
+pub struct UnreadablePeer {
+    pub node: i32,
+    pub path: PathBuf,
+    pub error: FenceLogError,
+    /// Changes when the file's bytes (or the error) change, so a warning can be given once per
+    /// version of the file instead of every poll.
+    pub fingerprint: u64,
+}
+
+/// One poll of the peers' fence files.
+#[derive(Debug, Default)]
+pub struct PeerFences {
+    pub files: Vec<(i32, FenceFile)>,
+    pub unreadable: Vec<UnreadablePeer>,
+}
+
+/// A cheap, stable digest of `bytes` (not cryptographic: it only tells versions of a file apart).
+pub fn fingerprint(bytes: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    h.finish()
+}
+
+/// Every peer's fences (never this broker's own file), each file opened anew: on NFS only an
+/// open after the writer's close (its rename) is sure to see the new bytes. Only `from-<n>.json`
+/// names count, so `write_atomic`'s tmp files are never read. A file that does not read or
+/// parse is listed in `unreadable` and the others are still read; only an unreadable directory
+/// fails the whole poll.
+pub fn read_peers(data_dir: &Path, self_node: i32) -> Result<PeerFences, FenceLogError> {
     let dir = fences_dir(data_dir);
-    let mut out = Vec::new();
+    let mut out = PeerFences::default();
     let entries = match std::fs::read_dir(&dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
@@ -116,8 +147,22 @@ pub fn read_peers(data_dir: &Path, self_node: i32) -> Result<Vec<(i32, FenceFile
         if node == self_node {
             continue;
         }
-        if let Some(f) = read_file(&path)? {
-            out.push((node, f));
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            // Gone between the listing and the open (a peer's rename): nothing to read.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                let fingerprint = fingerprint(e.to_string().as_bytes());
+                out.unreadable.push(UnreadablePeer { node, path, error: e.into(), fingerprint });
+                continue;
+            }
+        };
+        match serde_json::from_slice::<FenceFile>(&bytes) {
+            Ok(f) => out.files.push((node, f)),
+            Err(e) => {
+                let error = FenceLogError::Parse(path.clone(), e);
+                out.unreadable.push(UnreadablePeer { node, path, error, fingerprint: fingerprint(&bytes) });
+            }
         }
     }
     Ok(out)
@@ -172,9 +217,24 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         FenceLog::open(dir.path(), 0).unwrap().append(1, 1, 0, DAY).unwrap();
         FenceLog::open(dir.path(), 2).unwrap().append(9, 4, 0, DAY).unwrap();
-        let peers = read_peers(dir.path(), 0).unwrap();
+        let peers = read_peers(dir.path(), 0).unwrap().files;
         assert_eq!(peers.len(), 1);
         assert_eq!(peers[0].0, 2);
         assert_eq!(peers[0].1.fences.get(&9), Some(&4));
+    }
+
+    #[test]
+    fn a_malformed_peer_file_is_listed_and_the_others_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        FenceLog::open(dir.path(), 2).unwrap().append(9, 4, 0, DAY).unwrap();
+        std::fs::write(file_for(dir.path(), 8), br#"{"fences":{"1":"#).unwrap();
+        // write_atomic's tmp file and foreign names are not fence files.
+        std::fs::write(fences_dir(dir.path()).join("from-3.tmp"), b"garbage").unwrap();
+        std::fs::write(fences_dir(dir.path()).join("notes.json"), b"garbage").unwrap();
+        let peers = read_peers(dir.path(), 0).unwrap();
+        assert_eq!(peers.files.iter().map(|(n, _)| *n).collect::<Vec<_>>(), vec![2]);
+        assert_eq!(peers.unreadable.len(), 1);
+        assert_eq!(peers.unreadable[0].node, 8);
+        assert!(matches!(peers.unreadable[0].error, FenceLogError::Parse(..)));
     }
 }

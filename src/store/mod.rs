@@ -6,6 +6,7 @@ pub mod control;
 pub mod coordinator_key;
 pub mod durable;
 pub mod fence_log;
+pub mod fence_watch;
 pub mod group;
 pub mod leases;
 pub mod log;
