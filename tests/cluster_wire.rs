@@ -197,3 +197,56 @@ fn three_brokers_share_one_disk_and_take_over_a_killed_one() {
         assert_eq!(high_watermark(&mut Client::connect(port), *p), (0, 3), "partition {p} after the hand-back");
     }
 }
+
+/// (producer id, epoch) from InitProducerId for `transactional_id`, sent to its coordinator.
+fn init_producer_id(c: &mut Client, transactional_id: &str) -> (i64, i16) {
+    let mut req = InitProducerIdRequest::default();
+    req.transactional_id = Some(TransactionalId(StrBytes::from_string(transactional_id.to_string())));
+    req.transaction_timeout_ms = 60_000;
+    req.producer_id = ProducerId(-1);
+    req.producer_epoch = -1;
+    let resp: InitProducerIdResponse = c.call(ApiKey::InitProducerId, 4, req);
+    assert_eq!(resp.error_code, 0);
+    (resp.producer_id.0, resp.producer_epoch)
+}
+
+#[test]
+fn an_epoch_bump_fences_the_zombie_on_a_partition_another_broker_leads() {
+    let shared = tempfile::tempdir().expect("shared dir");
+    let env = [("KAAS_CLUSTER_TICK_MS", TICK), ("KAAS_FENCE_POLL_INTERVAL_MS", "200")];
+    let brokers: Vec<Broker> = (1..=2).map(|id| Broker::start_member(shared.path(), id, &env)).collect();
+    let all: BTreeSet<i32> = [1, 2].into();
+    wait_for(Duration::from_secs(10), "two live brokers", || {
+        (metadata(&mut brokers[0].client()).0.keys().copied().collect::<BTreeSet<_>>() == all).then_some(())
+    });
+    create(&mut brokers[0].client());
+    let (ports, leaders) = wait_for(Duration::from_secs(10), "every partition led", || settled(&brokers[0], &all));
+    let coordinator_node = coordinator(&mut brokers[0].client(), "zombie", 1);
+    let mut coordinator_client = Client::connect(ports[&coordinator_node]);
+    // A partition led by the other broker: the bump reaches it only through the fence file.
+    let (p, leader) =
+        leaders.iter().find(|(_, l)| **l != coordinator_node).map(|(p, l)| (*p, *l)).expect("a partition elsewhere");
+    let mut at_leader = Client::connect(ports[&leader]);
+
+    let (pid, epoch) = init_producer_id(&mut coordinator_client, "zombie");
+    assert_eq!(produce(&mut at_leader, p, batch(pid, epoch, 0, 1, "old session")), (0, 0));
+    let bumped = init_producer_id(&mut coordinator_client, "zombie");
+    assert_eq!(bumped, (pid, epoch + 1), "the new session bumps the epoch");
+    let fenced_at = Instant::now();
+    // The old session's next batch: accepted until the fence arrives, then refused for good.
+    let mut seq = 1;
+    let code = wait_for(Duration::from_secs(10), "the zombie fenced on the other broker", || {
+        let (code, _) = produce(&mut at_leader, p, batch(pid, epoch, seq, 1, "zombie"));
+        if code == 0 {
+            seq += 1;
+            return None;
+        }
+        Some(code)
+    });
+    eprintln!(
+        "fence propagation: partition {p} on broker {leader} refused the old epoch {} ms after the bump on broker {coordinator_node}",
+        fenced_at.elapsed().as_millis()
+    );
+    assert_eq!(code, 47, "INVALID_PRODUCER_EPOCH for an epoch below the fenced one (eos-rules 18)");
+    assert_eq!(produce(&mut at_leader, p, batch(pid, epoch + 1, 0, 1, "new session")).0, 0);
+}
