@@ -77,8 +77,9 @@ class Broker:
     # every Broker built during the current test; the autouse fixture checks and stops them
     created = []
 
-    def __init__(self, data_dir: Path, port: int, extra_env=None, allowed_errors=()):
+    def __init__(self, data_dir: Path, port: int, extra_env=None, allowed_errors=(), node_id=0):
         self.data_dir = data_dir
+        self.node_id = node_id
         self.port = port
         self.bootstrap = f"127.0.0.1:{port}"
         self.extra_env = extra_env or {}
@@ -99,7 +100,7 @@ class Broker:
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 [KAAS_BIN, "serve", "--data-dir", str(self.data_dir),
-                 "--listen", self.bootstrap, "--node-id", "0"],
+                 "--listen", self.bootstrap, "--node-id", str(self.node_id)],
                 stdout=log, stderr=subprocess.STDOUT, env=env)
         self.finished = False
         deadline = time.time() + 20

@@ -1,0 +1,81 @@
+"""Three kaas brokers on one data directory (issue D) with confluent-kafka (librdkafka): an
+idempotent producer writes to 6 partitions spread over the brokers while one broker is killed -9
+and not restarted; every acknowledged record is read back exactly once from the survivors."""
+import threading
+import time
+
+from confluent_kafka import Producer
+
+from conftest import Broker, free_port, poll_until
+from kaashelpers import consume_to_end, create_topic, unique_topic, wait_topic_ready
+
+PARTITIONS = 6
+N = 6_000
+TICK = {"KAAS_CLUSTER_TICK_MS": "200", "KAAS_FENCE_POLL_INTERVAL_MS": "200"}
+
+
+def start_cluster(shared, n=3):
+    return [Broker(shared, free_port(), TICK, node_id=i).start() for i in range(1, n + 1)]
+
+
+def killed_for_good(broker):
+    """kill -9 without a restart; its log must still hold no panic."""
+    broker.kill()
+    broker.finished = True
+    panics = [line for line in broker.log_problems() if "panicked" in line]
+    assert not panics, panics
+
+
+def test_idempotent_producer_keeps_every_record_when_a_broker_dies(tmp_path):
+    shared = tmp_path / "shared"
+    brokers = start_cluster(shared)
+    bootstrap = ",".join(b.bootstrap for b in brokers)
+    topic = unique_topic("cluster")
+    create_topic(brokers[0].bootstrap, topic, PARTITIONS)
+    wait_topic_ready(bootstrap, topic, PARTITIONS)
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                         "linger.ms": 5, "message.timeout.ms": 60_000,
+                         "topic.metadata.refresh.interval.ms": 1_000})
+    delivered, errors = {}, []
+
+    def on_delivery(err, msg):
+        if err is not None:
+            errors.append(err)
+        else:
+            delivered[msg.key()] = (msg.partition(), msg.offset())
+
+    def produce_all():
+        for i in range(N):
+            key = f"k{i}".encode()
+            while True:
+                try:
+                    producer.produce(topic, key=key, value=f"v{i}".encode(), partition=i % PARTITIONS,
+                                     on_delivery=on_delivery)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+            producer.poll(0)
+            if i % 100 == 0:
+                time.sleep(0.02)
+        producer.flush(90)
+
+    writer = threading.Thread(target=produce_all)
+    writer.start()
+    poll_until(lambda: len(delivered) > N // 4, 60, "a quarter of the records delivered")
+    killed_for_good(brokers[1])
+    writer.join(120)
+    assert not writer.is_alive(), "the producer did not finish"
+    assert not errors, f"{len(errors)} deliveries failed, first: {errors[:3]}"
+    assert len(delivered) == N, f"{len(delivered)} of {N} delivered"
+
+    survivors = [brokers[0], brokers[2]]
+    read = consume_to_end(",".join(b.bootstrap for b in survivors), topic, PARTITIONS, "read_uncommitted",
+                          timeout=90)
+    keys = [k for records in read.values() for (_, k, _) in records]
+    assert len(keys) == len(set(keys)), "a record was written twice"
+    assert set(keys) == set(delivered), (
+        f"missing {len(set(delivered) - set(keys))}, unexpected {len(set(keys) - set(delivered))}")
+    for p, records in read.items():
+        for offset, key, _ in records:
+            assert delivered[key] == (p, offset), f"{key} acknowledged at {delivered[key]}, read at {(p, offset)}"
