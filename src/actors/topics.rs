@@ -84,6 +84,9 @@ pub struct TopicRegistry {
     budget: topics::StartupBudget,
     /// Partitions being handed to a peer (their leaders are flushing).
     releasing: HashSet<(String, i32)>,
+    /// Topics being deleted here: their file is still on disk until their leaders stopped, and
+    /// a membership tick in between must not take them for a topic a peer created.
+    deleting: HashSet<String>,
 }
 
 impl TopicRegistry {
@@ -112,6 +115,7 @@ impl TopicRegistry {
             live,
             budget: topics::StartupBudget::new(settings.max_partitions, nofile),
             releasing: HashSet::new(),
+            deleting: HashSet::new(),
         };
         view.refresh_topics().map_err(|e| e.to_string())?;
         // Nothing is handed over at start: this broker held nothing.
@@ -132,7 +136,7 @@ impl TopicRegistry {
             }
         }
         for meta in on_disk {
-            if self.topics.get(&meta.name).is_some_and(|h| h.meta.id == meta.id) {
+            if self.deleting.contains(&meta.name) || self.topics.get(&meta.name).is_some_and(|h| h.meta.id == meta.id) {
                 continue;
             }
             let count = self.budget.take_topic(meta.partitions);
@@ -477,6 +481,7 @@ impl Handler<DeleteTopic> for TopicRegistry {
             return Box::pin(async move { Err(missing) }.into_actor(self));
         };
         let data_dir = self.settings.data_dir.clone();
+        self.deleting.insert(handle.meta.name.clone());
         let stops = handle.leaders();
         for p in 0..handle.meta.partitions {
             self.held.remove(&(handle.meta.name.clone(), p));
@@ -485,7 +490,8 @@ impl Handler<DeleteTopic> for TopicRegistry {
         for slot in handle.partitions.iter() {
             slot.set(None);
         }
-        Box::pin(stop_all(stops).into_actor(self).map(move |_, _, _| {
+        Box::pin(stop_all(stops).into_actor(self).map(move |_, act, _| {
+            act.deleting.remove(&handle.meta.name);
             topics::remove(&data_dir, &handle.meta).map_err(|e| {
                 tracing::error!(topic = %handle.meta.name, "delete: {e}");
                 ResponseError::UnknownServerError.code()
