@@ -23,6 +23,7 @@ use crate::actors::txn_coordinator::{TxnCoordinator, TxnSettings};
 use crate::config::Settings;
 use crate::protocol::connection::{Connection, Limits};
 use crate::protocol::frame::RequestPool;
+use crate::protocol::peer_link::{PeerLinkConfig, PeerLinks};
 use crate::protocol::response_budget::ResponseBudget;
 use crate::protocol::session::{Actors, Session};
 use crate::store::fence_log::FenceLog;
@@ -90,8 +91,10 @@ impl Broker {
             (0..Settings::threads(settings.partition_threads)).map(|_| Arbiter::new()).collect();
         let cluster_arbiter = Arbiter::new();
         let coordinator_arbiter = Arbiter::new();
-        // Panics where broker state lives stop the broker (see actors::supervisor).
-        for a in arbiters.iter().chain([&cluster_arbiter, &coordinator_arbiter]) {
+        let peer_arbiter = Arbiter::new();
+        // Panics where broker state lives stop the broker (see actors::supervisor); a dead peer
+        // link would leave markers retried forever, so its thread counts too.
+        for a in arbiters.iter().chain([&cluster_arbiter, &coordinator_arbiter, &peer_arbiter]) {
             a.spawn_fn(mark_state_thread);
         }
         if settings.debug_skip_fsync {
@@ -133,6 +136,11 @@ impl Broker {
         )
         .map_err(ServerError::Startup)?;
         let groups = GroupCoordinator::start_in_arbiter(&coordinator_arbiter.handle(), move |_| group_coordinator);
+        // eos-rules 43, 50: markers for partitions peers lead, over the wire, on their own thread.
+        let link_config =
+            PeerLinkConfig { max_version: settings.write_txn_markers_max_version, ..PeerLinkConfig::default() };
+        let peers =
+            PeerLinks::start_in_arbiter(&peer_arbiter.handle(), move |_| PeerLinks::new(link_config)).recipient();
         let mut shards = Vec::with_capacity(settings.txn_shards);
         for shard in 0..settings.txn_shards as u32 {
             let c = TxnCoordinator::open(
@@ -140,13 +148,14 @@ impl Broker {
                 shard,
                 directory.clone(),
                 groups.clone(),
+                Some(peers.clone()),
                 txn_settings.clone(),
             )
             .map_err(ServerError::Startup)?;
             shards.push(TxnCoordinator::start_in_arbiter(&coordinator_arbiter.handle(), move |_| c));
         }
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "recovered partitions");
-        arbiters.extend([cluster_arbiter, coordinator_arbiter]);
+        arbiters.extend([cluster_arbiter, coordinator_arbiter, peer_arbiter]);
         let responses = ResponseBudget::new(settings.queued_max_response_bytes);
         Ok(Broker { actors: Actors { directory, txn: Arc::new(shards), groups, responses }, arbiters })
     }
