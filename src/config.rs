@@ -70,6 +70,9 @@ pub struct Settings {
     /// Finalized transaction.version advertised to clients: 1 (legacy) or 2 (KIP-890, the
     /// default of new Apache Kafka 4.x clusters).
     pub transaction_version: i16,
+    /// Highest WriteTxnMarkers version this broker advertises, accepts and sends to peers:
+    /// 2 carries KIP-1228's TransactionVersion per marker, 1 is the legacy request (eos-rules 43).
+    pub write_txn_markers_max_version: i16,
     /// Kafka's max.connections: open client connections; beyond it new ones are closed at once.
     pub max_connections: usize,
     /// Kafka's max.connections.per.ip.
@@ -138,6 +141,7 @@ impl Default for Settings {
             transactional_id_expiration_ms: 7 * 24 * 3600 * 1000,
             transaction_abort_check_interval_ms: 10_000,
             transaction_version: 2,
+            write_txn_markers_max_version: 2,
             group_initial_rebalance_delay_ms: 3000,
             max_connections: 10_000,
             max_connections_per_ip: 10_000,
@@ -260,6 +264,10 @@ impl Settings {
         }
         if !(1..=2).contains(&self.transaction_version) {
             return Err(ConfigError::Invalid("transaction_version", self.transaction_version.to_string()));
+        }
+        if !(1..=2).contains(&self.write_txn_markers_max_version) {
+            let why = format!("{} (must be 1 or 2)", self.write_txn_markers_max_version);
+            return Err(ConfigError::Invalid("write_txn_markers_max_version", why));
         }
         // Each broker owns a 2^40 producer-id range below the transaction shards' ranges at 2^50.
         if !(0..=MAX_NODE_ID).contains(&self.node_id) {
@@ -405,6 +413,14 @@ mod tests {
         assert!(refused("max_partitions = 2\nnum_partitions = 3\n", "max_partitions"));
         assert!(load_toml("max_partitions = 3\nnum_partitions = 3\n").is_ok());
         assert_eq!(load_toml("").unwrap().max_partitions, 0, "auto by default");
+    }
+
+    #[test]
+    fn write_txn_markers_max_version_is_1_or_2() {
+        assert_eq!(load_toml("").unwrap().write_txn_markers_max_version, 2);
+        assert_eq!(load_toml("write_txn_markers_max_version = 1\n").unwrap().write_txn_markers_max_version, 1);
+        assert!(refused("write_txn_markers_max_version = 0\n", "write_txn_markers_max_version"));
+        assert!(refused("write_txn_markers_max_version = 3\n", "write_txn_markers_max_version"));
     }
 
     #[test]

@@ -23,6 +23,7 @@ use crate::actors::topics::TopicRegistry;
 use crate::config::Settings;
 use crate::protocol::connection::{Connection, Limits};
 use crate::protocol::frame::RequestPool;
+use crate::protocol::peer_link::{PeerLinkConfig, PeerLinks};
 use crate::protocol::response_budget::ResponseBudget;
 use crate::protocol::session::{Actors, Session};
 use crate::store::fence_log::FenceLog;
@@ -86,8 +87,10 @@ impl Broker {
             (0..Settings::threads(settings.partition_threads)).map(|_| Arbiter::new()).collect();
         let cluster_arbiter = Arbiter::new();
         let coordinator_arbiter = Arbiter::new();
-        // Panics where broker state lives stop the broker (see actors::supervisor).
-        for a in arbiters.iter().chain([&cluster_arbiter, &coordinator_arbiter]) {
+        let peer_arbiter = Arbiter::new();
+        // Panics where broker state lives stop the broker (see actors::supervisor); a dead peer
+        // link would leave markers retried forever, so its thread counts too.
+        for a in arbiters.iter().chain([&cluster_arbiter, &coordinator_arbiter, &peer_arbiter]) {
             a.spawn_fn(mark_state_thread);
         }
         if settings.debug_skip_fsync {
@@ -123,6 +126,11 @@ impl Broker {
         let max_age = settings.producer_id_expiration_ms;
         let fences =
             FenceWriter::start_in_arbiter(&cluster_arbiter.handle(), move |_| FenceWriter::new(fence_log, max_age));
+        // eos-rules 43, 50: markers for partitions peers lead, over the wire, on their own thread.
+        let link_config =
+            PeerLinkConfig { max_version: settings.write_txn_markers_max_version, ..PeerLinkConfig::default() };
+        let peers =
+            PeerLinks::start_in_arbiter(&peer_arbiter.handle(), move |_| PeerLinks::new(link_config)).recipient();
         // Peers' fences reach the local leaders through the registry, never our own fence file.
         let (data_dir, node_id, registry) = (settings.data_dir.clone(), settings.node_id, topics.clone());
         let poll = std::time::Duration::from_millis(settings.fence_poll_interval_ms);
@@ -130,13 +138,13 @@ impl Broker {
             FenceWatcher::new(data_dir, node_id, poll, registry)
         });
         let directory = Directory::new(ownership.clone(), topics.clone(), producer_ids, fences);
-        let mut coordinators = Coordinators::new(settings.clone(), coordinator_arbiter.handle());
+        let mut coordinators = Coordinators::new(settings.clone(), coordinator_arbiter.handle(), Some(peers));
         coordinators.take_or_follow(&directory, &ownership, &live_ids).map_err(ServerError::Startup)?;
         let (txn, groups) = (coordinators.txn.clone(), coordinators.groups.clone());
         let membership = Membership::new(settings.clone(), local, directory.clone(), ownership, topics, coordinators);
         Membership::start_in_arbiter(&cluster_arbiter.handle(), move |_| membership);
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "recovered partitions");
-        arbiters.extend([cluster_arbiter, coordinator_arbiter]);
+        arbiters.extend([cluster_arbiter, coordinator_arbiter, peer_arbiter]);
         let responses = ResponseBudget::new(settings.queued_max_response_bytes);
         Ok(Broker {
             actors: Actors { directory, txn, groups, responses },

@@ -122,6 +122,8 @@ where
         txn_shards: SHARDS,
         // 0 means "derive from the open-file limit", which the binary does at start-up.
         max_partitions: 100,
+        // The tests edit the ownership table themselves: no membership tick in between.
+        cluster_tick_ms: 3_600_000,
         ..Settings::default()
     });
     let system = actix::System::new();

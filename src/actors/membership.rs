@@ -10,10 +10,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use actix::{Actor, ArbiterHandle, AsyncContext, Context};
+use actix::{Actor, ArbiterHandle, AsyncContext, Context, Recipient};
 
 use super::directory::Directory;
 use super::group_coordinator::GroupCoordinator;
+use super::messages::SendPeerMarker;
 use super::slot::Slot;
 use super::topics::{Rebalance, TopicRegistry};
 use super::txn_coordinator::{TxnCoordinator, TxnSettings};
@@ -30,12 +31,18 @@ pub struct Coordinators {
     held: Option<HeldLease>,
     arbiter: ArbiterHandle,
     settings: Arc<Settings>,
+    /// Where the shards send markers for partitions peers lead.
+    peers: Option<Recipient<SendPeerMarker>>,
 }
 
 impl Coordinators {
-    pub fn new(settings: Arc<Settings>, arbiter: ArbiterHandle) -> Coordinators {
+    pub fn new(
+        settings: Arc<Settings>,
+        arbiter: ArbiterHandle,
+        peers: Option<Recipient<SendPeerMarker>>,
+    ) -> Coordinators {
         let txn = Arc::new((0..settings.txn_shards).map(|_| Slot::default()).collect());
-        Coordinators { txn, groups: Slot::default(), held: None, arbiter, settings }
+        Coordinators { txn, groups: Slot::default(), held: None, arbiter, settings, peers }
     }
 
     fn lease_path(&self) -> PathBuf {
@@ -102,8 +109,14 @@ impl Coordinators {
         };
         for (shard, slot) in self.txn.iter().enumerate() {
             let shard = u32::try_from(shard).unwrap_or(u32::MAX);
-            let c =
-                TxnCoordinator::open(&s.data_dir, shard, directory.clone(), self.groups.clone(), txn_settings.clone())?;
+            let c = TxnCoordinator::open(
+                &s.data_dir,
+                shard,
+                directory.clone(),
+                self.groups.clone(),
+                self.peers.clone(),
+                txn_settings.clone(),
+            )?;
             slot.set(Some(TxnCoordinator::start_in_arbiter(&self.arbiter, move |_| c)));
         }
         Ok(())

@@ -2,13 +2,14 @@
 //! database (`<data>/__cluster/txn/<shard>/`). Rules live in `store::txn`; this actor only
 //! persists each decided transition (write + flush on the blocking pool, never on a connection
 //! thread) before answering, then runs the effects: markers to the partition leaders, then
-//! fences. Prepare* entries found at start re-send their markers.
+//! fences. Prepare* entries found at start re-send their markers. Markers for partitions a
+//! peer broker leads go through the peer link (protocol::peer_link, a `Recipient` given at start).
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
-use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, WrapFuture};
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Recipient, WrapFuture};
 use tokio::sync::oneshot;
 
 use super::directory::{Directory, Location};
@@ -17,7 +18,7 @@ use super::messages::*;
 use super::slot::Slot;
 use crate::error_code::ResponseError;
 use crate::store::clock::now_ms;
-use crate::store::ownership::Owned;
+use crate::store::ownership::{Broker, Owned};
 use crate::store::producer_ids::ProducerIdAllocator;
 use crate::store::txn::{self as core, Decision, Effect, MarkerBatch, MarkerOutcome, MarkerTarget, TxnEntry};
 
@@ -39,6 +40,8 @@ pub struct TxnCoordinator {
     ids: ProducerIdAllocator,
     directory: Directory,
     groups: Slot<GroupCoordinator>,
+    /// Where markers for partitions a peer leads go; None: they wait until led here.
+    peers: Option<Recipient<SendPeerMarker>>,
     settings: TxnSettings,
 }
 
@@ -48,6 +51,7 @@ impl TxnCoordinator {
         shard: u32,
         directory: Directory,
         groups: Slot<GroupCoordinator>,
+        peers: Option<Recipient<SendPeerMarker>>,
         settings: TxnSettings,
     ) -> Result<TxnCoordinator, String> {
         let path = data_dir.join("__cluster").join("txn").join(shard.to_string());
@@ -64,7 +68,7 @@ impl TxnCoordinator {
             }
         }
         let ids = ProducerIdAllocator::open_txn_shard(data_dir, shard).map_err(|e| format!("producer ids: {e}"))?;
-        Ok(TxnCoordinator { shard, db, db_file, entries, ids, directory, groups, settings })
+        Ok(TxnCoordinator { shard, db, db_file, entries, ids, directory, groups, peers, settings })
     }
 
     /// The core asks for at most one fresh id per decision; `ensure_reserved` ran before, so
@@ -146,7 +150,9 @@ impl TxnCoordinator {
         };
         // The shard's coordinator epoch: markers from an older owner of the shard are refused.
         let coordinator_epoch = self.directory.lease(&Owned::TxnShard(self.shard)).map_or(0, |l| l.epoch);
-        let send = write_markers(self.directory.clone(), coordinator_epoch, self.groups.clone(), batch);
+        let targets =
+            Targets { directory: self.directory.clone(), groups: self.groups.clone(), peers: self.peers.clone() };
+        let send = write_markers(targets, coordinator_epoch, batch);
         ctx.spawn(send.into_actor(self).map(move |codes, act, ctx| {
             for f in fences {
                 act.directory.fence(f.producer_id, f.epoch);
@@ -183,20 +189,23 @@ async fn wait(backoff_ms: u64) -> u64 {
     core::next_marker_backoff_ms(backoff_ms)
 }
 
+/// Where a transaction's markers go: local leaders (through the directory), the group
+/// coordinator for `__consumer_offsets` partitions, peers through the peer link.
+#[derive(Clone)]
+struct Targets {
+    directory: Directory,
+    groups: Slot<GroupCoordinator>,
+    peers: Option<Recipient<SendPeerMarker>>,
+}
+
 /// Sends one marker to every partition of the transaction and waits for all; each partition's
 /// final answer comes back (see [`core::marker_phase_stuck`]). Retriable failures are resent
 /// (eos-rules 50), deleted partitions answer UNKNOWN_TOPIC_OR_PARTITION and are dropped (rule 41).
-async fn write_markers(
-    directory: Directory,
-    coordinator_epoch: i32,
-    groups: Slot<GroupCoordinator>,
-    batch: MarkerBatch,
-) -> Vec<i16> {
+async fn write_markers(targets: Targets, coordinator_epoch: i32, batch: MarkerBatch) -> Vec<i16> {
     let MarkerBatch { producer_id, epoch, commit, partitions, txn_version } = batch;
     let mut waits = Vec::new();
     for (topic, partition) in partitions {
-        let directory = directory.clone();
-        let groups = groups.clone();
+        let Targets { directory, groups, peers } = targets.clone();
         waits.push(async move {
             let mut backoff_ms = core::MARKER_FIRST_BACKOFF_MS;
             loop {
@@ -230,10 +239,29 @@ async fn write_markers(
                 }
                 let leader = match directory.leader(&handle, partition) {
                     Location::Local(leader) => leader,
-                    // Markers to a partition a peer leads go over the wire in the cluster (issue
-                    // D); until then the marker waits, like any retriable marker, to be led here.
                     Location::Peer(b) => {
-                        tracing::warn!(%topic, partition, leader = b.node_id, "marker for a partition led elsewhere, retrying");
+                        let Some(peers) = &peers else {
+                            tracing::warn!(%topic, partition, leader = b.node_id, "no peer link: marker waits to be led here");
+                            backoff_ms = wait(backoff_ms).await;
+                            continue;
+                        };
+                        // eos-rules 41, 43, 45, 48: WriteTxnMarkers to the peer, with the shard's
+                        // coordinator epoch and the entry's transaction version.
+                        let marker = PeerMarker {
+                            producer_id,
+                            producer_epoch: epoch,
+                            commit,
+                            coordinator_epoch,
+                            transaction_version: txn_version,
+                            topic: topic.clone(),
+                            partition,
+                        };
+                        let code = send_to_peer(peers, b.clone(), marker).await;
+                        // eos-rules 50, as for a local leader's answer but with the peer's codes.
+                        if core::peer_marker_outcome(code) != MarkerOutcome::Retry {
+                            return code;
+                        }
+                        tracing::warn!(%topic, partition, leader = b.node_id, code, "marker not written by the peer, retrying");
                         backoff_ms = wait(backoff_ms).await;
                         continue;
                     }
@@ -265,6 +293,39 @@ async fn write_markers(
         });
     }
     futures::future::join_all(waits).await
+}
+
+/// One marker through the peer link: the peer's code for the partition, or the code a failed
+/// send stands for (eos-rules 50: retriable unless no version is common).
+async fn send_to_peer(peers: &Recipient<SendPeerMarker>, peer: Broker, marker: PeerMarker) -> i16 {
+    let node = peer.node_id;
+    let (tx, rx) = oneshot::channel();
+    let msg = SendPeerMarker { peer, marker, reply: tx };
+    let answer = async {
+        peers.send(msg).await.map_err(|_| PeerSendError::Disconnected("the peer link stopped".into()))?;
+        rx.await.map_err(|_| PeerSendError::Disconnected("the peer link dropped the marker".into()))?
+    };
+    // The link answers within its request timeout; this only guards against an answer lost.
+    let bound = Duration::from_millis(2 * core::PEER_REQUEST_TIMEOUT_MS);
+    let answer = tokio::time::timeout(bound, answer)
+        .await
+        .unwrap_or(Err(PeerSendError::TimedOut(2 * core::PEER_REQUEST_TIMEOUT_MS)));
+    match answer {
+        Ok(a) => {
+            if !core::peer_code_is_expected(a.error_code) {
+                tracing::error!(
+                    node,
+                    code = a.error_code,
+                    "a peer answered a marker with a code eos-rules 50 does not list; retrying"
+                );
+            }
+            a.error_code
+        }
+        Err(e) => {
+            tracing::warn!(node, "marker to peer not sent: {e}");
+            core::peer_send_code(&e)
+        }
+    }
 }
 
 impl Actor for TxnCoordinator {

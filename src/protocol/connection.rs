@@ -26,7 +26,8 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use super::frame::{encode_response, read_frame, FrameError, RequestPool};
 use super::handlers::api_versions;
 use super::response_budget::Charge;
-use super::{decode, dispatch, Answer, RequestError, Session};
+use super::versions::Offered;
+use super::{decode_for, dispatch, Answer, RequestError, Session};
 use crate::actors::quotas::ConnectionPermit;
 
 /// Per-connection bounds, from the settings.
@@ -110,6 +111,7 @@ async fn serve(stream: std::net::TcpStream, peer: SocketAddr, session: Rc<Sessio
         }
         let _ = wr.shutdown().await;
     });
+    let offered = Offered::from_settings(&session.settings);
     let mut pending: FuturesOrdered<InFlight> = FuturesOrdered::new();
     let mut reading = true;
     let idle = tokio::time::sleep(max_idle);
@@ -126,7 +128,7 @@ async fn serve(stream: std::net::TcpStream, peer: SocketAddr, session: Rc<Sessio
                     tracing::warn!(%peer, "closing connection: {e}");
                     break;
                 }
-                Some(Ok((frame, permit))) => match decode(frame) {
+                Some(Ok((frame, permit))) => match decode_for(frame, offered) {
                     Ok(d) => {
                         let (header, key) = (d.header.clone(), d.api_key);
                         tracing::trace!(%peer, api = ?key, version = header.request_api_version, "request");

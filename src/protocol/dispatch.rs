@@ -52,9 +52,16 @@ pub enum Request {
     WriteTxnMarkers(Vec<txn_markers_codec::TxnMarker>),
 }
 
-/// Decodes a frame's header and body. Unknown keys and versions are refused before the body is
-/// looked at; ApiVersions with a too-new version is answered by the caller (UNSUPPORTED_VERSION).
+/// Decodes a frame's header and body with every version kaas implements accepted (fuzzing,
+/// tests); a connection uses [`decode_for`] with its broker's settings.
 pub fn decode(frame: Bytes) -> Result<Decoded, (Option<RequestHeader>, RequestError)> {
+    decode_for(frame, versions::Offered::ALL)
+}
+
+/// Decodes a frame's header and body. Unknown keys and versions (and versions the settings
+/// take away, `offered`) are refused before the body is looked at; ApiVersions with a too-new
+/// version is answered by the caller (UNSUPPORTED_VERSION).
+pub fn decode_for(frame: Bytes, offered: versions::Offered) -> Result<Decoded, (Option<RequestHeader>, RequestError)> {
     let mut buf = frame;
     // frame.rs guarantees >= 8 bytes, so the header decoder's fixed peeks are in bounds.
     let key = i16::from_be_bytes([buf[0], buf[1]]);
@@ -69,7 +76,7 @@ pub fn decode(frame: Bytes) -> Result<Decoded, (Option<RequestHeader>, RequestEr
     }
     let header = kafka_protocol::protocol::decode_request_header_from_buffer(&mut buf)
         .map_err(|e| (None, RequestError::Header(e.to_string())))?;
-    if !versions::is_supported(api_key, version) {
+    if !offered.accepts(api_key, version) {
         return Err((Some(header), RequestError::UnsupportedVersion(api_key, version)));
     }
     let request = if api_key == ApiKey::WriteTxnMarkers {
@@ -120,7 +127,8 @@ pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
             .boxed_local();
         }
         RequestKind::ApiVersions(r) => {
-            let resp = api_versions::handle(v, session.settings.transaction_version, r);
+            let offered = versions::Offered::from_settings(&session.settings);
+            let resp = api_versions::handle(v, session.settings.transaction_version, offered, r);
             return async move { Some(ResponseKind::ApiVersions(resp).into()) }.boxed_local();
         }
         RequestKind::FindCoordinator(r) => {

@@ -5,6 +5,7 @@ pub mod connection;
 pub mod dispatch;
 pub mod frame;
 pub mod handlers;
+pub mod peer_link;
 pub mod response_budget;
 pub mod session;
 pub mod txn_markers_codec;
@@ -12,7 +13,7 @@ pub mod versions;
 
 use kafka_protocol::protocol::StrBytes;
 
-pub use dispatch::{decode, dispatch, Answer, Decoded, Pending, Request, RequestError};
+pub use dispatch::{decode, decode_for, dispatch, Answer, Decoded, Pending, Request, RequestError};
 pub use session::Session;
 
 pub fn str_bytes(s: &str) -> StrBytes {

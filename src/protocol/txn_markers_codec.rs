@@ -1,6 +1,7 @@
 //! WriteTxnMarkers request v1 and v2 (KIP-1228 adds a per-marker TransactionVersion int8).
-//! kafka-protocol 0.18 only knows v1, so both are decoded here by hand; the response is the
-//! same for both versions and is encoded by kafka-protocol as v1.
+//! kafka-protocol 0.18 only knows v1, so both are decoded and encoded here by hand; the response
+//! is the same for both versions, so kafka-protocol's v1 encodes it (the broker) and decodes it
+//! (a coordinator reading a peer's answer, [`decode_response`]).
 
 use bytes::{Buf, Bytes};
 use thiserror::Error;
@@ -15,6 +16,8 @@ pub enum CodecError {
     Utf8,
     #[error("unsupported version {0}")]
     Version(i16),
+    #[error("response: {0}")]
+    Response(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,6 +172,43 @@ pub fn encode_request(markers: &[TxnMarker], version: i16) -> Vec<u8> {
     out
 }
 
+/// One partition's answer in a WriteTxnMarkers response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MarkerPartitionResult {
+    pub producer_id: i64,
+    pub topic: String,
+    pub partition: i32,
+    pub error_code: i16,
+}
+
+/// Decodes a response body (after the response header) to a v1 or v2 request. eos-rules 43:
+/// KIP-1228 left the response unchanged, so kafka-protocol's v1 decoder reads both.
+pub fn decode_response(mut body: Bytes, version: i16) -> Result<Vec<MarkerPartitionResult>, CodecError> {
+    use kafka_protocol::messages::WriteTxnMarkersResponse;
+    use kafka_protocol::protocol::Decodable;
+    if !(1..=2).contains(&version) {
+        return Err(CodecError::Version(version));
+    }
+    let response = WriteTxnMarkersResponse::decode(&mut body, 1).map_err(|e| CodecError::Response(e.to_string()))?;
+    if body.has_remaining() {
+        return Err(CodecError::Response(format!("{} trailing bytes", body.remaining())));
+    }
+    let mut out = Vec::new();
+    for m in response.markers {
+        for t in m.topics {
+            for p in t.partitions {
+                out.push(MarkerPartitionResult {
+                    producer_id: m.producer_id.0,
+                    topic: t.name.0.to_string(),
+                    partition: p.partition_index,
+                    error_code: p.error_code,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,6 +251,67 @@ mod tests {
         let mut buf = bytes::BytesMut::new();
         req.encode(&mut buf, 1).unwrap();
         assert_eq!(buf.to_vec(), encode_request(&[sample(0)], 1));
+    }
+
+    #[test]
+    fn rule_43_requests_round_trip_through_the_decoder() {
+        let mut abort = sample(0);
+        abort.commit = false;
+        abort.producer_id = i64::MAX;
+        abort.producer_epoch = i16::MAX;
+        abort.coordinator_epoch = -1;
+        abort.topics.push(MarkerTopic { name: "é-topic".into(), partitions: (0..200).collect() });
+        let markers = vec![sample(2), abort, TxnMarker { topics: Vec::new(), ..sample(1) }];
+        let v2 = encode_request(&markers, 2);
+        assert_eq!(decode_request(Bytes::from(v2), 2).unwrap(), markers);
+        // v1 has no TransactionVersion: it decodes as 0 (legacy validation, eos-rules 46)
+        let as_v1: Vec<TxnMarker> = markers.iter().map(|m| TxnMarker { transaction_version: 0, ..m.clone() }).collect();
+        assert_eq!(decode_request(Bytes::from(encode_request(&markers, 1)), 1).unwrap(), as_v1);
+    }
+
+    fn response_body() -> Bytes {
+        use kafka_protocol::messages::write_txn_markers_response::{
+            WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
+        };
+        use kafka_protocol::messages::{ProducerId, TopicName, WriteTxnMarkersResponse};
+        use kafka_protocol::protocol::{Encodable, StrBytes};
+        let mut r = WriteTxnMarkersResponse::default();
+        let mut m = WritableTxnMarkerResult::default();
+        m.producer_id = ProducerId(42);
+        let mut t = WritableTxnMarkerTopicResult::default();
+        t.name = TopicName(StrBytes::from_static_str("orders"));
+        for (p, code) in [(0, 0), (2, 47)] {
+            let mut pr = WritableTxnMarkerPartitionResult::default();
+            pr.partition_index = p;
+            pr.error_code = code;
+            t.partitions.push(pr);
+        }
+        m.topics.push(t);
+        r.markers.push(m);
+        let mut buf = bytes::BytesMut::new();
+        r.encode(&mut buf, 1).unwrap();
+        buf.freeze()
+    }
+
+    #[test]
+    fn rule_43_v1_and_v2_responses_decode_alike() {
+        let expected = vec![
+            MarkerPartitionResult { producer_id: 42, topic: "orders".into(), partition: 0, error_code: 0 },
+            MarkerPartitionResult { producer_id: 42, topic: "orders".into(), partition: 2, error_code: 47 },
+        ];
+        assert_eq!(decode_response(response_body(), 1).unwrap(), expected);
+        assert_eq!(decode_response(response_body(), 2).unwrap(), expected);
+        assert_eq!(decode_response(response_body(), 3), Err(CodecError::Version(3)));
+    }
+
+    #[test]
+    fn malformed_responses_are_errors() {
+        let body = response_body();
+        assert!(decode_response(body.slice(..body.len() - 3), 2).is_err());
+        let mut trailing = body.to_vec();
+        trailing.push(0);
+        assert!(matches!(decode_response(Bytes::from(trailing), 2), Err(CodecError::Response(_))));
+        assert!(decode_response(Bytes::new(), 1).is_err());
     }
 
     #[test]

@@ -2,6 +2,8 @@
 
 use kafka_protocol::messages::ApiKey;
 
+use crate::config::Settings;
+
 /// (api, min, max) kaas decodes. Fetch stops at v12 (v13+ need topic ids), Produce at v12.
 /// Produce v12 and EndTxn v5 are the TV2 versions: advertised only with transaction.version=2
 /// finalized (eos-rules 60), see [`advertised`].
@@ -38,15 +40,45 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::WriteTxnMarkers, 1, 2),
 ];
 
+/// What this broker's settings take out of [`SUPPORTED`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Offered {
+    /// transaction.version = 2 is finalized (eos-rules 60).
+    pub tv2: bool,
+    /// `write_txn_markers_max_version`: 1 hides and refuses KIP-1228's v2 (eos-rules 43).
+    pub write_txn_markers_max: i16,
+}
+
+impl Offered {
+    /// Everything kaas implements.
+    pub const ALL: Offered = Offered { tv2: true, write_txn_markers_max: 2 };
+
+    pub fn from_settings(settings: &Settings) -> Offered {
+        Offered {
+            tv2: settings.transaction_version >= 2,
+            write_txn_markers_max: settings.write_txn_markers_max_version,
+        }
+    }
+
+    /// Whether a request of this version is decoded at all. Versions hidden for TV1 stay
+    /// accepted (Java caps itself), but a WriteTxnMarkers version above the setting is refused
+    /// like any unsupported version.
+    pub fn accepts(&self, key: ApiKey, version: i16) -> bool {
+        is_supported(key, version) && !(key == ApiKey::WriteTxnMarkers && version > self.write_txn_markers_max)
+    }
+}
+
 /// What ApiVersions lists: with TV1 Java caps Produce at v11 and EndTxn at v4 itself, but
 /// other clients pick the highest advertised version, so the TV2 versions are hidden.
-pub fn advertised(tv2: bool) -> Vec<(ApiKey, i16, i16)> {
+pub fn advertised(offered: Offered) -> Vec<(ApiKey, i16, i16)> {
+    let tv2 = offered.tv2;
     SUPPORTED
         .iter()
         .map(|&(k, min, max)| match k {
             ApiKey::Produce if !tv2 => (k, min, 11),
             ApiKey::EndTxn if !tv2 => (k, min, 4),
             ApiKey::TxnOffsetCommit if !tv2 => (k, min, 4),
+            ApiKey::WriteTxnMarkers => (k, min, max.min(offered.write_txn_markers_max)),
             _ => (k, min, max),
         })
         .collect()
@@ -67,11 +99,28 @@ mod tests {
 
     #[test]
     fn rule_60_tv2_versions_only_with_tv2() {
-        let find = |tv2, key| advertised(tv2).into_iter().find(|(k, _, _)| *k == key).map(|(_, _, max)| max);
+        let find = |tv2, key| {
+            advertised(Offered { tv2, ..Offered::ALL }).into_iter().find(|(k, _, _)| *k == key).map(|(_, _, max)| max)
+        };
         assert_eq!(find(false, ApiKey::Produce), Some(11));
         assert_eq!(find(false, ApiKey::EndTxn), Some(4));
         assert_eq!(find(true, ApiKey::Produce), Some(12));
         assert_eq!(find(true, ApiKey::EndTxn), Some(5));
+    }
+
+    #[test]
+    fn rule_43_write_txn_markers_v2_only_up_to_the_setting() {
+        let max = |o: Offered| {
+            advertised(o).into_iter().find(|(k, _, _)| *k == ApiKey::WriteTxnMarkers).map(|(_, min, max)| (min, max))
+        };
+        assert_eq!(max(Offered::ALL), Some((1, 2)));
+        let v1 = Offered { write_txn_markers_max: 1, ..Offered::ALL };
+        assert_eq!(max(v1), Some((1, 1)));
+        assert!(Offered::ALL.accepts(ApiKey::WriteTxnMarkers, 2));
+        assert!(v1.accepts(ApiKey::WriteTxnMarkers, 1));
+        assert!(!v1.accepts(ApiKey::WriteTxnMarkers, 2), "refused like any unadvertised version");
+        assert!(v1.accepts(ApiKey::Produce, 12), "other APIs are untouched");
+        assert_eq!(Offered::from_settings(&Settings::default()), Offered::ALL);
     }
 
     #[test]

@@ -6,18 +6,24 @@ use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
 
 use crate::error_code::ResponseError;
 use crate::protocol::str_bytes;
-use crate::protocol::versions::advertised;
+use crate::protocol::versions::{advertised, Offered};
 
-fn ranges(tv2: bool) -> Vec<ApiVersion> {
-    advertised(tv2)
+fn ranges(offered: Offered) -> Vec<ApiVersion> {
+    advertised(offered)
         .into_iter()
         .map(|(k, min, max)| ApiVersion::default().with_api_key(k as i16).with_min_version(min).with_max_version(max))
         .collect()
 }
 
-/// `transaction_version`: the finalized transaction.version (1 or 2).
-pub fn handle(version: i16, transaction_version: i16, _req: ApiVersionsRequest) -> ApiVersionsResponse {
-    let mut r = ApiVersionsResponse::default().with_api_keys(ranges(transaction_version >= 2));
+/// `transaction_version`: the finalized transaction.version (1 or 2); `offered`: what the
+/// settings advertise (eos-rules 43, 60).
+pub fn handle(
+    version: i16,
+    transaction_version: i16,
+    offered: Offered,
+    _req: ApiVersionsRequest,
+) -> ApiVersionsResponse {
+    let mut r = ApiVersionsResponse::default().with_api_keys(ranges(offered));
     if version >= 3 {
         // eos-rules 60: Java switches to TV2 only when the finalized level is >= 2.
         let mut supported = SupportedFeatureKey::default();
@@ -38,7 +44,8 @@ pub fn handle(version: i16, transaction_version: i16, _req: ApiVersionsRequest) 
 /// Apache Kafka answers a too-new ApiVersions with a v0 response carrying code 35 and the
 /// supported ranges, so the client can retry with a version both sides know.
 pub fn unsupported() -> ApiVersionsResponse {
+    let offered = Offered { tv2: false, ..Offered::ALL };
     ApiVersionsResponse::default()
         .with_error_code(ResponseError::UnsupportedVersion.code())
-        .with_api_keys(ranges(false))
+        .with_api_keys(ranges(offered))
 }

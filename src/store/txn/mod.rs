@@ -30,6 +30,7 @@ pub mod describe;
 pub mod end_txn;
 pub mod init_producer_id;
 pub mod markers;
+pub mod peer_markers;
 pub mod timeout;
 pub mod verification;
 
@@ -43,6 +44,10 @@ pub use init_producer_id::{idempotent_init_producer_id, init_producer_id};
 pub use markers::{
     complete, completion, marker_outcome, marker_phase_stuck, marker_target, next_marker_backoff_ms, resend_markers,
     schedule, MarkerBatch, MarkerOutcome, MarkerTarget, MARKER_FIRST_BACKOFF_MS,
+};
+pub use peer_markers::{
+    marker_request_version, peer_code_is_expected, peer_marker_outcome, peer_send_code, PeerSendError,
+    MAX_MARKERS_VERSION, MIN_MARKERS_VERSION, PEER_REQUEST_TIMEOUT_MS,
 };
 pub use timeout::{expire, is_expired, is_timed_out, needs_reaping, timeout_abort};
 pub use verification::{produce_verification_error, txn_offset_commit_error, verify_partitions, ImplicitAddRetry};

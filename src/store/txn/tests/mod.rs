@@ -6,6 +6,7 @@ mod describe;
 mod end_txn;
 mod init_producer_id;
 mod markers;
+mod peer_markers;
 mod timeout;
 mod verification;
 
