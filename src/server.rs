@@ -129,8 +129,8 @@ impl Broker {
         // eos-rules 43, 50: markers for partitions peers lead, over the wire, on their own thread.
         let link_config =
             PeerLinkConfig { max_version: settings.write_txn_markers_max_version, ..PeerLinkConfig::default() };
-        let peers =
-            PeerLinks::start_in_arbiter(&peer_arbiter.handle(), move |_| PeerLinks::new(link_config)).recipient();
+        let peer_links = PeerLinks::start_in_arbiter(&peer_arbiter.handle(), move |_| PeerLinks::new(link_config));
+        let peers = peer_links.clone().recipient();
         // Peers' fences reach the local leaders through the registry, never our own fence file.
         let (data_dir, node_id, registry) = (settings.data_dir.clone(), settings.node_id, topics.clone());
         let poll = std::time::Duration::from_millis(settings.fence_poll_interval_ms);
@@ -147,7 +147,7 @@ impl Broker {
         arbiters.extend([cluster_arbiter, coordinator_arbiter, peer_arbiter]);
         let responses = ResponseBudget::new(settings.queued_max_response_bytes);
         Ok(Broker {
-            actors: Actors { directory, txn, groups, responses },
+            actors: Actors { directory, txn, groups, responses, peers: peer_links },
             arbiters,
             _registration: registration,
             _fence_watcher: fence_watcher,

@@ -1,5 +1,7 @@
 //! PeerLinks: the wire client a transaction coordinator writes markers with on partitions other
-//! brokers lead, as Apache Kafka's TransactionMarkerChannelManager does. One TCP connection per
+//! brokers lead, as Apache Kafka's TransactionMarkerChannelManager does, and a partition leader
+//! verifies or adds its partition with a coordinator another broker runs (AddPartitionsToTxn
+//! v4/v5, as Kafka's AddPartitionsToTxnManager does). One TCP connection per
 //! peer broker, opened on the first marker for it; ApiVersions first, to pick the WriteTxnMarkers
 //! version (KIP-1228, eos-rules 43: v2 when the peer advertises it, else v1), then requests
 //! pipelined with correlation ids. Each peer has a bounded queue and every marker a deadline: a
@@ -10,12 +12,16 @@
 //! It lives in `protocol` (it speaks the wire); the coordinator only knows it as a
 //! `Recipient<SendPeerMarker>`, given to it at start (server.rs).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
-use actix::{Actor, Context, Handler};
+use actix::{Actor, Context, Handler, Message};
 use bytes::{BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader};
+use kafka_protocol::messages::add_partitions_to_txn_request::{AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction};
+use kafka_protocol::messages::{
+    AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ApiKey, ApiVersionsRequest, ApiVersionsResponse, ProducerId,
+    RequestHeader, ResponseHeader, TopicName, TransactionalId,
+};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -60,17 +66,97 @@ impl Default for PeerLinkConfig {
     }
 }
 
-/// A marker waiting for its answer.
+/// AddPartitionsToTxn for one transaction, sent by a partition leader here to the broker that
+/// runs the transaction's coordinator, as Kafka's AddPartitionsToTxnManager does (KIP-890): v4
+/// with VerifyOnly to verify a TV1 transaction's partition (eos-rules 27), v5 to add it for TV2
+/// (eos-rules 29). The answer is each partition's error code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerAddPartitions {
+    pub transactional_id: String,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub partitions: BTreeSet<(String, i32)>,
+    pub verify_only: bool,
+}
+
+pub type AddPartitionsAnswer = Result<BTreeMap<(String, i32), i16>, PeerSendError>;
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct SendPeerAddPartitions {
+    pub peer: Broker,
+    pub request: PeerAddPartitions,
+    pub reply: Reply<AddPartitionsAnswer>,
+}
+
+/// What a job sends, and where its answer goes.
+enum Work {
+    Marker(PeerMarker, Reply<Result<PeerMarkerAnswer, PeerSendError>>),
+    AddPartitions(PeerAddPartitions, Reply<AddPartitionsAnswer>),
+}
+
+/// A request waiting for its answer.
 struct Job {
-    marker: PeerMarker,
+    work: Work,
     deadline: Instant,
-    reply: Reply<Result<PeerMarkerAnswer, PeerSendError>>,
 }
 
 impl Job {
-    fn answer(self, result: Result<PeerMarkerAnswer, PeerSendError>) {
-        let _ = self.reply.send(result);
+    fn fail(self, e: PeerSendError) {
+        match self.work {
+            Work::Marker(_, reply) => {
+                let _ = reply.send(Err(e));
+            }
+            Work::AddPartitions(_, reply) => {
+                let _ = reply.send(Err(e));
+            }
+        }
     }
+
+    fn is_abandoned(&self) -> bool {
+        match &self.work {
+            Work::Marker(_, reply) => reply.is_closed(),
+            Work::AddPartitions(_, reply) => reply.is_closed(),
+        }
+    }
+
+    /// The request frame, its API and version, for a connection with `versions`.
+    fn request(&self, versions: &Versions, id: i32, client_id: &str) -> Result<(Bytes, ApiKey, i16), PeerSendError> {
+        match &self.work {
+            Work::Marker(marker, _) => {
+                let version = versions.markers.ok_or(PeerSendError::NoCommonVersion)?;
+                Ok((marker_request(marker, version, id, client_id)?, ApiKey::WriteTxnMarkers, version))
+            }
+            Work::AddPartitions(add, _) => {
+                // Broker-to-broker AddPartitionsToTxn is v4+; v5 adds for TV2 (KIP-890).
+                let want = if add.verify_only { 4 } else { 5 };
+                let version = versions.add_partitions.filter(|max| *max >= want).map(|_| want);
+                let version = version.ok_or(PeerSendError::NoCommonVersion)?;
+                Ok((add_partitions_request(add, version, id, client_id)?, ApiKey::AddPartitionsToTxn, version))
+            }
+        }
+    }
+
+    /// Hands the answer in `body` to the job's caller.
+    fn answer(self, body: Bytes, version: i16) {
+        match self.work {
+            Work::Marker(marker, reply) => {
+                let _ = reply.send(marker_answer(body, version, &marker));
+            }
+            Work::AddPartitions(add, reply) => {
+                let _ = reply.send(add_partitions_answer(body, version, &add));
+            }
+        }
+    }
+}
+
+/// The versions a connection's peer speaks, from its ApiVersions answer.
+#[derive(Debug, Clone, Copy)]
+struct Versions {
+    /// WriteTxnMarkers (eos-rules 43), None without a common version.
+    markers: Option<i16>,
+    /// The peer's highest AddPartitionsToTxn.
+    add_partitions: Option<i16>,
 }
 
 /// The queue of one peer's connection task.
@@ -119,18 +205,32 @@ impl Handler<SendPeerMarker> for PeerLinks {
     type Result = ();
 
     fn handle(&mut self, msg: SendPeerMarker, _: &mut Self::Context) {
+        self.queue(&msg.peer, Work::Marker(msg.marker, msg.reply));
+    }
+}
+
+impl Handler<SendPeerAddPartitions> for PeerLinks {
+    type Result = ();
+
+    fn handle(&mut self, msg: SendPeerAddPartitions, _: &mut Self::Context) {
+        self.queue(&msg.peer, Work::AddPartitions(msg.request, msg.reply));
+    }
+}
+
+impl PeerLinks {
+    fn queue(&mut self, peer: &Broker, work: Work) {
         let deadline = Instant::now() + self.config.request_timeout;
-        let mut job = Job { marker: msg.marker, deadline, reply: msg.reply };
+        let mut job = Job { work, deadline };
         // A link whose connection just ended is replaced once.
         for _ in 0..2 {
-            match self.link(&msg.peer).try_send(job) {
+            match self.link(peer).try_send(job) {
                 Ok(()) => return,
-                // eos-rules 50: a full queue is a retriable answer; the marker loop backs off.
-                Err(TrySendError::Full(j)) => return j.answer(Err(PeerSendError::Busy)),
+                // eos-rules 50: a full queue is a retriable answer; the caller backs off.
+                Err(TrySendError::Full(j)) => return j.fail(PeerSendError::Busy),
                 Err(TrySendError::Closed(j)) => job = j,
             }
         }
-        job.answer(Err(PeerSendError::Disconnected("the peer link closed".into())));
+        job.fail(PeerSendError::Disconnected("the peer link closed".into()));
     }
 }
 
@@ -142,16 +242,16 @@ async fn run(address: (String, i32), mut jobs: mpsc::Receiver<Job>, config: Peer
         .await
         .unwrap_or_else(|_| Err(PeerSendError::TimedOut(millis(config.request_timeout))));
     let end = match opened {
-        Ok((stream, version)) => {
-            tracing::info!(%peer, version, "peer link open: WriteTxnMarkers v{version}");
-            serve(stream, version, &mut jobs, &config).await
+        Ok((stream, versions)) => {
+            tracing::info!(%peer, markers = ?versions.markers, add_partitions = ?versions.add_partitions, "peer link open");
+            serve(stream, versions, &mut jobs, &config).await
         }
         Err(e) => e,
     };
     tracing::warn!(%peer, "peer link closed: {end}");
     jobs.close();
     while let Ok(job) = jobs.try_recv() {
-        job.answer(Err(end.clone()));
+        job.fail(end.clone());
     }
 }
 
@@ -163,8 +263,9 @@ fn lost(e: std::io::Error) -> PeerSendError {
     PeerSendError::Disconnected(e.to_string())
 }
 
-/// Connects and asks ApiVersions; the version to send markers with (eos-rules 43).
-async fn open(address: &(String, i32), config: &PeerLinkConfig) -> Result<(TcpStream, i16), PeerSendError> {
+/// Connects and asks ApiVersions: the versions to send markers (eos-rules 43) and
+/// AddPartitionsToTxn with.
+async fn open(address: &(String, i32), config: &PeerLinkConfig) -> Result<(TcpStream, Versions), PeerSendError> {
     let port = u16::try_from(address.1).map_err(|_| PeerSendError::Unreachable(format!("port {}", address.1)))?;
     let mut stream = TcpStream::connect((address.0.as_str(), port))
         .await
@@ -190,13 +291,12 @@ async fn open(address: &(String, i32), config: &PeerLinkConfig) -> Result<(TcpSt
     if versions.error_code != 0 {
         return Err(PeerSendError::Malformed(format!("ApiVersions error {}", versions.error_code)));
     }
-    let range = versions
-        .api_keys
-        .iter()
-        .find(|k| k.api_key == ApiKey::WriteTxnMarkers as i16)
-        .map(|k| (k.min_version, k.max_version));
-    let version = marker_request_version(config.max_version, range).ok_or(PeerSendError::NoCommonVersion)?;
-    Ok((stream, version))
+    let range = |key: ApiKey| {
+        versions.api_keys.iter().find(|k| k.api_key == key as i16).map(|k| (k.min_version, k.max_version))
+    };
+    let markers = marker_request_version(config.max_version, range(ApiKey::WriteTxnMarkers));
+    let add_partitions = range(ApiKey::AddPartitionsToTxn).map(|(_, max)| max);
+    Ok((stream, Versions { markers, add_partitions }))
 }
 
 /// A request frame: length, header (with `client_id`), body.
@@ -254,11 +354,66 @@ async fn read_response<R: AsyncRead + Unpin>(r: &mut R, max: usize) -> Result<By
     Ok(Bytes::from(buf))
 }
 
-/// A WriteTxnMarkers response frame: its correlation id and its per-partition answers.
-fn split_answer(mut frame: Bytes, version: i16) -> Result<(i32, Bytes), PeerSendError> {
-    let header = ResponseHeader::decode(&mut frame, ApiKey::WriteTxnMarkers.response_header_version(version))
+/// A response frame's correlation id and body. Every request the link sends is flexible
+/// (WriteTxnMarkers v1+, AddPartitionsToTxn v4+), so every answer has the same header version.
+fn split_answer(mut frame: Bytes) -> Result<(i32, Bytes), PeerSendError> {
+    let header = ResponseHeader::decode(&mut frame, ApiKey::WriteTxnMarkers.response_header_version(1))
         .map_err(|e| PeerSendError::Malformed(e.to_string()))?;
     Ok((header.correlation_id, frame))
+}
+
+/// The AddPartitionsToTxn v4/v5 request of one transaction.
+pub fn add_partitions_request(
+    add: &PeerAddPartitions,
+    version: i16,
+    correlation_id: i32,
+    client_id: &str,
+) -> Result<Bytes, PeerSendError> {
+    let mut topics: Vec<AddPartitionsToTxnTopic> = Vec::new();
+    for (topic, p) in &add.partitions {
+        match topics.last_mut() {
+            Some(t) if t.name.0.as_str() == topic => t.partitions.push(*p),
+            _ => topics.push(
+                AddPartitionsToTxnTopic::default()
+                    .with_name(TopicName(StrBytes::from_string(topic.clone())))
+                    .with_partitions(vec![*p]),
+            ),
+        }
+    }
+    let txn = AddPartitionsToTxnTransaction::default()
+        .with_transactional_id(TransactionalId(StrBytes::from_string(add.transactional_id.clone())))
+        .with_producer_id(ProducerId(add.producer_id))
+        .with_producer_epoch(add.producer_epoch)
+        .with_verify_only(add.verify_only)
+        .with_topics(topics);
+    let mut body = BytesMut::new();
+    AddPartitionsToTxnRequest::default()
+        .with_transactions(vec![txn])
+        .encode(&mut body, version)
+        .map_err(|e| PeerSendError::Malformed(e.to_string()))?;
+    request_frame(ApiKey::AddPartitionsToTxn, version, correlation_id, client_id, &body)
+}
+
+/// Each requested partition's code in an AddPartitionsToTxn v4+ answer; a top-level error
+/// applies to every partition.
+pub fn add_partitions_answer(mut body: Bytes, version: i16, add: &PeerAddPartitions) -> AddPartitionsAnswer {
+    let resp = AddPartitionsToTxnResponse::decode(&mut body, version)
+        .map_err(|e| PeerSendError::Malformed(format!("AddPartitionsToTxn: {e}")))?;
+    let mut codes: BTreeMap<(String, i32), i16> =
+        add.partitions.iter().map(|tp| (tp.clone(), resp.error_code)).collect();
+    if resp.error_code != 0 {
+        return Ok(codes);
+    }
+    let ours = resp.results_by_transaction.iter().find(|t| t.transactional_id.0.as_str() == add.transactional_id);
+    let ours = ours.ok_or_else(|| PeerSendError::Malformed("no answer for the transaction".into()))?;
+    for t in &ours.topic_results {
+        for p in &t.results_by_partition {
+            if let Some(code) = codes.get_mut(&(t.name.0.to_string(), p.partition_index)) {
+                *code = p.partition_error_code;
+            }
+        }
+    }
+    Ok(codes)
 }
 
 /// The answer for `marker`'s partition in a response body.
@@ -275,7 +430,7 @@ pub fn marker_answer(body: Bytes, version: i16, marker: &PeerMarker) -> Result<P
 /// connection fails (the error that ended it comes back; what was in flight is answered with it).
 async fn serve(
     stream: TcpStream,
-    version: i16,
+    versions: Versions,
     jobs: &mut mpsc::Receiver<Job>,
     config: &PeerLinkConfig,
 ) -> PeerSendError {
@@ -292,41 +447,41 @@ async fn serve(
         }
     });
     let timed_out = PeerSendError::TimedOut(millis(config.request_timeout));
-    let mut in_flight: HashMap<i32, Job> = HashMap::new();
+    let mut in_flight: HashMap<i32, (Job, i16)> = HashMap::new();
     let mut next_id: i32 = 1;
     let end = loop {
-        let oldest = in_flight.values().map(|j| j.deadline).min();
+        let oldest = in_flight.values().map(|(j, _)| j.deadline).min();
         tokio::select! {
             job = jobs.recv(), if in_flight.len() < config.max_in_flight => {
                 let Some(job) = job else {
                     break PeerSendError::Disconnected("the peer link was replaced".into());
                 };
-                if job.reply.is_closed() {
+                if job.is_abandoned() {
                     continue;
                 }
                 if job.deadline <= Instant::now() {
-                    job.answer(Err(timed_out.clone()));
+                    job.fail(timed_out.clone());
                     continue;
                 }
                 let id = next_id;
                 next_id = next_id.checked_add(1).unwrap_or(1);
-                let frame = match marker_request(&job.marker, version, id, &config.client_id) {
-                    Ok(f) => f,
+                let (frame, version) = match job.request(&versions, id, &config.client_id) {
+                    Ok((f, _, v)) => (f, v),
                     Err(e) => {
-                        job.answer(Err(e));
+                        job.fail(e);
                         continue;
                     }
                 };
                 match tokio::time::timeout_at(job.deadline, wr.write_all(&frame)).await {
                     Ok(Ok(())) => {
-                        in_flight.insert(id, job);
+                        in_flight.insert(id, (job, version));
                     }
                     Ok(Err(e)) => {
-                        job.answer(Err(lost(e)));
+                        job.fail(lost(e));
                         break PeerSendError::Disconnected("write failed".into());
                     }
                     Err(_) => {
-                        job.answer(Err(timed_out.clone()));
+                        job.fail(timed_out.clone());
                         break timed_out;
                     }
                 }
@@ -337,15 +492,14 @@ async fn serve(
                     Some(Err(e)) => break e,
                     None => break PeerSendError::Disconnected("reader ended".into()),
                 };
-                let (id, body) = match split_answer(frame, version) {
+                let (id, body) = match split_answer(frame) {
                     Ok(x) => x,
                     Err(e) => break e,
                 };
-                let Some(job) = in_flight.remove(&id) else {
+                let Some((job, version)) = in_flight.remove(&id) else {
                     break PeerSendError::Malformed(format!("answer for unknown correlation id {id}"));
                 };
-                let answer = marker_answer(body, version, &job.marker);
-                job.answer(answer);
+                job.answer(body, version);
             }
             // eos-rules 50: no answer in time: the connection is given up (as Kafka's
             // request.timeout.ms disconnects) and everything on it is retried by its coordinator.
@@ -355,8 +509,8 @@ async fn serve(
         }
     };
     reader.abort();
-    for (_, job) in in_flight.drain() {
-        job.answer(Err(end.clone()));
+    for (_, (job, _)) in in_flight.drain() {
+        job.fail(end.clone());
     }
     end
 }

@@ -3,7 +3,7 @@
 //! directory, so a handler answers NOT_LEADER_OR_FOLLOWER / NOT_COORDINATOR for what a peer serves.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -11,17 +11,21 @@ use actix::Addr;
 
 use crate::actors::directory::{Directory, Location};
 use crate::actors::group_coordinator::GroupCoordinator;
-use crate::actors::messages::{GroupCall, GroupError, GroupOp, GroupResponse, TxnAnswer, TxnCall, TxnError, TxnOp};
+use crate::actors::messages::{
+    GroupCall, GroupError, GroupOp, GroupResponse, TopicPartition, TxnAnswer, TxnCall, TxnError, TxnOp, VerifyTxn,
+};
 use crate::actors::partition::PartitionLeader;
 use crate::actors::slot::Slot;
 use crate::actors::topics::TopicHandle;
 use crate::actors::txn_coordinator::TxnCoordinator;
 use crate::config::Settings;
 use crate::error_code::ResponseError;
+use crate::protocol::peer_link::{PeerAddPartitions, PeerLinks, SendPeerAddPartitions};
 use crate::protocol::response_budget::ResponseBudget;
 use crate::store::coordinator_key::{offsets_partition, txn_shard};
 use crate::store::group::validate_group_id;
 use crate::store::ownership::{route_group, route_partition, route_txn, Owned};
+use crate::store::txn::TV_2;
 
 /// This broker's actors a connection talks to.
 #[derive(Clone)]
@@ -33,6 +37,8 @@ pub struct Actors {
     pub groups: Slot<GroupCoordinator>,
     /// Broker-wide bytes of Fetch responses in memory (`queued_max_response_bytes`).
     pub responses: ResponseBudget,
+    /// Requests to peer brokers (a transaction's coordinator running elsewhere).
+    pub peers: Addr<PeerLinks>,
 }
 
 pub struct Session {
@@ -40,6 +46,7 @@ pub struct Session {
     pub txn: Arc<Vec<Slot<TxnCoordinator>>>,
     pub groups: Slot<GroupCoordinator>,
     pub responses: ResponseBudget,
+    pub peers: Addr<PeerLinks>,
     pub settings: Arc<Settings>,
     pub cluster_id: Arc<str>,
     /// The client's address (DescribeGroups' client host).
@@ -56,6 +63,7 @@ impl Session {
             txn: actors.txn,
             groups: actors.groups,
             responses: actors.responses,
+            peers: actors.peers,
             settings,
             cluster_id,
             peer,
@@ -139,6 +147,54 @@ impl Session {
             return Err(TxnError::NotCoordinator);
         }
         rx.await.unwrap_or(Err(TxnError::NotCoordinator))
+    }
+
+    /// Verifies (TV1, `verify_only`) or adds (TV2) a partition led here in `transactional_id`'s
+    /// transaction with its coordinator, wherever that runs: the local shard, or the peer broker
+    /// running it, over the wire (KIP-890's AddPartitionsToTxnManager: AddPartitionsToTxn v4 with
+    /// VerifyOnly, or v5). eos-rules 27-29; the caller maps the error for its API.
+    pub async fn add_to_transaction(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        epoch: i16,
+        partitions: BTreeSet<TopicPartition>,
+        verify_only: bool,
+    ) -> Result<(), TxnError> {
+        match self.coordinator(transactional_id) {
+            Location::Local(shard) if verify_only => {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                let id = transactional_id.to_string();
+                let msg = VerifyTxn { transactional_id: id, producer_id, epoch, partitions, reply: tx };
+                shard.send(msg).await.map_err(|_| TxnError::NotCoordinator)?;
+                let answers = rx.await.map_err(|_| TxnError::NotCoordinator)?;
+                answers.into_values().find(Result::is_err).unwrap_or(Ok(()))
+            }
+            Location::Local(_) => {
+                let op = TxnOp::AddPartitions { producer_id, epoch, partitions, txn_version: TV_2 };
+                self.txn_call(transactional_id, op).await.map(|_| ())
+            }
+            Location::Peer(peer) => {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                let request = PeerAddPartitions {
+                    transactional_id: transactional_id.to_string(),
+                    producer_id,
+                    producer_epoch: epoch,
+                    partitions,
+                    verify_only,
+                };
+                self.peers
+                    .send(SendPeerAddPartitions { peer, request, reply: tx })
+                    .await
+                    .map_err(|_| TxnError::NotCoordinator)?;
+                match rx.await {
+                    Ok(Ok(codes)) => codes.into_values().find_map(TxnError::from_code).map_or(Ok(()), Err),
+                    // Unreachable, busy or silent peer: retriable (eos-rules 50's spirit).
+                    _ => Err(TxnError::NotCoordinator),
+                }
+            }
+            Location::Offline => Err(TxnError::NotCoordinator),
+        }
     }
 
     /// The topic's partition leaders, cached per connection.

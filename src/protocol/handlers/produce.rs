@@ -16,7 +16,7 @@ use kafka_protocol::messages::produce_response::{
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TopicName};
 use tokio::sync::oneshot;
 
-use crate::actors::messages::{Append, AppendAck, BeginVerification, ListOffset, TxnError, TxnOp, Verified, VerifyTxn};
+use crate::actors::messages::{Append, AppendAck, BeginVerification, ListOffset, Verified};
 use crate::actors::partition::PartitionLeader;
 use crate::actors::topics::TopicHandle;
 use crate::error_code::ResponseError;
@@ -25,7 +25,7 @@ use crate::store::batch;
 use crate::store::batch::BatchHeader;
 use crate::store::clock::now_ms;
 use crate::store::partition::{check_parsed_partition_data, check_request};
-use crate::store::txn::{produce_verification_error, ImplicitAddRetry, TV_2};
+use crate::store::txn::{produce_verification_error, ImplicitAddRetry};
 use crate::store::validate::{self, RecordError, TimestampPolicy};
 
 enum Slot {
@@ -267,18 +267,13 @@ async fn verify(
         return Ok(Verified::No);
     };
     let partitions = std::collections::BTreeSet::from([(topic.to_string(), partition)]);
+    let (pid, epoch) = (h.producer_id, h.producer_epoch);
     if version >= 12 {
         // eos-rules 29: Produce v12 (TV2) adds the partition implicitly.
         let retry = ImplicitAddRetry::starting(now_ms());
         loop {
-            let op = TxnOp::AddPartitions {
-                producer_id: h.producer_id,
-                epoch: h.producer_epoch,
-                partitions: partitions.clone(),
-                txn_version: TV_2,
-            };
-            match s.txn_call(transactional_id, op).await {
-                Ok(_) => return Ok(Verified::Tv2Added),
+            match s.add_to_transaction(transactional_id, pid, epoch, partitions.clone(), false).await {
+                Ok(()) => return Ok(Verified::Tv2Added),
                 Err(e) => match retry.retry_after(e, now_ms()) {
                     Some(wait_ms) => tokio::time::sleep(Duration::from_millis(wait_ms.unsigned_abs())).await,
                     None => return Err(produce_verification_error(e, version)),
@@ -286,21 +281,7 @@ async fn verify(
             }
         }
     }
-    let (tx, rx) = oneshot::channel();
-    let msg = VerifyTxn {
-        transactional_id: transactional_id.to_string(),
-        producer_id: h.producer_id,
-        epoch: h.producer_epoch,
-        partitions,
-        reply: tx,
-    };
-    let shard = match s.txn_shard(transactional_id) {
-        Ok(shard) => shard,
-        Err(e) => return Err(produce_verification_error(e, version)),
-    };
-    shard.send(msg).await.map_err(|_| ResponseError::NotEnoughReplicas.code())?;
-    let answer = rx.await.map_err(|_| ResponseError::NotEnoughReplicas.code())?;
-    match answer.into_values().next().unwrap_or(Err(TxnError::NotCoordinator)) {
+    match s.add_to_transaction(transactional_id, pid, epoch, partitions, true).await {
         Ok(()) => Ok(Verified::Guard(guard)),
         Err(e) => Err(produce_verification_error(e, version)),
     }

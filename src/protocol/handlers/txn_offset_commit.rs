@@ -8,45 +8,21 @@ use kafka_protocol::messages::txn_offset_commit_response::{
     TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
 };
 use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
-use tokio::sync::oneshot;
 
 use super::offset_commit::{send, unknown_partitions, Commit};
-use crate::actors::messages::{OffsetCommit, TxnError, TxnOp, VerifyTxn};
+use crate::actors::messages::OffsetCommit;
 use crate::error_code::ResponseError;
 use crate::protocol::Session;
 use crate::store::coordinator_key::offsets_partition;
 use crate::store::group::{txn_commit_member, validate_group_id};
-use crate::store::txn::{txn_offset_commit_error, CONSUMER_OFFSETS_TOPIC, TV_2};
+use crate::store::txn::{txn_offset_commit_error, CONSUMER_OFFSETS_TOPIC};
 
 /// eos-rules 58: is the group's offsets partition part of the transaction? (error code if not)
 async fn check_membership(s: &Session, version: i16, req: &TxnOffsetCommitRequest) -> i16 {
     let id = req.transactional_id.0.to_string();
     let partitions = BTreeSet::from([(CONSUMER_OFFSETS_TOPIC.to_string(), offsets_partition(&req.group_id.0))]);
-    let result = if version >= 5 {
-        let op = TxnOp::AddPartitions {
-            producer_id: req.producer_id.0,
-            epoch: req.producer_epoch,
-            partitions,
-            txn_version: TV_2,
-        };
-        s.txn_call(&id, op).await.map(|_| ())
-    } else {
-        let (tx, rx) = oneshot::channel();
-        let msg = VerifyTxn {
-            transactional_id: id.clone(),
-            producer_id: req.producer_id.0,
-            epoch: req.producer_epoch,
-            partitions,
-            reply: tx,
-        };
-        match s.txn_shard(&id) {
-            Ok(shard) if shard.send(msg).await.is_ok() => {
-                rx.await.ok().and_then(|m| m.into_values().next()).unwrap_or(Err(TxnError::NotCoordinator))
-            }
-            Ok(_) => Err(TxnError::NotCoordinator),
-            Err(e) => Err(e),
-        }
-    };
+    // v5+ (TV2) adds the offsets partition; older versions verify it (eos-rules 58).
+    let result = s.add_to_transaction(&id, req.producer_id.0, req.producer_epoch, partitions, version < 5).await;
     result.err().map_or(0, |e| txn_offset_commit_error(e, version))
 }
 

@@ -258,6 +258,29 @@ impl TxnError {
         self.error().code()
     }
 
+    /// The error a coordinator's wire code stands for (a peer's AddPartitionsToTxn answer). A
+    /// code no coordinator decision gives is taken as NOT_COORDINATOR: retriable, so the caller
+    /// asks again (after a metadata change it may reach the right broker).
+    pub fn from_code(code: i16) -> Option<TxnError> {
+        const ALL: [TxnError; 11] = [
+            TxnError::UnknownServerError,
+            TxnError::InvalidRequest,
+            TxnError::InvalidProducerEpoch,
+            TxnError::InvalidTxnState,
+            TxnError::InvalidProducerIdMapping,
+            TxnError::InvalidTransactionTimeout,
+            TxnError::ConcurrentTransactions,
+            TxnError::ProducerFenced,
+            TxnError::TransactionAbortable,
+            TxnError::NotCoordinator,
+            TxnError::CoordinatorNotAvailable,
+        ];
+        if code == 0 {
+            return None;
+        }
+        Some(ALL.into_iter().find(|e| e.code() == code).unwrap_or(TxnError::NotCoordinator))
+    }
+
     /// eos-rules 60: PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH for InitProducerId v<4
     /// and EndTxn / AddPartitionsToTxn / AddOffsetsToTxn v<2.
     pub fn for_version(self, api: CoordinatorApi, version: i16) -> TxnError {

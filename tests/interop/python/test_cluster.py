@@ -1,16 +1,18 @@
 """Three kaas brokers on one data directory (issue D) with confluent-kafka (librdkafka): an
 idempotent producer writes to 6 partitions spread over the brokers while one broker is killed -9
 and not restarted; every acknowledged record is read back exactly once from the survivors."""
+import json
 import threading
 import time
 
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer
 
 from conftest import Broker, free_port, poll_until
 from kaashelpers import consume_to_end, create_topic, unique_topic, wait_topic_ready
 
 PARTITIONS = 6
 N = 6_000
+TXNS = 24
 TICK = {"KAAS_CLUSTER_TICK_MS": "200", "KAAS_FENCE_POLL_INTERVAL_MS": "200"}
 
 
@@ -79,3 +81,74 @@ def test_idempotent_producer_keeps_every_record_when_a_broker_dies(tmp_path):
     for p, records in read.items():
         for offset, key, _ in records:
             assert delivered[key] == (p, offset), f"{key} acknowledged at {delivered[key]}, read at {(p, offset)}"
+
+
+def coordinators_node(shared):
+    """The broker running the coordinators, as their lease file says."""
+    return json.loads((shared / "__cluster" / "leases" / "coordinators.lease").read_text())["node_id"]
+
+
+def test_transactions_across_brokers_survive_a_killed_partition_leader(tmp_path):
+    """A transactional producer (librdkafka, TV1: explicit AddPartitionsToTxn, partitions verified
+    by their leaders with the coordinator over the wire, markers sent over the wire) writes one
+    record per partition per transaction over three brokers, aborting every third; a broker that
+    leads partitions but not the coordinators is killed -9 for good half-way. read_committed sees
+    every committed record once and nothing aborted."""
+    shared = tmp_path / "shared"
+    brokers = start_cluster(shared)
+    bootstrap = ",".join(b.bootstrap for b in brokers)
+    topic = unique_topic("cluster-txn")
+    create_topic(brokers[0].bootstrap, topic, PARTITIONS)
+    wait_topic_ready(bootstrap, topic, PARTITIONS)
+    client_errors = []
+    conf = {"bootstrap.servers": bootstrap, "transactional.id": unique_topic("ctx"), "acks": "all",
+            "linger.ms": 5, "transaction.timeout.ms": 60_000, "error_cb": client_errors.append,
+            "topic.metadata.refresh.interval.ms": 1_000}
+    producer = Producer(conf)
+    producer.init_transactions(30)
+    coordinator = coordinators_node(shared)
+    victim = next(b for b in brokers if b.node_id != coordinator)
+    outcome = {}
+    for t in range(TXNS):
+        if t == TXNS // 2:
+            killed_for_good(victim)
+        commit = t % 3 != 2
+        deadline = time.time() + 90
+        try:
+            producer.begin_transaction()
+            for p in range(PARTITIONS):
+                while True:
+                    try:
+                        producer.produce(topic, key=f"t{t}".encode(), value=f"t{t}-p{p}".encode(), partition=p)
+                        break
+                    except BufferError:
+                        producer.poll(0.05)
+            if not commit:
+                producer.flush(30)
+        except KafkaException as e:
+            assert not e.args[0].fatal(), e
+            commit = False
+        op = "commit" if commit else "abort"
+        while True:
+            try:
+                if op == "commit":
+                    producer.commit_transaction(30)
+                else:
+                    producer.abort_transaction(30)
+                outcome[t] = op
+                break
+            except KafkaException as e:
+                err = e.args[0]
+                assert not err.fatal(), f"txn {t}: fatal {err}"
+                if op == "commit" and err.txn_requires_abort():
+                    op = "abort"
+                    continue
+                assert err.retriable() and time.time() < deadline, f"txn {t}: {op} failed: {err}"
+    survivors = ",".join(b.bootstrap for b in brokers if b is not victim)
+    read = consume_to_end(survivors, topic, PARTITIONS, "read_committed", timeout=90)
+    values = [v.decode() for records in read.values() for (_, _, v) in records]
+    assert len(values) == len(set(values)), "a committed record was read twice"
+    expected = {f"t{t}-p{p}" for t, op in outcome.items() if op == "commit" for p in range(PARTITIONS)}
+    assert set(values) == expected, (
+        f"missing {sorted(expected - set(values))[:10]}, unexpected {sorted(set(values) - expected)[:10]}")
+    assert sum(1 for op in outcome.values() if op == "commit") >= TXNS // 2, outcome

@@ -62,3 +62,13 @@ fn rule_29_other_add_errors_are_answered_at_once() {
         assert_eq!(retry.retry_after(e, 1_000), None, "{e:?}");
     }
 }
+
+#[test]
+fn rule_27_a_remote_coordinators_codes_read_back_as_its_errors() {
+    assert_eq!(TxnError::from_code(0), None);
+    for e in [ProducerFenced, InvalidProducerEpoch, ConcurrentTransactions, TransactionAbortable, InvalidTxnState] {
+        assert_eq!(TxnError::from_code(e.code()), Some(e));
+    }
+    // UNKNOWN_TOPIC_OR_PARTITION is no coordinator decision: asked again.
+    assert_eq!(TxnError::from_code(3), Some(NotCoordinator));
+}
