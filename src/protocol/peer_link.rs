@@ -518,7 +518,7 @@ async fn serve(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::dispatch::{decode, Request};
+    use crate::protocol::txn_markers_codec::decode_request;
 
     fn marker(tv: i8) -> PeerMarker {
         PeerMarker {
@@ -532,14 +532,16 @@ mod tests {
         }
     }
 
-    /// What the broker's own decoder (protocol::decode) makes of the link's request frame.
+    /// What the broker's own decoders (the request header, then the WriteTxnMarkers codec the
+    /// dispatch uses) make of the link's request frame.
     fn decoded(version: i16, tv: i8) -> (RequestHeader, Vec<TxnMarker>) {
         let frame = marker_request(&marker(tv), version, 77, "kaas-test").unwrap();
         let len = i32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]) as usize;
         assert_eq!(len, frame.len() - 4);
-        let d = decode(frame.slice(4..)).unwrap_or_else(|(_, e)| panic!("{e}"));
-        let Request::WriteTxnMarkers(markers) = d.request else { panic!("not WriteTxnMarkers") };
-        (d.header, markers)
+        let mut body = frame.slice(4..);
+        let header = kafka_protocol::protocol::decode_request_header_from_buffer(&mut body).unwrap();
+        assert_eq!(header.request_api_key, ApiKey::WriteTxnMarkers as i16);
+        (header, decode_request(body, version).unwrap())
     }
 
     #[test]
