@@ -189,7 +189,14 @@ impl Session {
                     .map_err(|_| TxnError::NotCoordinator)?;
                 match rx.await {
                     Ok(Ok(codes)) => {
-                        tracing::debug!(transactional_id, producer_id, epoch, verify_only, ?codes, "coordinator's answer");
+                        tracing::debug!(
+                            transactional_id,
+                            producer_id,
+                            epoch,
+                            verify_only,
+                            ?codes,
+                            "coordinator's answer"
+                        );
                         codes.into_values().find_map(TxnError::from_code).map_or(Ok(()), Err)
                     }
                     // Unreachable, busy or silent peer: retriable (eos-rules 50's spirit).
