@@ -30,7 +30,7 @@ use crate::store::fence_log::FenceLog;
 use crate::store::leases;
 use crate::store::ownership::{self, Ownership};
 use crate::store::producer_ids::ProducerIdAllocator;
-use crate::store::topics::write_atomic;
+use crate::store::topics::{create_atomic, write_atomic};
 
 #[derive(Debug, Error)]
 pub enum ServerError {
@@ -45,19 +45,23 @@ struct ClusterMeta {
     cluster_id: String,
 }
 
-/// The cluster id lives with the data, so every broker sharing the disk reports the same one.
+/// The cluster id lives with the data, so every broker sharing the disk reports the same one;
+/// brokers starting together race to create it and all read the winner's.
 fn cluster_id(data_dir: &Path) -> Result<String, ServerError> {
     let path = data_dir.join("__cluster").join("meta.json");
-    if let Ok(bytes) = std::fs::read(&path) {
-        if let Ok(meta) = serde_json::from_slice::<ClusterMeta>(&bytes) {
-            return Ok(meta.cluster_id);
+    let id = uuid::Uuid::new_v4().simple().to_string()[..22].to_string();
+    let bytes = serde_json::to_vec(&ClusterMeta { cluster_id: id }).map_err(|e| ServerError::Startup(e.to_string()))?;
+    create_atomic(&path, &bytes)?;
+    match std::fs::read(&path).map(|b| serde_json::from_slice::<ClusterMeta>(&b)) {
+        Ok(Ok(meta)) => Ok(meta.cluster_id),
+        // Unreadable (written by hand, or damaged): a new id rather than a broker that never starts.
+        _ => {
+            tracing::warn!(path = %path.display(), "unreadable cluster id file, writing a new cluster id");
+            write_atomic(&path, &bytes)?;
+            let meta: ClusterMeta = serde_json::from_slice(&bytes).map_err(|e| ServerError::Startup(e.to_string()))?;
+            Ok(meta.cluster_id)
         }
     }
-    let id = uuid::Uuid::new_v4().simple().to_string()[..22].to_string();
-    let bytes =
-        serde_json::to_vec(&ClusterMeta { cluster_id: id.clone() }).map_err(|e| ServerError::Startup(e.to_string()))?;
-    write_atomic(&path, &bytes)?;
-    Ok(id)
 }
 
 pub fn run(settings: Settings) -> Result<(), ServerError> {

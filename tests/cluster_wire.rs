@@ -250,3 +250,31 @@ fn an_epoch_bump_fences_the_zombie_on_a_partition_another_broker_leads() {
     assert_eq!(code, 47, "INVALID_PRODUCER_EPOCH for an epoch below the fenced one (eos-rules 18)");
     assert_eq!(produce(&mut at_leader, p, batch(pid, epoch + 1, 0, 1, "new session")).0, 0);
 }
+
+fn cluster_id(c: &mut Client) -> String {
+    let mut req = MetadataRequest::default();
+    req.topics = Some(vec![]);
+    let resp: MetadataResponse = c.call(ApiKey::Metadata, 9, req);
+    resp.cluster_id.map(|s| s.to_string()).unwrap_or_default()
+}
+
+#[test]
+fn brokers_started_at_once_on_a_fresh_directory_form_one_cluster() {
+    let shared = tempfile::tempdir().expect("shared dir");
+    let env = [("KAAS_CLUSTER_TICK_MS", TICK)];
+    // All three create the cluster's files at the same moment.
+    let (path, env) = (shared.path(), &env);
+    let brokers: Vec<Broker> = std::thread::scope(|s| {
+        let started: Vec<_> = (1..=3).map(|id| s.spawn(move || Broker::start_member(path, id, env))).collect();
+        started.into_iter().map(|h| h.join().expect("broker started")).collect()
+    });
+    let ids: BTreeSet<String> = brokers.iter().map(|b| cluster_id(&mut b.client())).collect();
+    assert_eq!(ids.len(), 1, "one cluster id: {ids:?}");
+    let all: BTreeSet<i32> = [1, 2, 3].into();
+    wait_for(Duration::from_secs(10), "three live brokers", || {
+        brokers
+            .iter()
+            .all(|b| metadata(&mut b.client()).0.keys().copied().collect::<BTreeSet<_>>() == all)
+            .then_some(())
+    });
+}

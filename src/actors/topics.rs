@@ -395,6 +395,10 @@ impl TopicRegistry {
         }
         if let Err(e) = topics::save(&self.settings.data_dir, &meta) {
             drop(leaders);
+            if let topics::TopicError::AlreadyExists(name) = e {
+                // A peer created it meanwhile: its partition directories are not ours to remove.
+                return Err(fail(ResponseError::TopicAlreadyExists.code(), format!("Topic '{name}' already exists.")));
+            }
             self.roll_back(&meta.name);
             return Err(fail(
                 ResponseError::KafkaStorageError.code(),

@@ -20,6 +20,9 @@ pub enum TopicError {
     InvalidName(String),
     #[error("invalid partition count {0}")]
     InvalidPartitions(i32),
+    /// Another broker sharing the disk created it first.
+    #[error("topic {0} already exists")]
+    AlreadyExists(String),
 }
 
 /// Kafka's KRaft controller writes at most this many records for one user operation
@@ -153,7 +156,7 @@ pub fn partition_dir(data_dir: &Path, topic: &str, partition: i32) -> PathBuf {
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     crate::store::durable::create_dir_all_durable(dir)?;
-    let tmp = path.with_extension("tmp");
+    let tmp = unique_tmp(path);
     {
         let mut f = File::create(&tmp)?;
         f.write_all(bytes)?;
@@ -162,6 +165,39 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)?;
     File::open(dir)?.sync_all()?;
     Ok(())
+}
+
+/// A temporary name beside `path` that no other process (brokers share the directory) or
+/// thread uses: `.<name>.<pid>.<n>.tmp`, which no reader takes for a data file.
+fn unique_tmp(path: &Path) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    path.with_file_name(format!(".{name}.{}.{n}.tmp", std::process::id()))
+}
+
+/// Writes `bytes` to `path` only if nothing is there, atomically across the brokers sharing the
+/// directory: the content is written and synced under a private name, then linked into place
+/// (link(2) refuses an existing name, on NFS too). False when another writer was first.
+pub fn create_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    crate::store::durable::create_dir_all_durable(dir)?;
+    let tmp = unique_tmp(path);
+    {
+        let mut f = File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    let linked = std::fs::hard_link(&tmp, path);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => {
+            File::open(dir)?.sync_all()?;
+            Ok(true)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 pub fn load_all(data_dir: &Path) -> Result<Vec<TopicMeta>, TopicError> {
@@ -187,7 +223,10 @@ pub fn save(data_dir: &Path, meta: &TopicMeta) -> Result<(), TopicError> {
         return Err(TopicError::InvalidPartitions(meta.partitions));
     }
     let bytes = serde_json::to_vec_pretty(meta).map_err(|e| TopicError::Parse(PathBuf::from(&meta.name), e))?;
-    write_atomic(&topics_dir(data_dir).join(format!("{}.json", meta.name)), &bytes)?;
+    // Two brokers creating one topic at once: one file wins, the other answers TOPIC_ALREADY_EXISTS.
+    if !create_atomic(&topics_dir(data_dir).join(format!("{}.json", meta.name)), &bytes)? {
+        return Err(TopicError::AlreadyExists(meta.name.clone()));
+    }
     Ok(())
 }
 
@@ -366,5 +405,16 @@ mod tests {
         remove(dir.path(), &meta).unwrap();
         assert!(load_all(dir.path()).unwrap().is_empty());
         assert!(!partition_dir(dir.path(), "t", 1).exists());
+    }
+
+    #[test]
+    fn create_atomic_writes_once_and_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.json");
+        assert!(create_atomic(&path, b"first").unwrap());
+        assert!(!create_atomic(&path, b"second").unwrap(), "the name is taken");
+        assert_eq!(std::fs::read(&path).unwrap(), b"first");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names.len(), 1, "{names:?}");
     }
 }
