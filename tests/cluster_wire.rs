@@ -278,3 +278,38 @@ fn brokers_started_at_once_on_a_fresh_directory_form_one_cluster() {
             .then_some(())
     });
 }
+
+fn signal(pid: u32, sig: &str) {
+    let status = std::process::Command::new("kill").args([sig, &pid.to_string()]).status().expect("kill");
+    assert!(status.success(), "kill {sig} {pid}");
+}
+
+#[test]
+fn a_paused_broker_keeps_its_partitions_so_there_is_never_a_second_writer() {
+    let shared = tempfile::tempdir().expect("shared dir");
+    let env = [("KAAS_CLUSTER_TICK_MS", TICK)];
+    let brokers: Vec<Broker> = (1..=2).map(|id| Broker::start_member(shared.path(), id, &env)).collect();
+    let all: BTreeSet<i32> = [1, 2].into();
+    wait_for(Duration::from_secs(10), "two live brokers", || {
+        (metadata(&mut brokers[0].client()).0.keys().copied().collect::<BTreeSet<_>>() == all).then_some(())
+    });
+    create(&mut brokers[0].client());
+    let (ports, leaders) = wait_for(Duration::from_secs(10), "every partition led", || settled(&brokers[0], &all));
+    let (p, _) = leaders.iter().find(|(_, l)| **l == 2).map(|(p, l)| (*p, *l)).expect("a partition on broker 2");
+    let mut at_2 = Client::connect(ports[&2]);
+    assert_eq!(produce(&mut at_2, p, batch(5, 0, 0, 1, "before")), (0, 0));
+
+    // SIGSTOP: broker 2 holds its locks but does nothing. Ten ticks later broker 1 has not taken
+    // the partition: its lease is still held, so a second writer is impossible.
+    signal(brokers[1].pid(), "-STOP");
+    std::thread::sleep(Duration::from_millis(2_000));
+    let mut at_1 = brokers[0].client();
+    let (_, now) = metadata(&mut at_1);
+    assert_eq!(now.get(&p), Some(&2), "the paused broker still leads partition {p}");
+    assert_eq!(produce(&mut at_1, p, batch(6, 0, 0, 1, "elsewhere")).0, NOT_LEADER_OR_FOLLOWER);
+
+    // SIGCONT: it goes on where it stopped, with the same log.
+    signal(brokers[1].pid(), "-CONT");
+    assert_eq!(produce(&mut at_2, p, batch(5, 0, 1, 1, "after")), (0, 1));
+    assert_eq!(high_watermark(&mut at_2, p), (0, 2));
+}
