@@ -4,6 +4,8 @@
 
 use std::collections::BTreeSet;
 
+use crate::error_code::ResponseError;
+
 use super::{
     Decision, Effect, PidEpoch, TopicPartition, TxnEntry, TxnError, TxnState, CONSUMER_OFFSETS_TOPIC, NO_PRODUCER_ID,
     TV_2,
@@ -95,10 +97,13 @@ pub fn next_marker_backoff_ms(previous_ms: u64) -> u64 {
 }
 
 pub fn marker_outcome(code: i16) -> MarkerOutcome {
-    match code {
-        0 => MarkerOutcome::Written,
-        3 => MarkerOutcome::Dropped,
-        47 | 52 => MarkerOutcome::Stuck,
+    use ResponseError::*;
+    if code == crate::error_code::NONE {
+        return MarkerOutcome::Written;
+    }
+    match ResponseError::try_from_code(code) {
+        Some(UnknownTopicOrPartition) => MarkerOutcome::Dropped,
+        Some(InvalidProducerEpoch | TransactionCoordinatorFenced) => MarkerOutcome::Stuck,
         _ => MarkerOutcome::Retry,
     }
 }

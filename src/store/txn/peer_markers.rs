@@ -2,6 +2,7 @@
 //! version the coordinator speaks to the peer (KIP-1228), and what it does with the peer's
 //! answer or with a failed send. The wire client (protocol::peer_link) does the sending.
 
+use crate::error_code::ResponseError;
 use thiserror::Error;
 
 use super::MarkerOutcome;
@@ -31,20 +32,6 @@ pub enum PeerSendError {
     NoCommonVersion,
 }
 
-// Kafka's codes (rule 50 lists them by name).
-const NONE: i16 = 0;
-const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-const NOT_LEADER_OR_FOLLOWER: i16 = 6;
-const REQUEST_TIMED_OUT: i16 = 7;
-const NETWORK_EXCEPTION: i16 = 13;
-const NOT_ENOUGH_REPLICAS: i16 = 19;
-const NOT_ENOUGH_REPLICAS_AFTER_APPEND: i16 = 20;
-const UNSUPPORTED_VERSION: i16 = 35;
-const UNSUPPORTED_FOR_MESSAGE_FORMAT: i16 = 43;
-const INVALID_PRODUCER_EPOCH: i16 = 47;
-const TRANSACTION_COORDINATOR_FENCED: i16 = 52;
-const KAFKA_STORAGE_ERROR: i16 = 56;
-
 /// eos-rules 43 (KIP-1228): the highest version both sides speak: this broker's `local_max`
 /// (`write_txn_markers_max_version`) and the range the peer advertises in ApiVersions. v2
 /// carries the transaction version; v1 is the fallback, and then the peer validates the marker
@@ -61,37 +48,46 @@ pub fn marker_request_version(local_max: i16, peer: Option<(i16, i16)>) -> Optio
 /// have taken the partition yet, and a deleted topic is dropped by the coordinator's own lookup
 /// (rule 41). Apache Kafka throws on any code rule 50 does not list; kaas retries it.
 pub fn peer_marker_outcome(code: i16) -> MarkerOutcome {
-    match code {
-        NONE => MarkerOutcome::Written,
-        UNKNOWN_TOPIC_OR_PARTITION
-        | NOT_LEADER_OR_FOLLOWER
-        | NOT_ENOUGH_REPLICAS
-        | NOT_ENOUGH_REPLICAS_AFTER_APPEND
-        | REQUEST_TIMED_OUT
-        | KAFKA_STORAGE_ERROR
-        | NETWORK_EXCEPTION => MarkerOutcome::Retry,
-        UNSUPPORTED_FOR_MESSAGE_FORMAT | UNSUPPORTED_VERSION => MarkerOutcome::Dropped,
-        INVALID_PRODUCER_EPOCH | TRANSACTION_COORDINATOR_FENCED => MarkerOutcome::Stuck,
+    use ResponseError::*;
+    if code == crate::error_code::NONE {
+        return MarkerOutcome::Written;
+    }
+    match ResponseError::try_from_code(code) {
+        Some(
+            UnknownTopicOrPartition
+            | NotLeaderOrFollower
+            | NotEnoughReplicas
+            | NotEnoughReplicasAfterAppend
+            | RequestTimedOut
+            | KafkaStorageError
+            | NetworkException,
+        ) => MarkerOutcome::Retry,
+        Some(UnsupportedForMessageFormat | UnsupportedVersion) => MarkerOutcome::Dropped,
+        Some(InvalidProducerEpoch | TransactionCoordinatorFenced) => MarkerOutcome::Stuck,
         _ => MarkerOutcome::Retry,
     }
 }
 
 /// Whether rule 50 names `code` (Apache Kafka throws on the others; kaas logs and retries).
 pub fn peer_code_is_expected(code: i16) -> bool {
-    matches!(
-        code,
-        NONE | UNKNOWN_TOPIC_OR_PARTITION
-            | NOT_LEADER_OR_FOLLOWER
-            | NOT_ENOUGH_REPLICAS
-            | NOT_ENOUGH_REPLICAS_AFTER_APPEND
-            | REQUEST_TIMED_OUT
-            | KAFKA_STORAGE_ERROR
-            | NETWORK_EXCEPTION
-            | UNSUPPORTED_FOR_MESSAGE_FORMAT
-            | UNSUPPORTED_VERSION
-            | INVALID_PRODUCER_EPOCH
-            | TRANSACTION_COORDINATOR_FENCED
-    )
+    use ResponseError::*;
+    code == crate::error_code::NONE
+        || matches!(
+            ResponseError::try_from_code(code),
+            Some(
+                UnknownTopicOrPartition
+                    | NotLeaderOrFollower
+                    | NotEnoughReplicas
+                    | NotEnoughReplicasAfterAppend
+                    | RequestTimedOut
+                    | KafkaStorageError
+                    | NetworkException
+                    | UnsupportedForMessageFormat
+                    | UnsupportedVersion
+                    | InvalidProducerEpoch
+                    | TransactionCoordinatorFenced
+            )
+        )
 }
 
 /// eos-rules 50: the code a failed send stands for. A disconnect or a timeout is retried, as
@@ -99,10 +95,10 @@ pub fn peer_code_is_expected(code: i16) -> bool {
 /// common version is UNSUPPORTED_VERSION (dropped).
 pub fn peer_send_code(error: &PeerSendError) -> i16 {
     match error {
-        PeerSendError::TimedOut(_) | PeerSendError::Busy => REQUEST_TIMED_OUT,
+        PeerSendError::TimedOut(_) | PeerSendError::Busy => ResponseError::RequestTimedOut.code(),
         PeerSendError::Unreachable(_) | PeerSendError::Disconnected(_) | PeerSendError::Malformed(_) => {
-            NETWORK_EXCEPTION
+            ResponseError::NetworkException.code()
         }
-        PeerSendError::NoCommonVersion => UNSUPPORTED_VERSION,
+        PeerSendError::NoCommonVersion => ResponseError::UnsupportedVersion.code(),
     }
 }
