@@ -178,7 +178,9 @@ fn unique_tmp(path: &Path) -> PathBuf {
 
 /// Writes `bytes` to `path` only if nothing is there, atomically across the brokers sharing the
 /// directory: the content is written and synced under a private name, then linked into place
-/// (link(2) refuses an existing name, on NFS too). False when another writer was first.
+/// (link(2) refuses an existing name, on NFS too). False when another writer was first. On a file
+/// system without hard links the file is renamed into place when absent, which is atomic for its
+/// content but not exclusive between brokers starting at the same instant.
 pub fn create_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
     let dir = path.parent().unwrap_or(Path::new("."));
     crate::store::durable::create_dir_all_durable(dir)?;
@@ -188,16 +190,19 @@ pub fn create_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
         f.write_all(bytes)?;
         f.sync_all()?;
     }
-    let linked = std::fs::hard_link(&tmp, path);
-    let _ = std::fs::remove_file(&tmp);
-    match linked {
-        Ok(()) => {
-            File::open(dir)?.sync_all()?;
-            Ok(true)
-        }
+    let created = match std::fs::hard_link(&tmp, path) {
+        Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-        Err(e) => Err(e),
+        Err(_) if path.exists() => Ok(false),
+        // No hard links here (some FUSE file systems): rename, which keeps the content atomic.
+        Err(_) => std::fs::rename(&tmp, path).map(|()| true),
+    };
+    let _ = std::fs::remove_file(&tmp);
+    if created? {
+        File::open(dir)?.sync_all()?;
+        return Ok(true);
     }
+    Ok(false)
 }
 
 pub fn load_all(data_dir: &Path) -> Result<Vec<TopicMeta>, TopicError> {
