@@ -10,7 +10,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use common::{batch, create_topic, Broker, Client};
+use common::{batch, create_topic, vm_hwm_kib, Broker, Client};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
@@ -73,15 +73,6 @@ fn fetch(c: &mut Client) -> (i16, usize) {
     let resp: FetchResponse = c.call(ApiKey::Fetch, FETCH_VERSION, fetch_request(1 << 20, 200));
     let p = &resp.responses[0].partitions[0];
     (p.error_code, p.records.as_ref().map_or(0, |r| r.len()))
-}
-
-fn vm_hwm_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM")
 }
 
 #[test]

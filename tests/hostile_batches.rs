@@ -6,7 +6,7 @@ mod common;
 use std::io::Write;
 
 use bytes::Bytes;
-use common::{batch, create_topic, Broker, Client};
+use common::{batch, create_topic, vm_hwm_kib, Broker, Client};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::produce_response::PartitionProduceResponse;
@@ -66,15 +66,6 @@ const MAX_TIMESTAMP: usize = 35;
 
 fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
-}
-
-fn vm_hwm_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM")
 }
 
 fn varint(out: &mut Vec<u8>, v: i64) {

@@ -154,17 +154,22 @@ pub fn partition_dir(data_dir: &Path, topic: &str, partition: i32) -> PathBuf {
 
 /// Writes `bytes` to `path` atomically and durably (tmp file, fsync, rename, fsync dir).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    crate::store::durable::create_dir_all_durable(dir)?;
-    let tmp = unique_tmp(path);
-    {
-        let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
+    let (dir, tmp) = write_synced_tmp(path, bytes)?;
     std::fs::rename(&tmp, path)?;
     File::open(dir)?.sync_all()?;
     Ok(())
+}
+
+/// Writes and syncs `bytes` under a private name beside `path` (its directory made durably
+/// first); returns the directory and that name.
+fn write_synced_tmp<'a>(path: &'a Path, bytes: &[u8]) -> std::io::Result<(&'a Path, PathBuf)> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    crate::store::durable::create_dir_all_durable(dir)?;
+    let tmp = unique_tmp(path);
+    let mut f = File::create(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    Ok((dir, tmp))
 }
 
 /// A temporary name beside `path` that no other process (brokers share the directory) or
@@ -182,14 +187,7 @@ fn unique_tmp(path: &Path) -> PathBuf {
 /// system without hard links the file is renamed into place when absent, which is atomic for its
 /// content but not exclusive between brokers starting at the same instant.
 pub fn create_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    crate::store::durable::create_dir_all_durable(dir)?;
-    let tmp = unique_tmp(path);
-    {
-        let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
+    let (dir, tmp) = write_synced_tmp(path, bytes)?;
     let created = match std::fs::hard_link(&tmp, path) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),

@@ -429,3 +429,13 @@ pub fn create_topic(c: &mut Client, name: &str) {
     let resp: CreateTopicsResponse = c.call(ApiKey::CreateTopics, 5, req);
     assert_eq!(resp.topics[0].error_code, 0);
 }
+
+/// A process's peak resident memory (VmHWM), in KiB.
+pub fn vm_hwm_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM")
+}

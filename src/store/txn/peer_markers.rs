@@ -48,46 +48,35 @@ pub fn marker_request_version(local_max: i16, peer: Option<(i16, i16)>) -> Optio
 /// have taken the partition yet, and a deleted topic is dropped by the coordinator's own lookup
 /// (rule 41). Apache Kafka throws on any code rule 50 does not list; kaas retries it.
 pub fn peer_marker_outcome(code: i16) -> MarkerOutcome {
-    use ResponseError::*;
     if code == crate::error_code::NONE {
         return MarkerOutcome::Written;
     }
-    match ResponseError::try_from_code(code) {
-        Some(
-            UnknownTopicOrPartition
-            | NotLeaderOrFollower
-            | NotEnoughReplicas
-            | NotEnoughReplicasAfterAppend
-            | RequestTimedOut
-            | KafkaStorageError
-            | NetworkException,
-        ) => MarkerOutcome::Retry,
-        Some(UnsupportedForMessageFormat | UnsupportedVersion) => MarkerOutcome::Dropped,
-        Some(InvalidProducerEpoch | TransactionCoordinatorFenced) => MarkerOutcome::Stuck,
-        _ => MarkerOutcome::Retry,
+    match ResponseError::try_from_code(code).and_then(rule_50_outcome) {
+        Some(outcome) => outcome,
+        None => MarkerOutcome::Retry,
+    }
+}
+
+/// The outcome rule 50 gives each code it names (None: not named).
+fn rule_50_outcome(e: ResponseError) -> Option<MarkerOutcome> {
+    use ResponseError::*;
+    match e {
+        UnknownTopicOrPartition
+        | NotLeaderOrFollower
+        | NotEnoughReplicas
+        | NotEnoughReplicasAfterAppend
+        | RequestTimedOut
+        | KafkaStorageError
+        | NetworkException => Some(MarkerOutcome::Retry),
+        UnsupportedForMessageFormat | UnsupportedVersion => Some(MarkerOutcome::Dropped),
+        InvalidProducerEpoch | TransactionCoordinatorFenced => Some(MarkerOutcome::Stuck),
+        _ => None,
     }
 }
 
 /// Whether rule 50 names `code` (Apache Kafka throws on the others; kaas logs and retries).
 pub fn peer_code_is_expected(code: i16) -> bool {
-    use ResponseError::*;
-    code == crate::error_code::NONE
-        || matches!(
-            ResponseError::try_from_code(code),
-            Some(
-                UnknownTopicOrPartition
-                    | NotLeaderOrFollower
-                    | NotEnoughReplicas
-                    | NotEnoughReplicasAfterAppend
-                    | RequestTimedOut
-                    | KafkaStorageError
-                    | NetworkException
-                    | UnsupportedForMessageFormat
-                    | UnsupportedVersion
-                    | InvalidProducerEpoch
-                    | TransactionCoordinatorFenced
-            )
-        )
+    code == crate::error_code::NONE || ResponseError::try_from_code(code).and_then(rule_50_outcome).is_some()
 }
 
 /// eos-rules 50: the code a failed send stands for. A disconnect or a timeout is retried, as
