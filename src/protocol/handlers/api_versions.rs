@@ -2,11 +2,11 @@
 //! transaction.version feature.
 
 use kafka_protocol::messages::api_versions_response::{ApiVersion, FinalizedFeatureKey, SupportedFeatureKey};
-use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
+use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 
 use crate::error_code::ResponseError;
 use crate::protocol::str_bytes;
-use crate::protocol::versions::{advertised, Offered};
+use crate::protocol::versions::{advertised, supported_range, Offered};
 
 fn ranges(offered: Offered) -> Vec<ApiVersion> {
     advertised(offered)
@@ -41,11 +41,26 @@ pub fn handle(
     r
 }
 
-/// Apache Kafka answers a too-new ApiVersions with a v0 response carrying code 35 and the
-/// supported ranges, so the client can retry with a version both sides know.
+/// Apache Kafka answers a too-new ApiVersions with a v0 response carrying code 35 and only the
+/// ApiVersions range (KIP-511), so the client retries with a version both sides know. Listing
+/// every API here would be wrong: a client such as franz-go takes a full list at its word (as
+/// from a pre-2.4 broker) and keeps that connection on it, without the v3 features.
 pub fn unsupported() -> ApiVersionsResponse {
-    let offered = Offered { tv2: false, ..Offered::ALL };
-    ApiVersionsResponse::default()
-        .with_error_code(ResponseError::UnsupportedVersion.code())
-        .with_api_keys(ranges(offered))
+    let (min, max) = supported_range(ApiKey::ApiVersions).unwrap_or((0, 0));
+    let key =
+        ApiVersion::default().with_api_key(ApiKey::ApiVersions as i16).with_min_version(min).with_max_version(max);
+    ApiVersionsResponse::default().with_error_code(ResponseError::UnsupportedVersion.code()).with_api_keys(vec![key])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsupported_version_lists_only_api_versions() {
+        let r = unsupported();
+        assert_eq!(r.error_code, ResponseError::UnsupportedVersion.code());
+        let keys: Vec<_> = r.api_keys.iter().map(|k| (k.api_key, k.min_version, k.max_version)).collect();
+        assert_eq!(keys, vec![(ApiKey::ApiVersions as i16, 0, 3)]);
+    }
 }
