@@ -9,10 +9,11 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use tokio::net::TcpListener;
 
+use crate::actors::coordinators::Coordinators;
 use crate::actors::directory::Directory;
 use crate::actors::fence_watcher::FenceWatcher;
 use crate::actors::fence_writer::FenceWriter;
-use crate::actors::membership::{Coordinators, Membership};
+use crate::actors::membership::Membership;
 use crate::actors::messages::ShutdownAll;
 use crate::actors::partition::MAILBOX_CAPACITY;
 use crate::actors::producer_ids::ProducerIds;
@@ -142,10 +143,20 @@ impl Broker {
             FenceWatcher::new(data_dir, node_id, poll, registry)
         });
         let directory = Directory::new(ownership.clone(), topics.clone(), producer_ids, fences);
-        let mut coordinators = Coordinators::new(settings.clone(), coordinator_arbiter.handle(), Some(peers));
-        coordinators.take_or_follow(&directory, &ownership, &live_ids).map_err(ServerError::Startup)?;
+        let mut coordinators = Coordinators::new(
+            settings.clone(),
+            directory.clone(),
+            ownership.clone(),
+            coordinator_arbiter.handle(),
+            Some(peers),
+        );
+        let (_, failed) = coordinators.place(&live_ids);
+        if !failed.is_empty() {
+            return Err(ServerError::Startup(failed.join("; ")));
+        }
         let (txn, groups) = (coordinators.txn.clone(), coordinators.groups.clone());
-        let membership = Membership::new(settings.clone(), local, directory.clone(), ownership, topics, coordinators);
+        let coordinators = Coordinators::start_in_arbiter(&cluster_arbiter.handle(), move |_| coordinators);
+        let membership = Membership::new(settings.clone(), local, ownership, topics, coordinators);
         Membership::start_in_arbiter(&cluster_arbiter.handle(), move |_| membership);
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "recovered partitions");
         arbiters.extend([cluster_arbiter, coordinator_arbiter, peer_arbiter]);

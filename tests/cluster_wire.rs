@@ -149,15 +149,21 @@ fn three_brokers_share_one_disk_and_take_over_a_killed_one() {
         let other = *all.iter().find(|n| **n != leader).expect("another broker");
         assert_eq!(produce(&mut client_of(other), p, batch(9, 0, 0, 1, "x")).0, NOT_LEADER_OR_FOLLOWER);
     }
-    let txn_coordinator = coordinator(&mut brokers[1].client(), "tx", 1);
-    let group_coordinator = coordinator(&mut brokers[2].client(), "g", 0);
-    assert!(all.contains(&txn_coordinator));
-    assert_eq!(coordinator(&mut brokers[0].client(), "tx", 1), txn_coordinator, "one answer cluster-wide");
-    assert_eq!(group_coordinator, txn_coordinator, "the coordinators move together");
+    // The coordinators spread too: the transaction shards and the group coordinator.
+    let coordinators =
+        wait_for(Duration::from_secs(10), "every coordinator running", || coordinator_map(&brokers[0], &all));
+    let running: BTreeSet<i32> = coordinators.values().copied().collect();
+    assert!(running.len() > 1, "the coordinators spread over the brokers: {coordinators:?}");
+    for b in &brokers[1..] {
+        assert_eq!(coordinator_map(b, &all).as_ref(), Some(&coordinators), "one answer cluster-wide");
+    }
+    // A transactional id's state moves with its shard.
+    let tx_node = coordinators["tx-0"];
+    let (pid, epoch) = init_producer_id(&mut client_of(tx_node), "tx-0");
 
-    // Kill the coordinators' broker (it leads partitions too, or another leader if it leads none).
-    let victim: i32 = if leading.contains(&txn_coordinator) { txn_coordinator } else { leaders[&0] };
-    eprintln!("leaders {leaders:?}; killing broker {victim} (coordinators on {txn_coordinator})");
+    // Kill the broker running tx-0's shard (it leads partitions too, or another leader if it leads none).
+    let victim: i32 = if leading.contains(&tx_node) { tx_node } else { leaders[&0] };
+    eprintln!("leaders {leaders:?}; coordinators {coordinators:?}; killing broker {victim}");
     let killed_at = Instant::now();
     brokers[(victim - 1) as usize].kill();
     let live: BTreeSet<i32> = all.iter().copied().filter(|n| *n != victim).collect();
@@ -172,11 +178,10 @@ fn three_brokers_share_one_disk_and_take_over_a_killed_one() {
     });
     let failover = killed_at.elapsed();
     eprintln!("failover: every partition served again {} ms after kill -9", failover.as_millis());
-    let new_coordinator = wait_for(Duration::from_secs(20), "the coordinators taken over", || {
-        let n = coordinator(&mut survivor.client(), "tx", 1);
-        live.contains(&n).then_some(n)
-    });
-    eprintln!("coordinators on broker {new_coordinator} {} ms after kill -9", killed_at.elapsed().as_millis());
+    let moved = wait_for(Duration::from_secs(20), "the coordinators taken over", || coordinator_map(survivor, &live));
+    eprintln!("every coordinator running again {} ms after kill -9: {moved:?}", killed_at.elapsed().as_millis());
+    let bumped = init_producer_id(&mut client_of(moved["tx-0"]), "tx-0");
+    assert_eq!(bumped, (pid, epoch + 1), "the new owner of the shard has its state");
 
     // What the dead broker acknowledged is there, and an idempotent retry of it is recognised.
     for (p, leader) in &after {
@@ -196,6 +201,27 @@ fn three_brokers_share_one_disk_and_take_over_a_killed_one() {
         let port = metadata(&mut brokers[0].client()).0[leader];
         assert_eq!(high_watermark(&mut Client::connect(port), *p), (0, 3), "partition {p} after the hand-back");
     }
+    // The coordinators it ran come back to it too (handed over by their owners, state and all).
+    wait_for(Duration::from_secs(20), "the coordinators handed back", || {
+        (coordinator_map(&brokers[0], &all)? == coordinators).then_some(())
+    });
+    let port = metadata(&mut brokers[0].client()).0[&tx_node];
+    assert_eq!(init_producer_id(&mut Client::connect(port), "tx-0"), (pid, epoch + 2), "handed back with its state");
+}
+
+/// FindCoordinator's answer for 32 transactional ids (every shard) and a group, when all of
+/// them name a broker of `live`.
+fn coordinator_map(via: &Broker, live: &BTreeSet<i32>) -> Option<BTreeMap<String, i32>> {
+    let mut c = via.client();
+    let mut map: BTreeMap<String, i32> = (0..32)
+        .map(|i| format!("tx-{i}"))
+        .map(|k| {
+            let node = coordinator(&mut c, &k, 1);
+            (k, node)
+        })
+        .collect();
+    map.insert("group g".into(), coordinator(&mut c, "g", 0));
+    map.values().all(|n| live.contains(n)).then_some(map)
 }
 
 /// (producer id, epoch) from InitProducerId for `transactional_id`, sent to its coordinator.

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
-use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, WrapFuture};
+use actix::{Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, WrapFuture};
 
 use super::messages::*;
 use crate::store::clock::now_ms;
@@ -207,5 +207,25 @@ impl Handler<CompleteTxnOffsets> for GroupCoordinator {
                 let _ = reply.send(code);
             }),
         );
+    }
+}
+
+impl Handler<HandOver> for GroupCoordinator {
+    type Result = ();
+
+    /// Flushes (snapshots are inserted as they change; only the flush may be outstanding) and
+    /// stops without taking another call: members waiting in a rebalance get NOT_COORDINATOR
+    /// and find the next owner, which loads the groups from the database.
+    fn handle(&mut self, msg: HandOver, ctx: &mut Self::Context) {
+        tracing::info!(groups = self.waiting.len(), "handing the group coordinator over");
+        let (db, db_file) = (self.db.clone(), self.db_file.clone());
+        let flush = tokio::task::spawn_blocking(move || crate::store::durable::flush_sled(&db, &db_file));
+        ctx.wait(flush.into_actor(self).map(move |res, _, ctx| {
+            if let Ok(Err(e)) | Err(e) = res.map_err(|e| e.to_string()) {
+                tracing::error!("flushing the group coordinator at hand-over: {e}");
+            }
+            let _ = msg.reply.send(());
+            ctx.stop();
+        }));
     }
 }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
-use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Recipient, WrapFuture};
+use actix::{Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, Recipient, WrapFuture};
 use tokio::sync::oneshot;
 
 use super::directory::{Directory, Location};
@@ -43,6 +43,10 @@ pub struct TxnCoordinator {
     /// Where markers for partitions a peer leads go; None: they wait until led here.
     peers: Option<Recipient<SendPeerMarker>>,
     settings: TxnSettings,
+    /// State writes under way (a hand-over waits for them).
+    writing: usize,
+    /// Set by HandOver: new calls answer NOT_COORDINATOR; the answer goes once nothing is written.
+    handing_over: Option<Option<Reply<()>>>,
 }
 
 impl TxnCoordinator {
@@ -68,7 +72,19 @@ impl TxnCoordinator {
             }
         }
         let ids = ProducerIdAllocator::open_txn_shard(data_dir, shard).map_err(|e| format!("producer ids: {e}"))?;
-        Ok(TxnCoordinator { shard, db, db_file, entries, ids, directory, groups, peers, settings })
+        Ok(TxnCoordinator {
+            shard,
+            db,
+            db_file,
+            entries,
+            ids,
+            directory,
+            groups,
+            peers,
+            settings,
+            writing: 0,
+            handing_over: None,
+        })
     }
 
     /// The core asks for at most one fresh id per decision; `ensure_reserved` ran before, so
@@ -100,6 +116,7 @@ impl TxnCoordinator {
         let key = id.clone();
         let value = serde_json::to_vec(&written);
         let tombstone = written.is_tombstone();
+        self.writing += 1;
         let write = tokio::task::spawn_blocking(move || -> Result<(), String> {
             let value = value.map_err(|e| e.to_string())?;
             if tombstone {
@@ -111,6 +128,7 @@ impl TxnCoordinator {
             Ok(())
         });
         ctx.spawn(write.into_actor(self).map(move |res, act, ctx| {
+            act.writing -= 1;
             let res = res.map_err(|e| e.to_string()).and_then(|r| r);
             match res {
                 Ok(()) => {
@@ -136,12 +154,33 @@ impl TxnCoordinator {
                     }
                 }
             }
+            act.finish_hand_over(ctx);
+        }));
+    }
+
+    /// Answers a pending HandOver once no state write is under way: flushes the database
+    /// (blocking this actor, which takes no more calls) and stops, closing it.
+    fn finish_hand_over(&mut self, ctx: &mut Context<Self>) {
+        if self.writing > 0 {
+            return;
+        }
+        let Some(reply) = self.handing_over.as_mut().and_then(Option::take) else { return };
+        let (db, db_file) = (self.db.clone(), self.db_file.clone());
+        let flush = tokio::task::spawn_blocking(move || crate::store::durable::flush_sled(&db, &db_file));
+        ctx.wait(flush.into_actor(self).map(move |res, act, ctx| {
+            if let Ok(Err(e)) | Err(e) = res.map_err(|e| e.to_string()) {
+                tracing::error!(shard = act.shard, "flushing at hand-over: {e}");
+            }
+            let _ = reply.send(());
+            ctx.stop();
         }));
     }
 
     /// Runs the effects in [`core::schedule`]'s order: markers first, fences once they are in.
     fn run_effects(&mut self, id: String, effects: Vec<Effect>, ctx: &mut Context<Self>) {
         let (markers, fences) = core::schedule(effects);
+        // Handing over: the next owner re-sends the markers of every Prepare* entry it loads.
+        let markers = markers.filter(|_| self.handing_over.is_none());
         let Some(batch) = markers else {
             for f in fences {
                 self.directory.fence(f.producer_id, f.epoch);
@@ -209,25 +248,41 @@ async fn write_markers(targets: Targets, coordinator_epoch: i32, batch: MarkerBa
         waits.push(async move {
             let mut backoff_ms = core::MARKER_FIRST_BACKOFF_MS;
             loop {
-                if let MarkerTarget::GroupOffsets(partition) = core::marker_target(&topic, partition) {
-                    // Like any marker it is retried until it is on disk.
-                    let (tx, rx) = oneshot::channel();
-                    let msg = CompleteTxnOffsets { offsets_partition: partition, producer_id, commit, reply: tx };
-                    // The group coordinators move with the transaction coordinators; while they
-                    // are not open here the marker is retried.
-                    let sent = match groups.get() {
-                        Some(g) => g.send(msg).await.is_ok(),
-                        None => false,
+                if let MarkerTarget::GroupOffsets(offsets) = core::marker_target(&topic, partition) {
+                    // Like any marker it is retried until it is on disk: by the group
+                    // coordinator here, or by the peer running it (WriteTxnMarkers).
+                    let code = match directory.locate(&Owned::GroupShard(offsets), || groups.get()) {
+                        Location::Local(g) => {
+                            let (tx, rx) = oneshot::channel();
+                            let msg = CompleteTxnOffsets { offsets_partition: offsets, producer_id, commit, reply: tx };
+                            match g.send(msg).await {
+                                Ok(()) => rx.await.unwrap_or(ResponseError::UnknownServerError.code()),
+                                Err(_) => ResponseError::CoordinatorNotAvailable.code(),
+                            }
+                        }
+                        Location::Peer(b) => match &peers {
+                            Some(peers) => {
+                                let marker = PeerMarker {
+                                    producer_id,
+                                    producer_epoch: epoch,
+                                    commit,
+                                    coordinator_epoch,
+                                    transaction_version: txn_version,
+                                    topic: topic.clone(),
+                                    partition: offsets,
+                                };
+                                send_to_peer(peers, b, marker).await
+                            }
+                            None => ResponseError::CoordinatorNotAvailable.code(),
+                        },
+                        Location::Offline => ResponseError::CoordinatorNotAvailable.code(),
                     };
-                    let code = if sent {
-                        rx.await.unwrap_or(ResponseError::UnknownServerError.code())
-                    } else {
-                        ResponseError::CoordinatorNotAvailable.code()
-                    };
-                    if core::marker_outcome(code) != MarkerOutcome::Retry {
+                    // A peer's NOT_LEADER_OR_FOLLOWER (the group coordinator moved) is retried
+                    // like its other retriable codes (eos-rules 50).
+                    if core::peer_marker_outcome(code) != MarkerOutcome::Retry {
                         return code;
                     }
-                    tracing::warn!(partition, code, "offsets marker not written, retrying");
+                    tracing::warn!(offsets, code, "offsets marker not written, retrying");
                     backoff_ms = wait(backoff_ms).await;
                     continue;
                 }
@@ -348,6 +403,10 @@ impl Handler<TxnCall> for TxnCoordinator {
     type Result = ();
 
     fn handle(&mut self, msg: TxnCall, ctx: &mut Self::Context) {
+        if self.handing_over.is_some() {
+            let _ = msg.reply.send(Err(TxnError::NotCoordinator));
+            return;
+        }
         // eos-rules 1/6: no producer id block on disk, no answer that would need one.
         if let Err(e) = self.ids.ensure_reserved() {
             tracing::error!(shard = self.shard, "producer id block: {e}");
@@ -380,6 +439,11 @@ impl Handler<VerifyTxn> for TxnCoordinator {
     type Result = ();
 
     fn handle(&mut self, msg: VerifyTxn, _: &mut Self::Context) {
+        if self.handing_over.is_some() {
+            let answers = msg.partitions.into_iter().map(|tp| (tp, Err(TxnError::NotCoordinator))).collect();
+            let _ = msg.reply.send(answers);
+            return;
+        }
         let entry = self.entries.get(&msg.transactional_id);
         let result = core::verify_partitions(entry, &msg.transactional_id, msg.producer_id, msg.epoch, &msg.partitions);
         let _ = msg.reply.send(result);
@@ -390,6 +454,9 @@ impl Handler<BumpEpoch> for TxnCoordinator {
     type Result = ();
 
     fn handle(&mut self, msg: BumpEpoch, ctx: &mut Self::Context) {
+        if self.handing_over.is_some() {
+            return;
+        }
         let now = now_ms();
         let Some(entry) = self.entries.get(&msg.transactional_id) else { return };
         if let Some(d) = core::expire(entry, now, self.settings.expiration_ms) {
@@ -420,5 +487,15 @@ impl Handler<InspectTxns> for TxnCoordinator {
             None => self.entries.iter().map(|(id, e)| (id.clone(), Some(e.clone()))).collect(),
         };
         let _ = msg.reply.send(out);
+    }
+}
+
+impl Handler<HandOver> for TxnCoordinator {
+    type Result = ();
+
+    fn handle(&mut self, msg: HandOver, ctx: &mut Self::Context) {
+        tracing::info!(shard = self.shard, writing = self.writing, "handing the transaction shard over");
+        self.handing_over = Some(Some(msg.reply));
+        self.finish_hand_over(ctx);
     }
 }

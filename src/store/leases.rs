@@ -18,6 +18,7 @@ use thiserror::Error;
 
 use super::durable::create_dir_all_durable;
 use super::ownership::{Broker, Owned};
+use super::placement::CoordinatorUnit;
 use super::topics::write_atomic;
 
 #[derive(Debug, Error)]
@@ -71,10 +72,20 @@ fn read_record(file: &mut File) -> Option<LeaseRecord> {
     serde_json::from_slice(&bytes).ok()
 }
 
-/// The lease of the coordinators: the transaction-coordinator shards and the group coordinator
-/// move together, with one epoch (the coordinator epoch markers carry).
-pub fn coordinators_lease_path(data_dir: &Path) -> PathBuf {
-    cluster_dir(data_dir).join("leases").join("coordinators.lease")
+/// The lease of a coordinator unit; its epoch is the coordinator epoch markers carry.
+pub fn unit_lease_path(data_dir: &Path, unit: CoordinatorUnit) -> PathBuf {
+    match unit {
+        CoordinatorUnit::Txn(n) => lease_path(data_dir, &Owned::TxnShard(n)),
+        CoordinatorUnit::Groups => cluster_dir(data_dir).join("leases").join("groups.lease"),
+    }
+}
+
+/// The first epoch of a coordinator unit's lease: above the one lease all coordinators shared
+/// before they moved one by one (`coordinators.lease`, kaas 0.x), so partitions that saw
+/// markers under it accept the new ones (eos-rules 48).
+pub fn unit_first_epoch(data_dir: &Path) -> i32 {
+    let legacy = cluster_dir(data_dir).join("leases").join("coordinators.lease");
+    read_lease_at(&legacy).map_or(0, |r| r.epoch.saturating_add(1))
 }
 
 /// Tries to take `what` for `node_id`: None while another broker holds it. The leader epoch
@@ -86,6 +97,11 @@ pub fn try_acquire(data_dir: &Path, what: &Owned, node_id: i32) -> Result<Option
 
 /// `try_acquire` of the lease file at `path`.
 pub fn try_acquire_at(path: &Path, node_id: i32) -> Result<Option<HeldLease>, LeaseError> {
+    try_acquire_from(path, node_id, 0)
+}
+
+/// `try_acquire_at` whose first record (no holder before) starts at `first_epoch`.
+pub fn try_acquire_from(path: &Path, node_id: i32, first_epoch: i32) -> Result<Option<HeldLease>, LeaseError> {
     let path = path.to_path_buf();
     let dir = path.parent().unwrap_or(Path::new("."));
     create_dir_all_durable(dir).map_err(io(dir))?;
@@ -95,7 +111,7 @@ pub fn try_acquire_at(path: &Path, node_id: i32) -> Result<Option<HeldLease>, Le
         return Ok(None);
     }
     let record = match read_record(&mut file) {
-        None => LeaseRecord { node_id, epoch: 0 },
+        None => LeaseRecord { node_id, epoch: first_epoch },
         Some(old) if old.node_id == node_id => old,
         Some(old) => LeaseRecord { node_id, epoch: old.epoch.saturating_add(1) },
     };

@@ -34,6 +34,38 @@ pub fn desired_owner(what: &Owned, live: &[i32]) -> Option<i32> {
     live.iter().copied().max_by_key(|node| (fnv1a(k.bytes(), *node as u64), *node))
 }
 
+/// Coordinator state that moves between brokers as one piece, under one lease: a transaction
+/// shard (its sled database and producer-id block), or the group coordinator (one database for
+/// the 50 `__consumer_offsets` partitions, which therefore move together).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CoordinatorUnit {
+    Txn(u32),
+    Groups,
+}
+
+impl CoordinatorUnit {
+    /// Every unit of a cluster with `txn_shards` transaction shards.
+    pub fn all(txn_shards: u32) -> Vec<CoordinatorUnit> {
+        (0..txn_shards).map(CoordinatorUnit::Txn).chain([CoordinatorUnit::Groups]).collect()
+    }
+
+    /// What the ownership table records for it (what FindCoordinator and the handlers look up).
+    pub fn owned(&self, offsets_partitions: i32) -> Vec<Owned> {
+        match self {
+            CoordinatorUnit::Txn(n) => vec![Owned::TxnShard(*n)],
+            CoordinatorUnit::Groups => (0..offsets_partitions).map(Owned::GroupShard).collect(),
+        }
+    }
+
+    /// The live broker that should run it.
+    pub fn desired_owner(&self, live: &[i32]) -> Option<i32> {
+        match self {
+            CoordinatorUnit::Txn(n) => desired_owner(&Owned::TxnShard(*n), live),
+            CoordinatorUnit::Groups => desired_owner(&Owned::GroupShard(0), live),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,5 +114,30 @@ mod tests {
         }
         let shards: Vec<_> = (0..8).map(|n| desired_owner(&Owned::TxnShard(n), &[1, 2]).unwrap()).collect();
         assert!(shards.contains(&1) && shards.contains(&2), "shards spread too: {shards:?}");
+    }
+
+    #[test]
+    fn coordinator_units_spread_over_the_live_brokers() {
+        let units = CoordinatorUnit::all(4);
+        assert_eq!(units.len(), 5);
+        let owners: std::collections::BTreeSet<_> =
+            units.iter().map(|u| u.desired_owner(&[1, 2, 3]).unwrap()).collect();
+        assert!(owners.len() >= 2, "all coordinators on one broker: {owners:?}");
+        assert_eq!(CoordinatorUnit::Groups.owned(50).len(), 50);
+        assert_eq!(CoordinatorUnit::Txn(3).owned(50), vec![Owned::TxnShard(3)]);
+    }
+
+    #[test]
+    fn only_the_coordinators_of_a_leaving_broker_move() {
+        for shards in 1..12 {
+            for u in CoordinatorUnit::all(shards) {
+                let before = u.desired_owner(&[1, 2, 3]).unwrap();
+                let after = u.desired_owner(&[1, 2]).unwrap();
+                if before != 3 {
+                    assert_eq!(before, after, "{u:?} moved although its broker stayed");
+                }
+                assert_eq!(u.desired_owner(&[1, 2, 3]), u.desired_owner(&[3, 1, 2]));
+            }
+        }
     }
 }

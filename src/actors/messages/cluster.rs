@@ -51,3 +51,12 @@ pub struct AppendFence {
     pub producer_id: i64,
     pub epoch: i16,
 }
+
+/// To a coordinator this broker gives up (a transaction shard, the group coordinator): finish
+/// the state writes under way, flush, answer and stop. Its lease is let go after the answer, so
+/// the broker taking over opens everything this one acknowledged.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct HandOver {
+    pub reply: Reply<()>,
+}

@@ -13,15 +13,23 @@ use tokio::sync::oneshot;
 
 use crate::actors::messages::{TopicPartition, TxnOp, VerifyTxn};
 use crate::protocol::{str_bytes, Session};
+use crate::store::coordinator_key::OFFSETS_PARTITIONS;
 use crate::store::txn::{
     add_partitions_is_broker_batch, add_partitions_txn_version, unknown_partitions_precheck, CoordinatorApi, TxnError,
+    CONSUMER_OFFSETS_TOPIC,
 };
 
-/// The partitions of `topics` this broker does not know (eos-rules 31).
+/// The partitions of `topics` this broker does not know (eos-rules 31). `__consumer_offsets`
+/// is known: a group coordinator on another broker adds a group's offsets partition this way
+/// (TxnOffsetCommit v5, KIP-890).
 async fn unknown_partitions(s: &Session, topics: &[AddPartitionsToTxnTopic]) -> BTreeSet<TopicPartition> {
     let mut bad = BTreeSet::new();
     for t in topics {
-        let known = s.topic(&t.name.0, false).await.ok().map(|h| h.meta.partitions);
+        let known = if t.name.0.as_str() == CONSUMER_OFFSETS_TOPIC {
+            Some(OFFSETS_PARTITIONS)
+        } else {
+            s.topic(&t.name.0, false).await.ok().map(|h| h.meta.partitions)
+        };
         for p in &t.partitions {
             if known.is_none_or(|n| *p < 0 || *p >= n) {
                 bad.insert((t.name.0.to_string(), *p));

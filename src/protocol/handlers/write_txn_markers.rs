@@ -10,11 +10,15 @@ use kafka_protocol::messages::write_txn_markers_response::{
 use kafka_protocol::messages::{ProducerId, TopicName, WriteTxnMarkersResponse};
 use tokio::sync::oneshot;
 
-use crate::actors::messages::WriteMarkers;
+use crate::actors::directory::Location;
+use crate::actors::messages::{CompleteTxnOffsets, WriteMarkers};
 use crate::error_code::ResponseError;
-use crate::protocol::txn_markers_codec::TxnMarker;
+use crate::protocol::txn_markers_codec::{MarkerTopic, TxnMarker};
 use crate::protocol::{str_bytes, Session};
+use crate::store::coordinator_key::OFFSETS_PARTITIONS;
+use crate::store::ownership::Owned;
 use crate::store::partition::marker_txn_version;
+use crate::store::txn::CONSUMER_OFFSETS_TOPIC;
 
 pub async fn handle(s: Rc<Session>, version: i16, markers: Vec<TxnMarker>) -> WriteTxnMarkersResponse {
     let mut r = WriteTxnMarkersResponse::default();
@@ -22,6 +26,10 @@ pub async fn handle(s: Rc<Session>, version: i16, markers: Vec<TxnMarker>) -> Wr
         let mut mr = WritableTxnMarkerResult::default();
         mr.producer_id = ProducerId(m.producer_id);
         for t in &m.topics {
+            if t.name == CONSUMER_OFFSETS_TOPIC {
+                mr.topics.push(offsets_markers(&s, &m, t).await);
+                continue;
+            }
             let handle = s.topic(&t.name, false).await.ok();
             let mut tr = WritableTxnMarkerTopicResult::default();
             tr.name = TopicName(str_bytes(&t.name));
@@ -58,4 +66,39 @@ pub async fn handle(s: Rc<Session>, version: i16, markers: Vec<TxnMarker>) -> Wr
         r.markers.push(mr);
     }
     r
+}
+
+/// Markers for `__consumer_offsets` partitions: the transaction's offsets become visible (commit)
+/// or are dropped (abort) in the group coordinator, when this broker runs it; a coordinator on
+/// another broker is NOT_LEADER_OR_FOLLOWER, which the sending coordinator retries (eos-rules 50).
+async fn offsets_markers(s: &Session, m: &TxnMarker, t: &MarkerTopic) -> WritableTxnMarkerTopicResult {
+    let mut tr = WritableTxnMarkerTopicResult::default();
+    tr.name = TopicName(str_bytes(&t.name));
+    for &p in &t.partitions {
+        let code = if !(0..OFFSETS_PARTITIONS).contains(&p) {
+            ResponseError::UnknownTopicOrPartition.code()
+        } else {
+            match s.directory.locate(&Owned::GroupShard(p), || s.groups.get()) {
+                Location::Local(g) => {
+                    let (tx, rx) = oneshot::channel();
+                    let msg = CompleteTxnOffsets {
+                        offsets_partition: p,
+                        producer_id: m.producer_id,
+                        commit: m.commit,
+                        reply: tx,
+                    };
+                    match g.send(msg).await {
+                        Ok(()) => rx.await.unwrap_or(ResponseError::NotLeaderOrFollower.code()),
+                        Err(_) => ResponseError::NotLeaderOrFollower.code(),
+                    }
+                }
+                Location::Peer(_) | Location::Offline => ResponseError::NotLeaderOrFollower.code(),
+            }
+        };
+        let mut pr = WritableTxnMarkerPartitionResult::default();
+        pr.partition_index = p;
+        pr.error_code = code;
+        tr.partitions.push(pr);
+    }
+    tr
 }

@@ -169,6 +169,22 @@ def send_ignoring_reset(sock: socket.socket, data: bytes) -> None:
         pass
 
 
+def find_coordinator(bootstrap: str, key: str, key_type: int = 1, timeout: float = 5.0):
+    """FindCoordinator v1 (key_type 1: transactional id, 0: group) sent raw to the first broker
+    of `bootstrap`: (error code, node id)."""
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    k = key.encode()
+    body = struct.pack(">h", len(k)) + k + struct.pack(">b", key_type)
+    with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+        sock.sendall(request_frame(10, 1, 7, body=body))
+        resp = read_frame(sock, timeout)
+    _corr, _throttle, error = struct.unpack(">iih", resp[:10])
+    (msg_len,) = struct.unpack(">h", resp[10:12])
+    at = 12 + max(msg_len, 0)
+    (node_id,) = struct.unpack(">i", resp[at:at + 4])
+    return error, node_id
+
+
 # ------------------------------------------------------------ transactions (read side)
 
 def end_offsets(bootstrap: str, topic: str, partitions: int, isolation: str = "read_uncommitted",

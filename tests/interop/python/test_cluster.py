@@ -1,14 +1,13 @@
 """Three kaas brokers on one data directory (issue D) with confluent-kafka (librdkafka): an
 idempotent producer writes to 6 partitions spread over the brokers while one broker is killed -9
 and not restarted; every acknowledged record is read back exactly once from the survivors."""
-import json
 import threading
 import time
 
 from confluent_kafka import KafkaException, Producer
 
 from conftest import Broker, free_port, poll_until
-from kaashelpers import consume_to_end, create_topic, unique_topic, wait_topic_ready
+from kaashelpers import consume_to_end, create_topic, find_coordinator, unique_topic, wait_topic_ready
 
 PARTITIONS = 6
 N = 6_000
@@ -83,16 +82,19 @@ def test_idempotent_producer_keeps_every_record_when_a_broker_dies(tmp_path):
             assert delivered[key] == (p, offset), f"{key} acknowledged at {delivered[key]}, read at {(p, offset)}"
 
 
-def coordinators_node(shared):
-    """The broker running the coordinators, as their lease file says."""
-    return json.loads((shared / "__cluster" / "leases" / "coordinators.lease").read_text())["node_id"]
+def transaction_coordinator(bootstrap, transactional_id):
+    """The node running `transactional_id`'s transaction shard, once one does."""
+    def found():
+        error, node = find_coordinator(bootstrap, transactional_id)
+        return node if error == 0 else None
+    return poll_until(found, 30, f"a coordinator for {transactional_id}")
 
 
 def test_transactions_across_brokers_survive_a_killed_partition_leader(tmp_path):
     """A transactional producer (librdkafka, TV1: explicit AddPartitionsToTxn, partitions verified
     by their leaders with the coordinator over the wire, markers sent over the wire) writes one
     record per partition per transaction over three brokers, aborting every third; a broker that
-    leads partitions but not the coordinators is killed -9 for good half-way. read_committed sees
+    leads partitions but not the transaction's coordinator is killed -9 for good half-way. read_committed sees
     every committed record once and nothing aborted."""
     shared = tmp_path / "shared"
     brokers = start_cluster(shared)
@@ -106,7 +108,7 @@ def test_transactions_across_brokers_survive_a_killed_partition_leader(tmp_path)
             "topic.metadata.refresh.interval.ms": 1_000}
     producer = Producer(conf)
     producer.init_transactions(30)
-    coordinator = coordinators_node(shared)
+    coordinator = transaction_coordinator(bootstrap, conf["transactional.id"])
     victim = next(b for b in brokers if b.node_id != coordinator)
     outcome = {}
     for t in range(TXNS):

@@ -199,9 +199,10 @@ def test_franz_go_group_and_txn_etl(franz_go_src, tmp_path, txn_version):
 def test_franz_go_txn_etl_on_a_three_broker_cluster(franz_go_src, tmp_path):
     """TestTxnEtl against three brokers sharing one data directory (issue D), transaction
     version 2: franz-go's producers and consume-transform-produce chains write to partitions led
-    by all three brokers while one runs the coordinators, so every Produce v12 to another broker
-    adds its partition over the wire (AddPartitionsToTxn v5 from the leader to the coordinator)
-    and every commit writes markers over the wire (WriteTxnMarkers)."""
+    by all three brokers, and the transaction shards and the group coordinator are spread over
+    them too, so a Produce v12 to a broker other than the transaction's coordinator adds its
+    partition over the wire (AddPartitionsToTxn v5 from the leader to the coordinator) and
+    commits write markers over the wire (WriteTxnMarkers), also for the group's offsets."""
     shared = tmp_path / "shared"
     env_broker = {"RUST_LOG": "info,kaas::protocol::connection=trace",
                   "KAAS_CLUSTER_TICK_MS": "200", "KAAS_FENCE_POLL_INTERVAL_MS": "200"}
@@ -221,15 +222,14 @@ def test_franz_go_txn_etl_on_a_three_broker_cluster(franz_go_src, tmp_path):
         assert b.alive(), f"broker {b.node_id} exited during TestTxnEtl\n" + ctx
         assert_no_panic(b)
         print(f"broker {b.node_id}: " + ", ".join(f"{api} v{v}: {n}" for (api, v), n in sorted(counts[b.node_id].items())))
-    coordinator = json.loads((shared / "__cluster" / "leases" / "coordinators.lease").read_text())["node_id"]
     # The data went to every broker (the topics' partitions are spread over all three).
     for node, seen in counts.items():
         assert seen[("Produce", 12)] > 0, f"broker {node} led no partition franz-go wrote: {dict(seen)}"
-    # Only the coordinator's broker answers the transactional APIs; it got the other leaders'
-    # implicit adds over the wire and sent markers to them.
-    others = [n for n in counts if n != coordinator]
-    assert counts[coordinator][("AddPartitionsToTxn", 5)] > 0, dict(counts[coordinator])
-    assert counts[coordinator][("EndTxn", 5)] > 0, dict(counts[coordinator])
-    assert counts[coordinator][("TxnOffsetCommit", 5)] > 0, dict(counts[coordinator])
-    for node in others:
-        assert counts[node][("WriteTxnMarkers", 2)] > 0, f"no markers reached broker {node}"
+    total = collections.Counter()
+    for seen in counts.values():
+        total.update(seen)
+    # Partitions led elsewhere than their transaction's coordinator were added over the wire;
+    # markers went over the wire to at least two brokers.
+    assert total[("AddPartitionsToTxn", 5)] > 0, dict(total)
+    assert total[("EndTxn", 5)] > 0 and total[("TxnOffsetCommit", 5)] > 0, dict(total)
+    assert sum(1 for seen in counts.values() if seen[("WriteTxnMarkers", 2)] > 0) >= 2, dict(total)
