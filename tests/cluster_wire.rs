@@ -6,121 +6,13 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use common::cluster::*;
 use common::{batch, Broker, Client};
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
-
-const TOPIC: &str = "spread";
-const PARTITIONS: i32 = 6;
-const NOT_LEADER_OR_FOLLOWER: i16 = 6;
-const TICK: &str = "200";
-
-fn name(s: &str) -> TopicName {
-    TopicName(StrBytes::from_string(s.to_string()))
-}
-
-/// (live brokers: node -> port, partition -> leader node) as `c` sees them.
-fn metadata(c: &mut Client) -> (BTreeMap<i32, u16>, BTreeMap<i32, i32>) {
-    let mut t = MetadataRequestTopic::default();
-    t.name = Some(name(TOPIC));
-    let mut req = MetadataRequest::default();
-    req.topics = Some(vec![t]);
-    req.allow_auto_topic_creation = false;
-    let resp: MetadataResponse = c.call(ApiKey::Metadata, 9, req);
-    let brokers = resp.brokers.iter().map(|b| (b.node_id.0, b.port as u16)).collect();
-    let leaders = resp
-        .topics
-        .iter()
-        .filter(|t| t.error_code == 0)
-        .flat_map(|t| t.partitions.iter().map(|p| (p.partition_index, p.leader_id.0)))
-        .collect();
-    (brokers, leaders)
-}
-
-fn create(c: &mut Client) {
-    let mut t = CreatableTopic::default();
-    t.name = name(TOPIC);
-    t.num_partitions = PARTITIONS;
-    t.replication_factor = 1;
-    let mut req = CreateTopicsRequest::default();
-    req.topics = vec![t];
-    req.timeout_ms = 10_000;
-    let resp: CreateTopicsResponse = c.call(ApiKey::CreateTopics, 5, req);
-    assert_eq!(resp.topics[0].error_code, 0);
-}
-
-/// (error, base offset) of one Produce v9 with acks=all.
-fn produce(c: &mut Client, partition: i32, records: Bytes) -> (i16, i64) {
-    let mut p = PartitionProduceData::default();
-    p.index = partition;
-    p.records = Some(records);
-    let mut t = TopicProduceData::default();
-    t.name = name(TOPIC);
-    t.partition_data = vec![p];
-    let mut req = ProduceRequest::default();
-    req.acks = -1;
-    req.timeout_ms = 10_000;
-    req.topic_data = vec![t];
-    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
-    let p = &resp.responses[0].partition_responses[0];
-    (p.error_code, p.base_offset)
-}
-
-/// (error, high watermark) of a fetch from offset 0.
-fn high_watermark(c: &mut Client, partition: i32) -> (i16, i64) {
-    let mut p = FetchPartition::default();
-    p.partition = partition;
-    p.partition_max_bytes = 1 << 20;
-    p.log_start_offset = -1;
-    p.current_leader_epoch = -1;
-    let mut t = FetchTopic::default();
-    t.topic = name(TOPIC);
-    t.partitions = vec![p];
-    let mut req = FetchRequest::default();
-    req.replica_id = BrokerId(-1);
-    req.max_bytes = 1 << 20;
-    req.topics = vec![t];
-    let resp: FetchResponse = c.call(ApiKey::Fetch, 12, req);
-    let p = &resp.responses[0].partitions[0];
-    (p.error_code, p.high_watermark)
-}
-
-fn coordinator(c: &mut Client, key: &str, key_type: i8) -> i32 {
-    let mut req = FindCoordinatorRequest::default();
-    req.key_type = key_type;
-    req.coordinator_keys = vec![StrBytes::from_string(key.to_string())];
-    let resp: FindCoordinatorResponse = c.call(ApiKey::FindCoordinator, 4, req);
-    resp.coordinators[0].node_id.0
-}
-
-/// Polls `check` every 50 ms until it returns Some, for at most `within`.
-fn wait_for<T>(within: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(v) = check() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Every partition led by one of `live`, as broker `via` sees it.
-fn settled(via: &Broker, live: &BTreeSet<i32>) -> Option<(BTreeMap<i32, u16>, BTreeMap<i32, i32>)> {
-    let (brokers, leaders) = metadata(&mut via.client());
-    let ok = brokers.keys().copied().collect::<BTreeSet<_>>() == *live
-        && leaders.len() == PARTITIONS as usize
-        && leaders.values().all(|l| live.contains(l));
-    ok.then_some((brokers, leaders))
-}
 
 #[test]
 fn three_brokers_share_one_disk_and_take_over_a_killed_one() {
@@ -209,33 +101,6 @@ fn three_brokers_share_one_disk_and_take_over_a_killed_one() {
     assert_eq!(init_producer_id(&mut Client::connect(port), "tx-0"), (pid, epoch + 2), "handed back with its state");
 }
 
-/// FindCoordinator's answer for 32 transactional ids (every shard) and a group, when all of
-/// them name a broker of `live`.
-fn coordinator_map(via: &Broker, live: &BTreeSet<i32>) -> Option<BTreeMap<String, i32>> {
-    let mut c = via.client();
-    let mut map: BTreeMap<String, i32> = (0..32)
-        .map(|i| format!("tx-{i}"))
-        .map(|k| {
-            let node = coordinator(&mut c, &k, 1);
-            (k, node)
-        })
-        .collect();
-    map.insert("group g".into(), coordinator(&mut c, "g", 0));
-    map.values().all(|n| live.contains(n)).then_some(map)
-}
-
-/// (producer id, epoch) from InitProducerId for `transactional_id`, sent to its coordinator.
-fn init_producer_id(c: &mut Client, transactional_id: &str) -> (i64, i16) {
-    let mut req = InitProducerIdRequest::default();
-    req.transactional_id = Some(TransactionalId(StrBytes::from_string(transactional_id.to_string())));
-    req.transaction_timeout_ms = 60_000;
-    req.producer_id = ProducerId(-1);
-    req.producer_epoch = -1;
-    let resp: InitProducerIdResponse = c.call(ApiKey::InitProducerId, 4, req);
-    assert_eq!(resp.error_code, 0);
-    (resp.producer_id.0, resp.producer_epoch)
-}
-
 #[test]
 fn an_epoch_bump_fences_the_zombie_on_a_partition_another_broker_leads() {
     let shared = tempfile::tempdir().expect("shared dir");
@@ -303,11 +168,6 @@ fn brokers_started_at_once_on_a_fresh_directory_form_one_cluster() {
             .all(|b| metadata(&mut b.client()).0.keys().copied().collect::<BTreeSet<_>>() == all)
             .then_some(())
     });
-}
-
-fn signal(pid: u32, sig: &str) {
-    let status = std::process::Command::new("kill").args([sig, &pid.to_string()]).status().expect("kill");
-    assert!(status.success(), "kill {sig} {pid}");
 }
 
 #[test]

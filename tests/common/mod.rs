@@ -7,6 +7,8 @@
 //! `allow_log_errors`. So a test cannot pass with a broker that died or panicked behind it.
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;

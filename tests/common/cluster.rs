@@ -1,0 +1,230 @@
+//! Helpers of the cluster tests (issue D): a six-partition topic spread over brokers sharing one
+//! data directory, and the requests the tests send to find and use its leaders and coordinators.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+
+use super::{Broker, Client};
+
+pub const TOPIC: &str = "spread";
+pub const PARTITIONS: i32 = 6;
+pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+pub const TICK: &str = "200";
+
+pub fn name(s: &str) -> TopicName {
+    TopicName(StrBytes::from_string(s.to_string()))
+}
+
+/// (live brokers: node -> port, partition -> leader node) as `c` sees them.
+pub fn metadata(c: &mut Client) -> (BTreeMap<i32, u16>, BTreeMap<i32, i32>) {
+    let mut t = MetadataRequestTopic::default();
+    t.name = Some(name(TOPIC));
+    let mut req = MetadataRequest::default();
+    req.topics = Some(vec![t]);
+    req.allow_auto_topic_creation = false;
+    let resp: MetadataResponse = c.call(ApiKey::Metadata, 9, req);
+    let brokers = resp.brokers.iter().map(|b| (b.node_id.0, b.port as u16)).collect();
+    let leaders = resp
+        .topics
+        .iter()
+        .filter(|t| t.error_code == 0)
+        .flat_map(|t| t.partitions.iter().map(|p| (p.partition_index, p.leader_id.0)))
+        .collect();
+    (brokers, leaders)
+}
+
+pub fn create(c: &mut Client) {
+    let mut t = CreatableTopic::default();
+    t.name = name(TOPIC);
+    t.num_partitions = PARTITIONS;
+    t.replication_factor = 1;
+    let mut req = CreateTopicsRequest::default();
+    req.topics = vec![t];
+    req.timeout_ms = 10_000;
+    let resp: CreateTopicsResponse = c.call(ApiKey::CreateTopics, 5, req);
+    assert_eq!(resp.topics[0].error_code, 0);
+}
+
+/// (error, base offset) of one Produce v9 with acks=all.
+pub fn produce(c: &mut Client, partition: i32, records: Bytes) -> (i16, i64) {
+    let mut p = PartitionProduceData::default();
+    p.index = partition;
+    p.records = Some(records);
+    let mut t = TopicProduceData::default();
+    t.name = name(TOPIC);
+    t.partition_data = vec![p];
+    let mut req = ProduceRequest::default();
+    req.acks = -1;
+    req.timeout_ms = 10_000;
+    req.topic_data = vec![t];
+    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
+    let p = &resp.responses[0].partition_responses[0];
+    (p.error_code, p.base_offset)
+}
+
+/// (error, high watermark) of a fetch from offset 0.
+pub fn high_watermark(c: &mut Client, partition: i32) -> (i16, i64) {
+    let mut p = FetchPartition::default();
+    p.partition = partition;
+    p.partition_max_bytes = 1 << 20;
+    p.log_start_offset = -1;
+    p.current_leader_epoch = -1;
+    let mut t = FetchTopic::default();
+    t.topic = name(TOPIC);
+    t.partitions = vec![p];
+    let mut req = FetchRequest::default();
+    req.replica_id = BrokerId(-1);
+    req.max_bytes = 1 << 20;
+    req.topics = vec![t];
+    let resp: FetchResponse = c.call(ApiKey::Fetch, 12, req);
+    let p = &resp.responses[0].partitions[0];
+    (p.error_code, p.high_watermark)
+}
+
+pub fn coordinator(c: &mut Client, key: &str, key_type: i8) -> i32 {
+    let mut req = FindCoordinatorRequest::default();
+    req.key_type = key_type;
+    req.coordinator_keys = vec![StrBytes::from_string(key.to_string())];
+    let resp: FindCoordinatorResponse = c.call(ApiKey::FindCoordinator, 4, req);
+    resp.coordinators[0].node_id.0
+}
+
+/// Polls `check` every 50 ms until it returns Some, for at most `within`.
+pub fn wait_for<T>(within: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Every partition led by one of `live`, as broker `via` sees it.
+pub fn settled(via: &Broker, live: &BTreeSet<i32>) -> Option<(BTreeMap<i32, u16>, BTreeMap<i32, i32>)> {
+    let (brokers, leaders) = metadata(&mut via.client());
+    let ok = brokers.keys().copied().collect::<BTreeSet<_>>() == *live
+        && leaders.len() == PARTITIONS as usize
+        && leaders.values().all(|l| live.contains(l));
+    ok.then_some((brokers, leaders))
+}
+
+/// (producer id, epoch) from InitProducerId for `transactional_id`, sent to its coordinator.
+pub fn init_producer_id(c: &mut Client, transactional_id: &str) -> (i64, i16) {
+    let mut req = InitProducerIdRequest::default();
+    req.transactional_id = Some(TransactionalId(StrBytes::from_string(transactional_id.to_string())));
+    req.transaction_timeout_ms = 60_000;
+    req.producer_id = ProducerId(-1);
+    req.producer_epoch = -1;
+    let resp: InitProducerIdResponse = c.call(ApiKey::InitProducerId, 4, req);
+    assert_eq!(resp.error_code, 0);
+    (resp.producer_id.0, resp.producer_epoch)
+}
+
+pub fn signal(pid: u32, sig: &str) {
+    let status = std::process::Command::new("kill").args([sig, &pid.to_string()]).status().expect("kill");
+    assert!(status.success(), "kill {sig} {pid}");
+}
+
+/// FindCoordinator's answer for 32 transactional ids (every shard) and a group, when all of
+/// them name a broker of `live`.
+pub fn coordinator_map(via: &Broker, live: &BTreeSet<i32>) -> Option<BTreeMap<String, i32>> {
+    let mut c = via.client();
+    let mut map: BTreeMap<String, i32> = (0..32)
+        .map(|i| format!("tx-{i}"))
+        .map(|k| {
+            let node = coordinator(&mut c, &k, 1);
+            (k, node)
+        })
+        .collect();
+    map.insert("group g".into(), coordinator(&mut c, "g", 0));
+    map.values().all(|n| live.contains(n)).then_some(map)
+}
+
+fn txn_id(id: &str) -> TransactionalId {
+    TransactionalId(StrBytes::from_string(id.to_string()))
+}
+
+/// InitProducerId and AddPartitionsToTxn v3 at `coordinator`, then one transactional batch of 3
+/// records (Produce v9) to `partition` at `leader`, left open: (producer id, epoch).
+pub fn open_transaction(coordinator: &mut Client, leader: &mut Client, id: &str, partition: i32) -> (i64, i16) {
+    let (pid, epoch) = init_producer_id(coordinator, id);
+    let mut t = kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic::default();
+    t.name = name(TOPIC);
+    t.partitions = vec![partition];
+    let mut add = AddPartitionsToTxnRequest::default();
+    add.v3_and_below_transactional_id = txn_id(id);
+    add.v3_and_below_producer_id = ProducerId(pid);
+    add.v3_and_below_producer_epoch = epoch;
+    add.v3_and_below_topics = vec![t];
+    let resp: AddPartitionsToTxnResponse = coordinator.call(ApiKey::AddPartitionsToTxn, 3, add);
+    assert_eq!(resp.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code, 0);
+    let mut p = PartitionProduceData::default();
+    p.index = partition;
+    p.records = Some(super::txn_batch(pid, epoch, 0, 3, "txn"));
+    let mut t = TopicProduceData::default();
+    t.name = name(TOPIC);
+    t.partition_data = vec![p];
+    let mut req = ProduceRequest::default();
+    req.transactional_id = Some(txn_id(id));
+    req.acks = -1;
+    req.timeout_ms = 30_000;
+    req.topic_data = vec![t];
+    let resp: ProduceResponse = leader.call(ApiKey::Produce, 9, req);
+    assert_eq!(resp.responses[0].partition_responses[0].error_code, 0, "transactional batch");
+    (pid, epoch)
+}
+
+/// EndTxn v3's error code.
+pub fn end_txn(c: &mut Client, id: &str, pid: i64, epoch: i16, commit: bool) -> i16 {
+    let mut req = EndTxnRequest::default();
+    req.transactional_id = txn_id(id);
+    req.producer_id = ProducerId(pid);
+    req.producer_epoch = epoch;
+    req.committed = commit;
+    let resp: EndTxnResponse = c.call(ApiKey::EndTxn, 3, req);
+    resp.error_code
+}
+
+/// (error, high watermark, last stable offset) of a read_committed fetch from offset 0.
+pub fn stable_offsets(c: &mut Client, partition: i32) -> (i16, i64, i64) {
+    let mut p = FetchPartition::default();
+    p.partition = partition;
+    p.partition_max_bytes = 1 << 20;
+    p.log_start_offset = -1;
+    p.current_leader_epoch = -1;
+    let mut t = FetchTopic::default();
+    t.topic = name(TOPIC);
+    t.partitions = vec![p];
+    let mut req = FetchRequest::default();
+    req.replica_id = BrokerId(-1);
+    req.max_bytes = 1 << 20;
+    req.isolation_level = 1;
+    req.topics = vec![t];
+    let resp: FetchResponse = c.call(ApiKey::Fetch, 11, req);
+    let p = &resp.responses[0].partitions[0];
+    (p.error_code, p.high_watermark, p.last_stable_offset)
+}
+
+/// DescribeTransactions v0: the transaction's state as its coordinator names it.
+pub fn txn_state(c: &mut Client, id: &str) -> (i16, String) {
+    let mut req = DescribeTransactionsRequest::default();
+    req.transactional_ids = vec![txn_id(id)];
+    let resp: DescribeTransactionsResponse = c.call(ApiKey::DescribeTransactions, 0, req);
+    let s = &resp.transaction_states[0];
+    (s.error_code, s.transaction_state.to_string())
+}
+
+/// A transactional id among those `coordinator_map` asked for whose coordinator is `node`.
+pub fn txn_id_on(map: &BTreeMap<String, i32>, node: i32) -> Option<String> {
+    map.iter().find(|(k, n)| k.starts_with("tx-") && **n == node).map(|(k, _)| k.clone())
+}
