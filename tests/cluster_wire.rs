@@ -199,3 +199,22 @@ fn a_paused_broker_keeps_its_partitions_so_there_is_never_a_second_writer() {
     assert_eq!(produce(&mut at_2, p, batch(5, 0, 1, 1, "after")), (0, 1));
     assert_eq!(high_watermark(&mut at_2, p), (0, 2));
 }
+
+#[test]
+fn a_topic_a_peer_just_created_is_known_at_once() {
+    let shared = tempfile::tempdir().expect("shared dir");
+    // A long tick: the second broker has not read the topics directory when it is asked.
+    let env = [("KAAS_CLUSTER_TICK_MS", "60000")];
+    let brokers: Vec<Broker> = (1..=2).map(|id| Broker::start_member(shared.path(), id, &env)).collect();
+    create(&mut brokers[0].client());
+    // Metadata with auto-creation at the other broker: the topic, not an error and not a second
+    // creation (Apache Kafka never answers TOPIC_ALREADY_EXISTS in Metadata).
+    let mut t = kafka_protocol::messages::metadata_request::MetadataRequestTopic::default();
+    t.name = Some(TopicName(kafka_protocol::protocol::StrBytes::from_static_str(TOPIC)));
+    let mut req = MetadataRequest::default();
+    req.topics = Some(vec![t]);
+    req.allow_auto_topic_creation = true;
+    let resp: MetadataResponse = brokers[1].client().call(ApiKey::Metadata, 9, req);
+    assert_eq!(resp.topics[0].error_code, 0, "the topic as the other broker sees it");
+    assert_eq!(resp.topics[0].partitions.len(), PARTITIONS as usize);
+}

@@ -139,24 +139,48 @@ impl TopicRegistry {
             if self.deleting.contains(&meta.name) || self.topics.get(&meta.name).is_some_and(|h| h.meta.id == meta.id) {
                 continue;
             }
-            let count = self.budget.take_topic(meta.partitions);
-            if count < meta.partitions {
-                tracing::error!(
-                    topic = %meta.name,
-                    partitions = meta.partitions,
-                    started = count,
-                    max_partitions = self.settings.max_partitions,
-                    "partitions past the broker's max_partitions are not served; raise max_partitions or delete the topic"
-                );
-            }
-            // What is not served is not announced either: Metadata, ListOffsets and the broker's
-            // partition count see the served partitions; the topic file on disk stays as it is.
-            let meta = TopicMeta { partitions: count, ..meta };
-            if let Some(old) = self.topics.insert(meta.name.clone(), TopicHandle::new(meta)) {
-                self.forget_partitions(&old);
-            }
+            self.register(meta);
         }
         Ok(())
+    }
+
+    /// Serves a topic read from the shared disk (created here or by a peer); its partitions
+    /// are claimed by the next membership tick.
+    fn register(&mut self, meta: TopicMeta) -> TopicHandle {
+        let count = self.budget.take_topic(meta.partitions);
+        if count < meta.partitions {
+            tracing::error!(
+                topic = %meta.name,
+                partitions = meta.partitions,
+                started = count,
+                max_partitions = self.settings.max_partitions,
+                "partitions past the broker's max_partitions are not served; raise max_partitions or delete the topic"
+            );
+        }
+        // What is not served is not announced either: Metadata, ListOffsets and the broker's
+        // partition count see the served partitions; the topic file on disk stays as it is.
+        let meta = TopicMeta { partitions: count, ..meta };
+        let handle = TopicHandle::new(meta);
+        if let Some(old) = self.topics.insert(handle.meta.name.clone(), handle.clone()) {
+            self.forget_partitions(&old);
+        }
+        handle
+    }
+
+    /// The topic `name` from its file on the shared disk, when there is one and it is not being
+    /// deleted here.
+    fn load_from_disk(&mut self, name: &str) -> Option<TopicHandle> {
+        if self.deleting.contains(name) {
+            return None;
+        }
+        match topics::load_one(&self.settings.data_dir, name) {
+            Ok(Some(meta)) => Some(self.register(meta)),
+            Ok(None) => None,
+            Err(e) => {
+                tracing::warn!(topic = %name, "reading the topic file: {e}");
+                None
+            }
+        }
     }
 
     /// Stops the leaders of a topic that no longer exists and gives up their leases.
@@ -435,12 +459,22 @@ impl Handler<GetTopic> for TopicRegistry {
         if let Some(h) = self.topics.get(&msg.name) {
             return Ok(h.clone());
         }
+        // A peer may have created it since the last membership tick: its file is the truth
+        // (a Metadata answer must not call a topic unknown, or auto-create it again, because
+        // this broker has not read the topics directory yet).
+        if let Some(h) = self.load_from_disk(&msg.name) {
+            return Ok(h);
+        }
         if !(msg.auto_create && self.settings.auto_create_topics) {
             return Err(ResponseError::UnknownTopicOrPartition.code());
         }
         let create = CreateTopic { name: msg.name.clone(), partitions: -1, configs: Vec::new(), validate_only: false };
         match self.create(create) {
             Ok(_) => self.topics.get(&msg.name).cloned().ok_or(ResponseError::UnknownTopicOrPartition.code()),
+            // Created by a peer at the same moment: serve the winner's topic.
+            Err(_) if self.load_from_disk(&msg.name).is_some() => {
+                self.topics.get(&msg.name).cloned().ok_or(ResponseError::UnknownTopicOrPartition.code())
+            }
             Err(f) => {
                 tracing::warn!(topic = %msg.name, code = f.error_code, "auto-creation refused: {}", f.message);
                 Err(f.error_code)

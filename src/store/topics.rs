@@ -220,6 +220,20 @@ pub fn load_all(data_dir: &Path) -> Result<Vec<TopicMeta>, TopicError> {
     Ok(out)
 }
 
+/// The topic file of `name`, if there is one (None too for a name no topic can have).
+pub fn load_one(data_dir: &Path, name: &str) -> Result<Option<TopicMeta>, TopicError> {
+    if validate_name(name).is_err() {
+        return Ok(None);
+    }
+    let path = topics_dir(data_dir).join(format!("{name}.json"));
+    let text = match std::fs::read(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    serde_json::from_slice(&text).map(Some).map_err(|e| TopicError::Parse(path, e))
+}
+
 pub fn save(data_dir: &Path, meta: &TopicMeta) -> Result<(), TopicError> {
     validate_name(&meta.name)?;
     if meta.partitions < 1 {
@@ -394,6 +408,18 @@ mod tests {
         left.sort();
         assert_eq!(left, ["t-1-0", "t-x", "tt-0", "u-0"]);
         assert_eq!(remove_partition_dirs(tempfile::tempdir().unwrap().path(), "t").unwrap(), 0);
+    }
+
+    #[test]
+    fn one_topic_is_read_by_name_and_no_name_escapes_the_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = TopicMeta { name: "t".into(), id: Uuid::new_v4(), partitions: 3, configs: BTreeMap::new() };
+        assert_eq!(load_one(dir.path(), "t").unwrap(), None);
+        save(dir.path(), &meta).unwrap();
+        assert_eq!(load_one(dir.path(), "t").unwrap(), Some(meta));
+        std::fs::write(dir.path().join("secret.json"), b"{}").unwrap();
+        assert_eq!(load_one(dir.path(), "../secret").unwrap(), None);
+        assert_eq!(load_one(dir.path(), "").unwrap(), None);
     }
 
     #[test]
