@@ -4,19 +4,19 @@
 //! `<data>/__cluster/leases/`, which also records the holder and the leader epoch. The kernel
 //! (or the NFS v4 server, when a client's lease expires) drops the locks of a process that dies,
 //! so exactly one broker can hold each at a time: the lock, not a heartbeat, is what keeps two
-//! brokers from writing one partition. flock(2) is used; Linux's NFS client maps it to NFS byte-
-//! range locks.
+//! brokers from writing one partition. The locks are OFD fcntl locks (store::file_lock), which
+//! NFS v4 arbitrates between machines.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use fs2::FileExt;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use super::durable::create_dir_all_durable;
+use super::file_lock;
 use super::ownership::{Broker, Owned};
 use super::placement::CoordinatorUnit;
 use super::topics::write_atomic;
@@ -107,7 +107,7 @@ pub fn try_acquire_from(path: &Path, node_id: i32, first_epoch: i32) -> Result<O
     create_dir_all_durable(dir).map_err(io(dir))?;
     let mut file =
         OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&path).map_err(io(&path))?;
-    if file.try_lock_exclusive().is_err() {
+    if !file_lock::try_lock(&file).map_err(io(&path))? {
         return Ok(None);
     }
     let record = match read_record(&mut file) {
@@ -144,15 +144,15 @@ pub struct Registration {
 }
 
 /// Joins the cluster: takes `brokers/<id>.lock` (refused while another process has this node
-/// id; a peer probing the lock holds it for a moment, so a refusal is retried for two seconds)
-/// and writes the address to `brokers/<id>.json`.
+/// id; retried for two seconds, the time a predecessor with this id takes to exit) and writes
+/// the address to `brokers/<id>.json`.
 pub fn register(data_dir: &Path, broker: &Broker) -> Result<Registration, LeaseError> {
     let dir = brokers_dir(data_dir);
     create_dir_all_durable(&dir).map_err(io(&dir))?;
     let lock_path = dir.join(format!("{}.lock", broker.node_id));
     let lock = OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).map_err(io(&lock_path))?;
     let deadline = Instant::now() + Duration::from_secs(2);
-    while lock.try_lock_exclusive().is_err() {
+    while !file_lock::try_lock(&lock).map_err(io(&lock_path))? {
         if Instant::now() >= deadline {
             return Err(LeaseError::NodeTaken(lock_path));
         }
@@ -172,17 +172,10 @@ struct BrokerRecord {
     port: i32,
 }
 
-/// Whether another process holds `lock_path` (a live broker). Taking the lock for a moment is
-/// the only portable probe; `register` retries through it.
+/// Whether another process holds `lock_path` (a live broker); the probe never takes the lock.
 fn held_by_another(lock_path: &Path) -> bool {
     let Ok(f) = OpenOptions::new().write(true).open(lock_path) else { return false };
-    match f.try_lock_exclusive() {
-        Ok(()) => {
-            let _ = FileExt::unlock(&f);
-            false
-        }
-        Err(_) => true,
-    }
+    file_lock::locked_by_another(&f).unwrap_or(false)
 }
 
 /// The live brokers: this one (always) and every registered broker whose lock is held.

@@ -7,6 +7,7 @@ pub mod coordinator_key;
 pub mod durable;
 pub mod fence_log;
 pub mod fence_watch;
+pub mod file_lock;
 pub mod group;
 pub mod leases;
 pub mod log;

@@ -1,0 +1,115 @@
+//! Whole-file exclusive locks for ownership on the shared disk, as open-file-description
+//! (OFD) fcntl locks on Linux: POSIX byte-range locks, which NFS v4 servers and cluster file
+//! systems arbitrate between machines (a lock belongs to the open file, like flock(2), so two
+//! opens in one process exclude each other too), released by the kernel when the process dies,
+//! and testable without taking them (F_OFD_GETLK), so probing a peer's lock never blocks it.
+//! Elsewhere flock(2) stands in (tests and development only: it is not arbitrated over NFS
+//! everywhere).
+
+use std::fs::File;
+use std::io;
+
+#[cfg(target_os = "linux")]
+mod imp {
+    use std::fs::File;
+    use std::io;
+    use std::os::unix::io::AsRawFd;
+
+    fn whole_file(kind: libc::c_short) -> libc::flock {
+        // SAFETY: flock is a plain C struct; all-zero is a valid value (l_pid must be 0 for OFD).
+        let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+        fl.l_type = kind;
+        fl.l_whence = libc::SEEK_SET as libc::c_short;
+        fl.l_start = 0;
+        fl.l_len = 0; // to the end of the file, however it grows
+        fl
+    }
+
+    pub fn try_lock(file: &File) -> io::Result<bool> {
+        let mut fl = whole_file(libc::F_WRLCK as libc::c_short);
+        // SAFETY: a valid descriptor and a valid flock struct that outlives the call.
+        let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &mut fl) };
+        if rc == 0 {
+            return Ok(true);
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EAGAIN) | Some(libc::EACCES) => Ok(false),
+            _ => Err(e),
+        }
+    }
+
+    pub fn locked_by_another(file: &File) -> io::Result<bool> {
+        let mut fl = whole_file(libc::F_WRLCK as libc::c_short);
+        // SAFETY: as above; F_OFD_GETLK only writes into `fl`.
+        let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_GETLK, &mut fl) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(fl.l_type != libc::F_UNLCK as libc::c_short)
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod imp {
+    use fs2::FileExt;
+    use std::fs::File;
+    use std::io;
+
+    pub fn try_lock(file: &File) -> io::Result<bool> {
+        Ok(file.try_lock_exclusive().is_ok())
+    }
+
+    pub fn locked_by_another(file: &File) -> io::Result<bool> {
+        if file.try_lock_exclusive().is_err() {
+            return Ok(true);
+        }
+        FileExt::unlock(file)?;
+        Ok(false)
+    }
+}
+
+/// Takes the exclusive lock of `file` (opened for writing) if no other open file holds it;
+/// false while one does. The lock lasts as long as this open file.
+pub fn try_lock(file: &File) -> io::Result<bool> {
+    imp::try_lock(file)
+}
+
+/// Whether another open file (another broker) holds `file`'s lock; never takes it.
+pub fn locked_by_another(file: &File) -> io::Result<bool> {
+    imp::locked_by_another(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs::OpenOptions;
+
+    fn open(path: &std::path::Path) -> File {
+        OpenOptions::new().create(true).truncate(false).read(true).write(true).open(path).unwrap()
+    }
+
+    #[test]
+    fn one_holder_at_a_time_and_released_on_close() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.lock");
+        let (a, b) = (open(&path), open(&path));
+        assert!(!locked_by_another(&b).unwrap());
+        assert!(try_lock(&a).unwrap());
+        assert!(try_lock(&a).unwrap(), "the holder may take it again");
+        assert!(!try_lock(&b).unwrap(), "a second open file is refused");
+        assert!(locked_by_another(&b).unwrap());
+        drop(a);
+        assert!(!locked_by_another(&b).unwrap(), "closing the holder's file releases the lock");
+        assert!(try_lock(&b).unwrap());
+    }
+
+    #[test]
+    fn probing_a_lock_does_not_take_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("y.lock");
+        let (a, b) = (open(&path), open(&path));
+        assert!(!locked_by_another(&b).unwrap());
+        assert!(try_lock(&a).unwrap(), "a probe in between left the lock free");
+    }
+}
