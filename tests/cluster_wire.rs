@@ -105,7 +105,7 @@ fn three_brokers_share_one_disk_and_take_over_a_killed_one() {
 fn an_epoch_bump_fences_the_zombie_on_a_partition_another_broker_leads() {
     let shared = tempfile::tempdir().expect("shared dir");
     let env = [("KAAS_CLUSTER_TICK_MS", TICK), ("KAAS_FENCE_POLL_INTERVAL_MS", "200")];
-    let brokers: Vec<Broker> = (1..=2).map(|id| Broker::start_member(shared.path(), id, &env)).collect();
+    let mut brokers: Vec<Broker> = (1..=2).map(|id| Broker::start_member(shared.path(), id, &env)).collect();
     let all: BTreeSet<i32> = [1, 2].into();
     wait_for(Duration::from_secs(10), "two live brokers", || {
         (metadata(&mut brokers[0].client()).0.keys().copied().collect::<BTreeSet<_>>() == all).then_some(())
@@ -139,7 +139,17 @@ fn an_epoch_bump_fences_the_zombie_on_a_partition_another_broker_leads() {
         fenced_at.elapsed().as_millis()
     );
     assert_eq!(code, 47, "INVALID_PRODUCER_EPOCH for an epoch below the fenced one (eos-rules 18)");
-    assert_eq!(produce(&mut at_leader, p, batch(pid, epoch + 1, 0, 1, "new session")).0, 0);
+
+    // The leader dies before the new session wrote there: its log knows only the old epoch. The
+    // coordinator's broker takes the partition over and still refuses the zombie.
+    brokers[(leader - 1) as usize].kill();
+    let survivor: BTreeSet<i32> = [coordinator_node].into();
+    wait_for(Duration::from_secs(20), "the partition taken over", || {
+        settled(&brokers[(coordinator_node - 1) as usize], &survivor)
+    });
+    let (code, _) = produce(&mut coordinator_client, p, batch(pid, epoch, seq, 1, "zombie after takeover"));
+    assert_eq!(code, 47, "the fence survives the takeover");
+    assert_eq!(produce(&mut coordinator_client, p, batch(pid, epoch + 1, 0, 1, "new session")).0, 0);
 }
 
 fn cluster_id(c: &mut Client) -> String {

@@ -19,6 +19,7 @@ use super::syncer::Syncer;
 use crate::config::Settings;
 use crate::error_code::ResponseError;
 use crate::store::clock::now_ms;
+use crate::store::known_fences::KnownFences;
 use crate::store::leases::{self, HeldLease};
 use crate::store::log::{LogConfig, LogError};
 use crate::store::ownership::{Lease, Owned, Ownership};
@@ -87,6 +88,8 @@ pub struct TopicRegistry {
     /// Topics being deleted here: their file is still on disk until their leaders stopped, and
     /// a membership tick in between must not take them for a topic a peer created.
     deleting: HashSet<String>,
+    /// Fences this broker was told of, for partitions it starts leading later.
+    fences: KnownFences,
 }
 
 impl TopicRegistry {
@@ -115,6 +118,7 @@ impl TopicRegistry {
             live,
             budget: topics::StartupBudget::new(settings.max_partitions, nofile),
             releasing: HashSet::new(),
+            fences: KnownFences::new(settings.producer_id_expiration_ms),
             deleting: HashSet::new(),
         };
         view.refresh_topics().map_err(|e| e.to_string())?;
@@ -297,6 +301,10 @@ impl TopicRegistry {
             }
         };
         let addr = self.spawn_leader(leader);
+        // Fences that came while a peer led it (or before this broker led anything): eos-rules 9.
+        for (producer_id, epoch) in self.fences.current(now_ms()) {
+            addr.do_send(FenceEpoch { producer_id, epoch });
+        }
         if let Some(slot) = usize::try_from(p).ok().and_then(|i| h.partitions.get(i)) {
             slot.set(Some(addr));
         }
@@ -571,6 +579,8 @@ impl Handler<FenceEpoch> for TopicRegistry {
     /// Fans a fence out to every partition leader of this broker: from now on each rejects the
     /// older epoch (eos-rules 9).
     fn handle(&mut self, msg: FenceEpoch, _: &mut Self::Context) {
+        // Kept for the partitions this broker starts leading later (store::known_fences).
+        self.fences.record(msg.producer_id, msg.epoch, now_ms());
         for p in self.topics.values().flat_map(TopicHandle::leaders) {
             p.do_send(FenceEpoch { producer_id: msg.producer_id, epoch: msg.epoch });
         }

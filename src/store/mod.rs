@@ -9,6 +9,7 @@ pub mod fence_log;
 pub mod fence_watch;
 pub mod file_lock;
 pub mod group;
+pub mod known_fences;
 pub mod leases;
 pub mod log;
 pub mod ownership;
