@@ -70,6 +70,14 @@ fn three_brokers_share_one_disk_and_take_over_a_killed_one() {
     });
     let failover = killed_at.elapsed();
     eprintln!("failover: every partition served again {} ms after kill -9", failover.as_millis());
+    // A moved partition has a new leader epoch, which consumers validate their position with.
+    let (&moved_p, &new_leader) = after.iter().find(|(p, _)| leaders[*p] == victim).expect("a moved partition");
+    let mut at_new = Client::connect(ports[&new_leader]);
+    let lepoch = leader_epoch(&mut at_new, moved_p);
+    assert!(lepoch > 0, "a takeover bumps the leader epoch");
+    assert_eq!(epoch_end_offset(&mut at_new, moved_p, lepoch, 0), (0, 0, 3), "epoch 0 ends at the log end");
+    assert_eq!(epoch_end_offset(&mut at_new, moved_p, lepoch - 1, 0).0, 74, "FENCED_LEADER_EPOCH");
+    assert_eq!(epoch_end_offset(&mut at_new, moved_p, lepoch + 1, 0).0, 75, "UNKNOWN_LEADER_EPOCH");
     let moved = wait_for(Duration::from_secs(20), "the coordinators taken over", || coordinator_map(survivor, &live));
     eprintln!("every coordinator running again {} ms after kill -9: {moved:?}", killed_at.elapsed().as_millis());
     let bumped = init_producer_id(&mut client_of(moved["tx-0"]), "tx-0");

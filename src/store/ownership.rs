@@ -161,6 +161,19 @@ pub fn route_partition(
     }
 }
 
+/// The client's `current_leader_epoch` (OffsetForLeaderEpoch, ListOffsets) against the
+/// partition's leader epoch (its lease epoch), as Kafka's leader checks it: -1 skips the check,
+/// an older one is FENCED_LEADER_EPOCH (the client's metadata is stale), a newer one
+/// UNKNOWN_LEADER_EPOCH (this broker's view is behind; the client retries).
+pub fn check_leader_epoch(current_leader_epoch: i32, leader_epoch: i32) -> Result<(), ResponseError> {
+    match current_leader_epoch {
+        -1 => Ok(()),
+        e if e < leader_epoch => Err(ResponseError::FencedLeaderEpoch),
+        e if e > leader_epoch => Err(ResponseError::UnknownLeaderEpoch),
+        _ => Ok(()),
+    }
+}
+
 /// A group API's answer when this broker does not coordinate the group: NOT_COORDINATOR while a
 /// peer does (the client asks FindCoordinator again), COORDINATOR_NOT_AVAILABLE while nobody does
 /// (Kafka's group coordinator for a shard that is not loaded anywhere).
@@ -192,6 +205,15 @@ mod tests {
 
     fn part(p: i32) -> Owned {
         Owned::Partition { topic: "t".into(), partition: p }
+    }
+
+    #[test]
+    fn a_clients_leader_epoch_is_checked_against_the_lease_epoch() {
+        assert_eq!(check_leader_epoch(-1, 3), Ok(()));
+        assert_eq!(check_leader_epoch(3, 3), Ok(()));
+        assert_eq!(check_leader_epoch(2, 3), Err(ResponseError::FencedLeaderEpoch));
+        assert_eq!(check_leader_epoch(4, 3), Err(ResponseError::UnknownLeaderEpoch));
+        assert_eq!(check_leader_epoch(0, 0), Ok(()));
     }
 
     #[test]

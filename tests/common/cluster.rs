@@ -228,3 +228,31 @@ pub fn txn_state(c: &mut Client, id: &str) -> (i16, String) {
 pub fn txn_id_on(map: &BTreeMap<String, i32>, node: i32) -> Option<String> {
     map.iter().find(|(k, n)| k.starts_with("tx-") && **n == node).map(|(k, _)| k.clone())
 }
+
+/// Partition `p`'s leader epoch in Metadata.
+pub fn leader_epoch(c: &mut Client, p: i32) -> i32 {
+    let mut t = MetadataRequestTopic::default();
+    t.name = Some(name(TOPIC));
+    let mut req = MetadataRequest::default();
+    req.topics = Some(vec![t]);
+    let resp: MetadataResponse = c.call(ApiKey::Metadata, 9, req);
+    resp.topics[0].partitions.iter().find(|x| x.partition_index == p).map_or(-1, |x| x.leader_epoch)
+}
+
+/// OffsetForLeaderEpoch v4 for partition `p`: (error, leader epoch, end offset).
+pub fn epoch_end_offset(c: &mut Client, p: i32, current_leader_epoch: i32, leader_epoch: i32) -> (i16, i32, i64) {
+    use kafka_protocol::messages::offset_for_leader_epoch_request::{OffsetForLeaderPartition, OffsetForLeaderTopic};
+    let mut part = OffsetForLeaderPartition::default();
+    part.partition = p;
+    part.current_leader_epoch = current_leader_epoch;
+    part.leader_epoch = leader_epoch;
+    let mut t = OffsetForLeaderTopic::default();
+    t.topic = name(TOPIC);
+    t.partitions = vec![part];
+    let mut req = OffsetForLeaderEpochRequest::default();
+    req.replica_id = BrokerId(-1);
+    req.topics = vec![t];
+    let resp: OffsetForLeaderEpochResponse = c.call(ApiKey::OffsetForLeaderEpoch, 4, req);
+    let e = &resp.topics[0].partitions[0];
+    (e.error_code, e.leader_epoch, e.end_offset)
+}

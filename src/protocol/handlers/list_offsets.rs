@@ -9,6 +9,7 @@ use tokio::sync::oneshot;
 use crate::actors::messages::{ListOffset, OffsetAnswer};
 use crate::error_code::ResponseError;
 use crate::protocol::Session;
+use crate::store::ownership::{check_leader_epoch, Owned};
 
 pub async fn handle(s: Rc<Session>, version: i16, req: ListOffsetsRequest) -> ListOffsetsResponse {
     let mut resp = ListOffsetsResponse::default();
@@ -21,7 +22,14 @@ pub async fn handle(s: Rc<Session>, version: i16, req: ListOffsetsRequest) -> Li
             let missing =
                 OffsetAnswer { error_code: ResponseError::UnknownTopicOrPartition.code(), offset: -1, timestamp: -1 };
             let mut answer = missing;
-            let leader = handle.as_ref().map_err(|c| *c).and_then(|h| s.leader(h, p.partition_index));
+            // The partition's leader epoch is its lease epoch; a client's stale or future one is
+            // refused as Kafka's leader does (v4+ carry it).
+            let epoch = s.directory.lease(&Owned::Partition { topic: name.clone(), partition: p.partition_index });
+            let epoch = epoch.map_or(0, |l| l.epoch);
+            let leader = handle.as_ref().map_err(|c| *c).and_then(|h| s.leader(h, p.partition_index)).and_then(|l| {
+                let current = if version >= 4 { p.current_leader_epoch } else { -1 };
+                check_leader_epoch(current, epoch).map(|()| l).map_err(|e| e.code())
+            });
             if let Err(code) = leader {
                 answer.error_code = code;
             }
@@ -38,7 +46,7 @@ pub async fn handle(s: Rc<Session>, version: i16, req: ListOffsetsRequest) -> Li
             r.offset = answer.offset;
             r.timestamp = answer.timestamp;
             if version >= 4 && answer.offset >= 0 {
-                r.leader_epoch = 0;
+                r.leader_epoch = epoch;
             }
             out.partitions.push(r);
         }

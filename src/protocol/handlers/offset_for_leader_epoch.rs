@@ -1,5 +1,8 @@
-//! OffsetForLeaderEpoch (key 23): kaas partitions have one leader epoch, 0, whose end is the
-//! high watermark; consumers use this to validate their position after a metadata change.
+//! OffsetForLeaderEpoch (key 23): consumers validate their position after a metadata change
+//! (a leader moved). A partition's leader epoch is its lease epoch (bumped when it changes hands
+//! in a cluster; 0 on a single broker). A takeover never truncates what a consumer could read
+//! (only fsynced data is below the high watermark), so every epoch up to the current one ends at
+//! the log end: no consumer ever sees a truncation.
 
 use std::rc::Rc;
 
@@ -10,6 +13,7 @@ use tokio::sync::oneshot;
 use crate::actors::messages::ListOffset;
 use crate::error_code::ResponseError;
 use crate::protocol::Session;
+use crate::store::ownership::{check_leader_epoch, Owned};
 
 pub async fn handle(s: Rc<Session>, _version: i16, req: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse {
     let mut resp = OffsetForLeaderEpochResponse::default();
@@ -23,16 +27,21 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: OffsetForLeaderEpochRequ
             e.leader_epoch = -1;
             e.end_offset = -1;
             let leader = handle.as_ref().map_err(|c| *c).and_then(|h| s.leader(h, p.partition));
+            let epoch = s.directory.lease(&Owned::Partition { topic: out.topic.0.to_string(), partition: p.partition });
+            let epoch = epoch.map_or(0, |l| l.epoch);
             match leader {
                 Err(code) => e.error_code = code,
-                Ok(_) if p.current_leader_epoch > 0 => e.error_code = ResponseError::UnknownLeaderEpoch.code(),
                 Ok(_) if p.current_leader_epoch < -1 => e.error_code = ResponseError::FencedLeaderEpoch.code(),
-                Ok(_) if p.leader_epoch > 0 => {}
+                Ok(_) if check_leader_epoch(p.current_leader_epoch, epoch).is_err() => {
+                    e.error_code = check_leader_epoch(p.current_leader_epoch, epoch).err().map_or(0, |x| x.code());
+                }
+                // An epoch this leader never had: undefined, as Kafka answers.
+                Ok(_) if p.leader_epoch > epoch => {}
                 Ok(leader) => {
                     let (tx, rx) = oneshot::channel();
                     if leader.send(ListOffset { timestamp: -1, isolation_level: 0, reply: tx }).await.is_ok() {
                         if let Ok(a) = rx.await {
-                            e.leader_epoch = 0;
+                            e.leader_epoch = p.leader_epoch.max(0);
                             e.end_offset = a.offset;
                         }
                     }
