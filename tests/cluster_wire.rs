@@ -186,6 +186,28 @@ fn brokers_started_at_once_on_a_fresh_directory_form_one_cluster() {
             .all(|b| metadata(&mut b.client()).0.keys().copied().collect::<BTreeSet<_>>() == all)
             .then_some(())
     });
+    // Producer ids are unique cluster-wide: idempotent ones from every broker, transactional
+    // ones from every shard, wherever it runs.
+    let mut pids = BTreeSet::new();
+    for b in &brokers {
+        for _ in 0..3 {
+            let mut req = InitProducerIdRequest::default();
+            req.transactional_id = None;
+            req.transaction_timeout_ms = 60_000;
+            req.producer_id = ProducerId(-1);
+            req.producer_epoch = -1;
+            let resp: InitProducerIdResponse = b.client().call(ApiKey::InitProducerId, 4, req);
+            assert_eq!(resp.error_code, 0);
+            assert!(pids.insert(resp.producer_id.0), "producer id {} given twice", resp.producer_id.0);
+        }
+    }
+    let coordinators =
+        wait_for(Duration::from_secs(10), "every coordinator running", || coordinator_map(&brokers[0], &all));
+    let ports = metadata(&mut brokers[0].client()).0;
+    for (key, node) in coordinators.iter().filter(|(k, _)| k.starts_with("tx-")) {
+        let (pid, _) = init_producer_id(&mut Client::connect(ports[node]), key);
+        assert!(pids.insert(pid), "producer id {pid} given twice ({key})");
+    }
 }
 
 #[test]
