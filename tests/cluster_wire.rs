@@ -78,6 +78,8 @@ fn three_brokers_share_one_disk_and_take_over_a_killed_one() {
     assert_eq!(epoch_end_offset(&mut at_new, moved_p, lepoch, 0), (0, 0, 3), "epoch 0 ends at the log end");
     assert_eq!(epoch_end_offset(&mut at_new, moved_p, lepoch - 1, 0).0, 74, "FENCED_LEADER_EPOCH");
     assert_eq!(epoch_end_offset(&mut at_new, moved_p, lepoch + 1, 0).0, 75, "UNKNOWN_LEADER_EPOCH");
+    // What the first leader wrote keeps its epoch, 0.
+    assert_eq!(last_stored_leader_epoch(&mut at_new, moved_p), 0);
     let moved = wait_for(Duration::from_secs(20), "the coordinators taken over", || coordinator_map(survivor, &live));
     eprintln!("every coordinator running again {} ms after kill -9: {moved:?}", killed_at.elapsed().as_millis());
     let bumped = init_producer_id(&mut client_of(moved["tx-0"]), "tx-0");
@@ -107,6 +109,13 @@ fn three_brokers_share_one_disk_and_take_over_a_killed_one() {
     });
     let port = metadata(&mut brokers[0].client()).0[&tx_node];
     assert_eq!(init_producer_id(&mut Client::connect(port), "tx-0"), (pid, epoch + 2), "handed back with its state");
+    // Handed back, the partition has a third epoch, and what its leader appends now carries it.
+    let port = metadata(&mut brokers[0].client()).0[&leaders[&moved_p]];
+    let mut at_leader = Client::connect(port);
+    let now_epoch = leader_epoch(&mut at_leader, moved_p);
+    assert!(now_epoch > lepoch, "the hand-back bumps the epoch again");
+    assert_eq!(produce(&mut at_leader, moved_p, batch(77, 0, 0, 1, "after")), (0, 3));
+    assert_eq!(last_stored_leader_epoch(&mut at_leader, moved_p), now_epoch);
 }
 
 #[test]
@@ -201,11 +210,16 @@ fn brokers_started_at_once_on_a_fresh_directory_form_one_cluster() {
             assert!(pids.insert(resp.producer_id.0), "producer id {} given twice", resp.producer_id.0);
         }
     }
-    let coordinators =
-        wait_for(Duration::from_secs(10), "every coordinator running", || coordinator_map(&brokers[0], &all));
     let ports = metadata(&mut brokers[0].client()).0;
-    for (key, node) in coordinators.iter().filter(|(k, _)| k.starts_with("tx-")) {
-        let (pid, _) = init_producer_id(&mut Client::connect(ports[node]), key);
+    for key in (0..32).map(|i| format!("tx-{i}")) {
+        // Brokers that started together still hand coordinators to each other for a moment:
+        // NOT_COORDINATOR sends a client back to FindCoordinator, as here.
+        let (pid, _) = wait_for(Duration::from_secs(10), "the transaction's coordinator", || {
+            let node = coordinator(&mut brokers[0].client(), &key, 1);
+            let port = ports.get(&node)?;
+            let (code, ids) = try_init_producer_id(&mut Client::connect(*port), &key);
+            (code == 0).then_some(ids)
+        });
         assert!(pids.insert(pid), "producer id {pid} given twice ({key})");
     }
 }

@@ -288,7 +288,8 @@ impl TopicRegistry {
         let leader = if offline {
             self.offline_partition(&name, p, log_config)
         } else {
-            match self.open_partition(&name, p, log_config) {
+            let epoch = lease.as_ref().map_or(0, |l| l.record.epoch);
+            match self.open_partition(&name, p, log_config, epoch) {
                 Ok(l) => l,
                 Err(e) => {
                     offline = true;
@@ -325,9 +326,16 @@ impl TopicRegistry {
     }
 
     /// Opens partition `p`'s log (recovery) and puts a leader around it.
-    fn open_partition(&self, topic: &str, p: i32, log_config: &LogConfig) -> Result<PartitionLeader, LogError> {
+    fn open_partition(
+        &self,
+        topic: &str,
+        p: i32,
+        log_config: &LogConfig,
+        leader_epoch: i32,
+    ) -> Result<PartitionLeader, LogError> {
         let dir = topics::partition_dir(&self.settings.data_dir, topic, p);
-        let (partition, info) = Partition::open(dir, log_config.clone(), now_ms())?;
+        let (mut partition, info) = Partition::open(dir, log_config.clone(), now_ms())?;
+        partition.set_leader_epoch(leader_epoch);
         if info.truncated_bytes > 0 {
             tracing::warn!(topic, partition = p, bytes = info.truncated_bytes, "recovery truncated a torn log tail");
         }
@@ -403,9 +411,10 @@ impl TopicRegistry {
                 continue;
             }
             let opened = match leases::try_acquire(&self.settings.data_dir, &what, me) {
-                Ok(Some(lease)) => {
-                    self.open_partition(&meta.name, p, &log_config).map(|l| (p, l, lease)).map_err(|e| e.to_string())
-                }
+                Ok(Some(lease)) => self
+                    .open_partition(&meta.name, p, &log_config, lease.record.epoch)
+                    .map(|l| (p, l, lease))
+                    .map_err(|e| e.to_string()),
                 Ok(None) => Err("its lease is held by another broker".to_string()),
                 Err(e) => Err(e.to_string()),
             };

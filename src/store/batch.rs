@@ -9,6 +9,7 @@ pub const LOG_OVERHEAD: usize = 12;
 
 const BASE_OFFSET: usize = 0;
 const BATCH_LENGTH: usize = 8;
+const PARTITION_LEADER_EPOCH: usize = 12;
 const MAGIC: usize = 16;
 const CRC: usize = 17;
 const ATTRIBUTES: usize = 21;
@@ -178,6 +179,14 @@ pub fn patch_base_offset(b: &mut BytesMut, base_offset: i64) {
     b[BASE_OFFSET..BASE_OFFSET + 8].copy_from_slice(&base_offset.to_be_bytes());
 }
 
+/// Overwrites the partition leader epoch in place (outside the CRC, like the base offset): the
+/// leader's epoch, which consumers validate their position with after a leader change.
+pub fn patch_partition_leader_epoch(b: &mut BytesMut, epoch: i32) {
+    if b.len() >= PARTITION_LEADER_EPOCH + 4 {
+        b[PARTITION_LEADER_EPOCH..PARTITION_LEADER_EPOCH + 4].copy_from_slice(&epoch.to_be_bytes());
+    }
+}
+
 /// Sets the max timestamp (and with `log_append_time` the timestamp-type bit) and recomputes
 /// the CRC, as Kafka's LogValidator does in place (`setMaxTimestamp`). `b` holds one batch.
 pub fn patch_max_timestamp(b: &mut BytesMut, max_timestamp: i64, log_append_time: bool) {
@@ -320,6 +329,14 @@ mod tests {
         patch_max_timestamp(&mut b, 77, true);
         let h = validate_single(&b).unwrap();
         assert_eq!((h.max_timestamp, h.is_log_append_time()), (77, true));
+    }
+
+    #[test]
+    fn patching_the_partition_leader_epoch_keeps_crc_valid() {
+        let mut b = batch(Spec::default());
+        patch_partition_leader_epoch(&mut b, 7);
+        validate_single(&b).unwrap();
+        assert_eq!(i32::from_be_bytes([b[12], b[13], b[14], b[15]]), 7);
     }
 
     #[test]

@@ -120,14 +120,20 @@ pub fn settled(via: &Broker, live: &BTreeSet<i32>) -> Option<(BTreeMap<i32, u16>
 
 /// (producer id, epoch) from InitProducerId for `transactional_id`, sent to its coordinator.
 pub fn init_producer_id(c: &mut Client, transactional_id: &str) -> (i64, i16) {
+    let (code, ids) = try_init_producer_id(c, transactional_id);
+    assert_eq!(code, 0);
+    ids
+}
+
+/// InitProducerId's (error, (producer id, epoch)).
+pub fn try_init_producer_id(c: &mut Client, transactional_id: &str) -> (i16, (i64, i16)) {
     let mut req = InitProducerIdRequest::default();
     req.transactional_id = Some(TransactionalId(StrBytes::from_string(transactional_id.to_string())));
     req.transaction_timeout_ms = 60_000;
     req.producer_id = ProducerId(-1);
     req.producer_epoch = -1;
     let resp: InitProducerIdResponse = c.call(ApiKey::InitProducerId, 4, req);
-    assert_eq!(resp.error_code, 0);
-    (resp.producer_id.0, resp.producer_epoch)
+    (resp.error_code, (resp.producer_id.0, resp.producer_epoch))
 }
 
 pub fn signal(pid: u32, sig: &str) {
@@ -135,19 +141,23 @@ pub fn signal(pid: u32, sig: &str) {
     assert!(status.success(), "kill {sig} {pid}");
 }
 
-/// FindCoordinator's answer for 32 transactional ids (every shard) and a group, when all of
-/// them name a broker of `live`.
+/// FindCoordinator's answer for 32 transactional ids (every shard) and a group, once every
+/// broker of `live` (their ports from `via`'s Metadata) gives the same answer, each naming a
+/// broker of `live`: no hand-over is under way.
 pub fn coordinator_map(via: &Broker, live: &BTreeSet<i32>) -> Option<BTreeMap<String, i32>> {
-    let mut c = via.client();
-    let mut map: BTreeMap<String, i32> = (0..32)
-        .map(|i| format!("tx-{i}"))
-        .map(|k| {
-            let node = coordinator(&mut c, &k, 1);
-            (k, node)
-        })
-        .collect();
-    map.insert("group g".into(), coordinator(&mut c, "g", 0));
-    map.values().all(|n| live.contains(n)).then_some(map)
+    let ports = metadata(&mut via.client()).0;
+    let mut agreed: Option<BTreeMap<String, i32>> = None;
+    for node in live {
+        let mut c = Client::connect(*ports.get(node)?);
+        let mut map: BTreeMap<String, i32> =
+            (0..32).map(|i| format!("tx-{i}")).map(|k| (k.clone(), coordinator(&mut c, &k, 1))).collect();
+        map.insert("group g".into(), coordinator(&mut c, "g", 0));
+        if !map.values().all(|n| live.contains(n)) || agreed.as_ref().is_some_and(|a| *a != map) {
+            return None;
+        }
+        agreed = Some(map);
+    }
+    agreed
 }
 
 fn txn_id(id: &str) -> TransactionalId {
@@ -255,4 +265,24 @@ pub fn epoch_end_offset(c: &mut Client, p: i32, current_leader_epoch: i32, leade
     let resp: OffsetForLeaderEpochResponse = c.call(ApiKey::OffsetForLeaderEpoch, 4, req);
     let e = &resp.topics[0].partitions[0];
     (e.error_code, e.leader_epoch, e.end_offset)
+}
+
+/// The partition leader epoch the last record of partition `p` was stored with.
+pub fn last_stored_leader_epoch(c: &mut Client, p: i32) -> i32 {
+    let mut fp = FetchPartition::default();
+    fp.partition = p;
+    fp.partition_max_bytes = 1 << 20;
+    fp.log_start_offset = -1;
+    fp.current_leader_epoch = -1;
+    let mut t = FetchTopic::default();
+    t.topic = name(TOPIC);
+    t.partitions = vec![fp];
+    let mut req = FetchRequest::default();
+    req.replica_id = BrokerId(-1);
+    req.max_bytes = 1 << 20;
+    req.topics = vec![t];
+    let resp: FetchResponse = c.call(ApiKey::Fetch, 12, req);
+    let mut records = resp.responses[0].partitions[0].records.clone().unwrap_or_default();
+    let sets = kafka_protocol::records::RecordBatchDecoder::decode_all(&mut records).expect("batches");
+    sets.iter().flat_map(|s| s.records.iter()).last().map_or(-2, |r| r.partition_leader_epoch)
 }

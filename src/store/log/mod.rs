@@ -58,6 +58,8 @@ pub struct Log {
     config: LogConfig,
     /// Rolled segments whose data has not been fsynced yet.
     unsynced: Vec<Arc<File>>,
+    /// Stamped on every appended batch, as Kafka's leader does (the partition's lease epoch).
+    leader_epoch: i32,
 }
 
 const RECOVERY_POINT_FILE: &str = "recovery-point";
@@ -121,7 +123,7 @@ impl Log {
             segments.insert(0, Segment::create(dir, 0)?);
         }
         info.segments = segments.len();
-        Ok((Log { dir: dir.to_path_buf(), segments, config, unsynced: Vec::new() }, info))
+        Ok((Log { dir: dir.to_path_buf(), segments, config, unsynced: Vec::new(), leader_epoch: 0 }, info))
     }
 
     /// Records that everything below `offset` is on disk (Kafka's recovery-point checkpoint):
@@ -133,7 +135,7 @@ impl Log {
     /// A log that could not be opened: it holds no segment and no open file, answers every read
     /// and write with [`LogError::Offline`], and leaves whatever is on disk untouched.
     pub fn offline(dir: &Path, config: LogConfig) -> Log {
-        Log { dir: dir.to_path_buf(), segments: BTreeMap::new(), config, unsynced: Vec::new() }
+        Log { dir: dir.to_path_buf(), segments: BTreeMap::new(), config, unsynced: Vec::new(), leader_epoch: 0 }
     }
 
     /// The segment appends go to; an opened log always has one, an offline log none.
@@ -150,6 +152,11 @@ impl Log {
         self.segments.values().next().map(|s| s.base_offset).unwrap_or(0)
     }
 
+    /// The leader epoch batches appended from now on carry.
+    pub fn set_leader_epoch(&mut self, epoch: i32) {
+        self.leader_epoch = epoch;
+    }
+
     pub fn size_bytes(&self) -> u64 {
         self.segments.values().map(|s| s.size).sum()
     }
@@ -159,6 +166,7 @@ impl Log {
     pub fn append(&mut self, mut data: BytesMut) -> Result<BatchHeader, LogError> {
         let base = self.next_offset();
         batch::patch_base_offset(&mut data, base);
+        batch::patch_partition_leader_epoch(&mut data, self.leader_epoch);
         let h = BatchHeader::parse(&data).map_err(|e| LogError::InvalidBatch(e.to_string()))?;
         // Offsets only move forward: a negative lastOffsetDelta would move the log end back below
         // the high watermark, so no fsync would ever be asked for and the append never answered.

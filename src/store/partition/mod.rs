@@ -98,6 +98,11 @@ pub struct Partition {
 }
 
 impl Partition {
+    /// The leader epoch (the lease epoch) this leader stamps on the batches it appends.
+    pub fn set_leader_epoch(&mut self, epoch: i32) {
+        self.log.set_leader_epoch(epoch);
+    }
+
     /// A partition whose log could not be opened: it owns no file, refuses every read and write
     /// with `Offline`, and never writes a snapshot, so what is on disk stays as it was.
     pub fn offline(dir: PathBuf, log_config: LogConfig) -> Partition {
