@@ -272,3 +272,35 @@ fn a_topic_a_peer_just_created_is_known_at_once() {
     assert_eq!(resp.topics[0].error_code, 0, "the topic as the other broker sees it");
     assert_eq!(resp.topics[0].partitions.len(), PARTITIONS as usize);
 }
+
+#[test]
+fn a_topic_deleted_at_one_broker_is_removed_by_every_broker_that_led_a_share() {
+    let shared = tempfile::tempdir().expect("shared dir");
+    let env = [("KAAS_CLUSTER_TICK_MS", TICK)];
+    let brokers: Vec<Broker> = (1..=2).map(|id| Broker::start_member(shared.path(), id, &env)).collect();
+    let all: BTreeSet<i32> = [1, 2].into();
+    wait_for(Duration::from_secs(10), "two live brokers", || {
+        (metadata(&mut brokers[0].client()).0.keys().copied().collect::<BTreeSet<_>>() == all).then_some(())
+    });
+    create(&mut brokers[0].client());
+    let (ports, leaders) = wait_for(Duration::from_secs(10), "every partition led", || settled(&brokers[0], &all));
+    assert!(leaders.values().collect::<BTreeSet<_>>().len() == 2, "both brokers lead a share: {leaders:?}");
+    for (p, l) in &leaders {
+        assert_eq!(produce(&mut Client::connect(ports[l]), *p, batch(500 + i64::from(*p), 0, 0, 2, "d")), (0, 0));
+    }
+    let mut req = DeleteTopicsRequest::default();
+    req.topic_names = vec![TopicName(kafka_protocol::protocol::StrBytes::from_static_str(TOPIC))];
+    req.timeout_ms = 10_000;
+    let resp: DeleteTopicsResponse = brokers[0].client().call(ApiKey::DeleteTopics, 5, req);
+    assert_eq!(resp.responses[0].error_code, 0);
+    // Each broker removes its share once its leaders stopped; nothing is left, nothing fails
+    // (the brokers' logs hold no ERROR line, which the Broker checks when dropped).
+    let topics_dir = shared.path().join("topics");
+    wait_for(Duration::from_secs(10), "every partition directory removed", || {
+        let left: Vec<String> = std::fs::read_dir(&topics_dir)
+            .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        left.iter().all(|n| !n.starts_with(&format!("{TOPIC}-"))).then_some(())
+    });
+    assert!(!shared.path().join("__cluster").join("topics").join(format!("{TOPIC}.json")).exists());
+}

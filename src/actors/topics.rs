@@ -52,6 +52,9 @@ impl TopicHandle {
     }
 }
 
+/// Partition leaders (with their partition numbers) that were running when a topic was dropped.
+type RunningLeaders = Vec<(i32, Addr<PartitionLeader>)>;
+
 /// The membership tick: the live brokers' node ids (this one included).
 #[derive(Message)]
 #[rtype(result = "()")]
@@ -129,14 +132,20 @@ impl TopicRegistry {
 
     /// Reads the topic files: topics a peer created are added (their partitions unled until
     /// claimed), topics a peer deleted are dropped with the partitions this broker led.
-    fn refresh_topics(&mut self) -> Result<(), topics::TopicError> {
+    /// Reads the topics directory; returns the topics a peer deleted with the leaders this
+    /// broker ran for them (stopped, then their directories removed, by the caller).
+    fn refresh_topics(&mut self) -> Result<Vec<(String, RunningLeaders)>, topics::TopicError> {
         let on_disk = topics::load_all(&self.settings.data_dir)?;
         let names: HashSet<String> = on_disk.iter().map(|m| m.name.clone()).collect();
         let gone: Vec<String> = self.topics.keys().filter(|n| !names.contains(*n)).cloned().collect();
+        let mut deleted = Vec::new();
         for name in gone {
             if let Some(h) = self.topics.remove(&name) {
                 tracing::info!(topic = %name, "topic deleted by a peer");
-                self.forget_partitions(&h);
+                let running = self.forget_partitions(&h);
+                // Not served again (nor created anew here) until its directories are gone.
+                self.deleting.insert(name.clone());
+                deleted.push((name, running));
             }
         }
         for meta in on_disk {
@@ -145,7 +154,7 @@ impl TopicRegistry {
             }
             self.register(meta);
         }
-        Ok(())
+        Ok(deleted)
     }
 
     /// Serves a topic read from the shared disk (created here or by a peer); its partitions
@@ -166,7 +175,11 @@ impl TopicRegistry {
         let meta = TopicMeta { partitions: count, ..meta };
         let handle = TopicHandle::new(meta);
         if let Some(old) = self.topics.insert(handle.meta.name.clone(), handle.clone()) {
-            self.forget_partitions(&old);
+            // A topic of this name deleted and created again by a peer: the new one owns the
+            // directories (its creator cleared them).
+            for (_, leader) in self.forget_partitions(&old) {
+                leader.do_send(Shutdown { reply: tokio::sync::oneshot::channel().0 });
+            }
         }
         handle
     }
@@ -188,15 +201,18 @@ impl TopicRegistry {
     }
 
     /// Stops the leaders of a topic that no longer exists and gives up their leases.
-    fn forget_partitions(&mut self, h: &TopicHandle) {
+    /// Returns the leaders that were running, for the caller to stop.
+    fn forget_partitions(&mut self, h: &TopicHandle) -> RunningLeaders {
+        let mut running = Vec::new();
         for (p, slot) in h.partitions.iter().enumerate() {
-            if let Some(leader) = slot.set(None) {
-                leader.do_send(Shutdown { reply: tokio::sync::oneshot::channel().0 });
-            }
             let p = i32::try_from(p).unwrap_or(i32::MAX);
+            if let Some(leader) = slot.set(None) {
+                running.push((p, leader));
+            }
             self.held.remove(&(h.meta.name.clone(), p));
             self.table_mut().revoke(&Owned::Partition { topic: h.meta.name.clone(), partition: p });
         }
+        running
     }
 
     fn table_mut(&self) -> std::sync::RwLockWriteGuard<'_, Ownership> {
@@ -538,6 +554,18 @@ impl Handler<DeleteTopic> for TopicRegistry {
         let data_dir = self.settings.data_dir.clone();
         self.deleting.insert(handle.meta.name.clone());
         let stops = handle.leaders();
+        // The directories this broker removes once its leaders stopped: the partitions led here
+        // and those no live peer leads (a peer removes its own when it sees the topic gone).
+        let me = self.local_node();
+        let led: Vec<i32> = {
+            let table = self.ownership.read().unwrap_or_else(PoisonError::into_inner);
+            (0..handle.meta.partitions)
+                .filter(|p| {
+                    let what = Owned::Partition { topic: handle.meta.name.clone(), partition: *p };
+                    table.lease(&what).is_none_or(|l| l.node_id == me)
+                })
+                .collect()
+        };
         for p in 0..handle.meta.partitions {
             self.held.remove(&(handle.meta.name.clone(), p));
             self.table_mut().revoke(&Owned::Partition { topic: handle.meta.name.clone(), partition: p });
@@ -547,7 +575,7 @@ impl Handler<DeleteTopic> for TopicRegistry {
         }
         Box::pin(stop_all(stops).into_actor(self).map(move |_, act, _| {
             act.deleting.remove(&handle.meta.name);
-            topics::remove(&data_dir, &handle.meta).map_err(|e| {
+            topics::remove(&data_dir, &handle.meta, &led).map_err(|e| {
                 tracing::error!(topic = %handle.meta.name, "delete: {e}");
                 ResponseError::UnknownServerError.code()
             })?;
@@ -604,11 +632,30 @@ impl Handler<Rebalance> for TopicRegistry {
     /// leader starts from everything this one acknowledged.
     fn handle(&mut self, msg: Rebalance, _: &mut Self::Context) -> Self::Result {
         self.live = msg.live;
-        if let Err(e) = self.refresh_topics() {
+        let deleted = self.refresh_topics().unwrap_or_else(|e| {
             tracing::warn!("reading the topic files: {e}");
-        }
+            Vec::new()
+        });
+        let data_dir = self.settings.data_dir.clone();
         let (keys, leaving): (Vec<_>, Vec<_>) = self.claim_and_release().into_iter().unzip();
-        Box::pin(stop_all(leaving).into_actor(self).map(move |_, act, _| {
+        let work = async move {
+            let mut cleared = Vec::new();
+            for (name, running) in deleted {
+                let parts: Vec<i32> = running.iter().map(|(p, _)| *p).collect();
+                stop_all(running.into_iter().map(|(_, l)| l).collect()).await;
+                // This broker's share of a topic a peer deleted, once its leaders stopped.
+                if let Err(e) = topics::remove_partitions(&data_dir, &name, &parts) {
+                    tracing::warn!(topic = %name, "removing the partitions of a deleted topic: {e}");
+                }
+                cleared.push(name);
+            }
+            stop_all(leaving).await;
+            cleared
+        };
+        Box::pin(work.into_actor(self).map(move |cleared, act, _| {
+            for name in cleared {
+                act.deleting.remove(&name);
+            }
             for key in keys {
                 act.releasing.remove(&key);
                 if let Some(Some(_lease)) = act.held.remove(&key) {

@@ -318,10 +318,19 @@ pub fn remove_partition_dirs(data_dir: &Path, topic: &str) -> std::io::Result<us
     Ok(removed)
 }
 
-pub fn remove(data_dir: &Path, meta: &TopicMeta) -> Result<(), TopicError> {
+/// Deletes the topic: its file (from then on no broker serves it) and the directories of the
+/// `partitions` whose leaders this broker has stopped. In a cluster each broker removes the
+/// partitions it led once its leaders stopped (a peer's leader may still be writing its own);
+/// what nobody removed goes when a topic of that name is created again.
+pub fn remove(data_dir: &Path, meta: &TopicMeta, partitions: &[i32]) -> Result<(), TopicError> {
     std::fs::remove_file(topics_dir(data_dir).join(format!("{}.json", meta.name)))?;
-    for p in 0..meta.partitions {
-        let dir = partition_dir(data_dir, &meta.name, p);
+    remove_partitions(data_dir, &meta.name, partitions)
+}
+
+/// Removes the directories of `partitions` of `topic` (those that exist).
+pub fn remove_partitions(data_dir: &Path, topic: &str, partitions: &[i32]) -> Result<(), TopicError> {
+    for p in partitions {
+        let dir = partition_dir(data_dir, topic, *p);
         if dir.exists() {
             std::fs::remove_dir_all(dir)?;
         }
@@ -431,7 +440,7 @@ mod tests {
         assert!(exists_on_disk(dir.path(), "t"));
         assert_eq!(load_all(dir.path()).unwrap(), vec![meta.clone()]);
         std::fs::create_dir_all(partition_dir(dir.path(), "t", 1)).unwrap();
-        remove(dir.path(), &meta).unwrap();
+        remove(dir.path(), &meta, &[0, 1, 2]).unwrap();
         assert!(load_all(dir.path()).unwrap().is_empty());
         assert!(!partition_dir(dir.path(), "t", 1).exists());
     }
