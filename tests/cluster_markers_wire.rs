@@ -12,11 +12,6 @@ use std::time::Duration;
 use common::cluster::*;
 use common::{Broker, Client};
 
-fn signal(pid: u32, sig: &str) {
-    let status = std::process::Command::new("kill").args([sig, &pid.to_string()]).status().expect("kill");
-    assert!(status.success(), "kill {sig} {pid}");
-}
-
 /// The log without its colour codes.
 fn without_ansi(log: &str) -> String {
     let mut out = String::with_capacity(log.len());

@@ -245,6 +245,16 @@ async fn write_markers(targets: Targets, coordinator_epoch: i32, batch: MarkerBa
     let mut waits = Vec::new();
     for (topic, partition) in partitions {
         let Targets { directory, groups, peers } = targets.clone();
+        // What a peer leading the partition (or running its group coordinator) is sent.
+        let marker = PeerMarker {
+            producer_id,
+            producer_epoch: epoch,
+            commit,
+            coordinator_epoch,
+            transaction_version: txn_version,
+            topic: topic.clone(),
+            partition,
+        };
         waits.push(async move {
             let mut backoff_ms = core::MARKER_FIRST_BACKOFF_MS;
             loop {
@@ -261,18 +271,7 @@ async fn write_markers(targets: Targets, coordinator_epoch: i32, batch: MarkerBa
                             }
                         }
                         Location::Peer(b) => match &peers {
-                            Some(peers) => {
-                                let marker = PeerMarker {
-                                    producer_id,
-                                    producer_epoch: epoch,
-                                    commit,
-                                    coordinator_epoch,
-                                    transaction_version: txn_version,
-                                    topic: topic.clone(),
-                                    partition: offsets,
-                                };
-                                send_to_peer(peers, b, marker).await
-                            }
+                            Some(peers) => send_to_peer(peers, b, marker.clone()).await,
                             None => ResponseError::CoordinatorNotAvailable.code(),
                         },
                         Location::Offline => ResponseError::CoordinatorNotAvailable.code(),
@@ -302,16 +301,7 @@ async fn write_markers(targets: Targets, coordinator_epoch: i32, batch: MarkerBa
                         };
                         // eos-rules 41, 43, 45, 48: WriteTxnMarkers to the peer, with the shard's
                         // coordinator epoch and the entry's transaction version.
-                        let marker = PeerMarker {
-                            producer_id,
-                            producer_epoch: epoch,
-                            commit,
-                            coordinator_epoch,
-                            transaction_version: txn_version,
-                            topic: topic.clone(),
-                            partition,
-                        };
-                        let code = send_to_peer(peers, b.clone(), marker).await;
+                        let code = send_to_peer(peers, b.clone(), marker.clone()).await;
                         // eos-rules 50, as for a local leader's answer but with the peer's codes.
                         if core::peer_marker_outcome(code) != MarkerOutcome::Retry {
                             return code;

@@ -70,25 +70,6 @@ pub fn produce(c: &mut Client, partition: i32, records: Bytes) -> (i16, i64) {
     (p.error_code, p.base_offset)
 }
 
-/// (error, high watermark) of a fetch from offset 0.
-pub fn high_watermark(c: &mut Client, partition: i32) -> (i16, i64) {
-    let mut p = FetchPartition::default();
-    p.partition = partition;
-    p.partition_max_bytes = 1 << 20;
-    p.log_start_offset = -1;
-    p.current_leader_epoch = -1;
-    let mut t = FetchTopic::default();
-    t.topic = name(TOPIC);
-    t.partitions = vec![p];
-    let mut req = FetchRequest::default();
-    req.replica_id = BrokerId(-1);
-    req.max_bytes = 1 << 20;
-    req.topics = vec![t];
-    let resp: FetchResponse = c.call(ApiKey::Fetch, 12, req);
-    let p = &resp.responses[0].partitions[0];
-    (p.error_code, p.high_watermark)
-}
-
 pub fn coordinator(c: &mut Client, key: &str, key_type: i8) -> i32 {
     let mut req = FindCoordinatorRequest::default();
     req.key_type = key_type;
@@ -205,26 +186,6 @@ pub fn end_txn(c: &mut Client, id: &str, pid: i64, epoch: i16, commit: bool) -> 
     resp.error_code
 }
 
-/// (error, high watermark, last stable offset) of a read_committed fetch from offset 0.
-pub fn stable_offsets(c: &mut Client, partition: i32) -> (i16, i64, i64) {
-    let mut p = FetchPartition::default();
-    p.partition = partition;
-    p.partition_max_bytes = 1 << 20;
-    p.log_start_offset = -1;
-    p.current_leader_epoch = -1;
-    let mut t = FetchTopic::default();
-    t.topic = name(TOPIC);
-    t.partitions = vec![p];
-    let mut req = FetchRequest::default();
-    req.replica_id = BrokerId(-1);
-    req.max_bytes = 1 << 20;
-    req.isolation_level = 1;
-    req.topics = vec![t];
-    let resp: FetchResponse = c.call(ApiKey::Fetch, 11, req);
-    let p = &resp.responses[0].partitions[0];
-    (p.error_code, p.high_watermark, p.last_stable_offset)
-}
-
 /// DescribeTransactions v0: the transaction's state as its coordinator names it.
 pub fn txn_state(c: &mut Client, id: &str) -> (i16, String) {
     let mut req = DescribeTransactionsRequest::default();
@@ -267,8 +228,8 @@ pub fn epoch_end_offset(c: &mut Client, p: i32, current_leader_epoch: i32, leade
     (e.error_code, e.leader_epoch, e.end_offset)
 }
 
-/// The partition leader epoch the last record of partition `p` was stored with.
-pub fn last_stored_leader_epoch(c: &mut Client, p: i32) -> i32 {
+/// Partition `p` fetched from offset 0 (Fetch v12) with `isolation_level` (0 or 1).
+fn fetch_from_start(c: &mut Client, p: i32, isolation_level: i8) -> fetch_response::PartitionData {
     let mut fp = FetchPartition::default();
     fp.partition = p;
     fp.partition_max_bytes = 1 << 20;
@@ -280,9 +241,27 @@ pub fn last_stored_leader_epoch(c: &mut Client, p: i32) -> i32 {
     let mut req = FetchRequest::default();
     req.replica_id = BrokerId(-1);
     req.max_bytes = 1 << 20;
+    req.isolation_level = isolation_level;
     req.topics = vec![t];
-    let resp: FetchResponse = c.call(ApiKey::Fetch, 12, req);
-    let mut records = resp.responses[0].partitions[0].records.clone().unwrap_or_default();
+    let mut resp: FetchResponse = c.call(ApiKey::Fetch, 12, req);
+    resp.responses.swap_remove(0).partitions.swap_remove(0)
+}
+
+/// (error, high watermark) of a fetch from offset 0.
+pub fn high_watermark(c: &mut Client, partition: i32) -> (i16, i64) {
+    let p = fetch_from_start(c, partition, 0);
+    (p.error_code, p.high_watermark)
+}
+
+/// (error, high watermark, last stable offset) of a read_committed fetch from offset 0.
+pub fn stable_offsets(c: &mut Client, partition: i32) -> (i16, i64, i64) {
+    let p = fetch_from_start(c, partition, 1);
+    (p.error_code, p.high_watermark, p.last_stable_offset)
+}
+
+/// The partition leader epoch the last record of partition `p` was stored with.
+pub fn last_stored_leader_epoch(c: &mut Client, p: i32) -> i32 {
+    let mut records = fetch_from_start(c, p, 0).records.unwrap_or_default();
     let sets = kafka_protocol::records::RecordBatchDecoder::decode_all(&mut records).expect("batches");
     sets.iter().flat_map(|s| s.records.iter()).last().map_or(-2, |r| r.partition_leader_epoch)
 }
