@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::store::log::file_cache::FileCache;
 use crate::store::log::LogConfig;
 use crate::store::topic_config::MIN_SEGMENT_BYTES;
 
@@ -40,9 +41,12 @@ pub struct Settings {
     /// Partition count of auto-created topics (Kafka's num.partitions).
     pub num_partitions: i32,
     /// Partitions this broker serves at most, all topics together; creations beyond it are
-    /// refused with POLICY_VIOLATION. 0 = auto: 10,000, lowered to what the open-file limit
-    /// supports (two open files per partition, a quarter of the limit kept for the rest).
+    /// refused with POLICY_VIOLATION. Partitions hold no open file; this bounds their memory.
+    /// 0 means the default.
     pub max_partitions: u32,
+    /// Segment files kept open at once, all partitions together (a least-recently-used cache;
+    /// the others are opened on use). 0 = auto: a quarter of the open-file limit.
+    pub max_open_segment_files: usize,
     /// Kafka's log.segment.bytes: [1 MiB, i32::MAX] as in Kafka 4.x.
     pub segment_bytes: u64,
     /// -1 keeps data forever.
@@ -127,7 +131,8 @@ impl Default for Settings {
             max_inflight_requests: 64,
             auto_create_topics: true,
             num_partitions: 1,
-            max_partitions: 0,
+            max_partitions: crate::store::topics::DEFAULT_MAX_PARTITIONS,
+            max_open_segment_files: 0,
             segment_bytes: 1 << 30,
             retention_ms: 7 * 24 * 3600 * 1000,
             retention_bytes: -1,
@@ -184,6 +189,10 @@ impl Settings {
         }
         if let Some(n) = overrides.node_id {
             s.node_id = n;
+        }
+        if s.max_partitions == 0 {
+            // Older releases documented 0 as "auto".
+            s.max_partitions = crate::store::topics::DEFAULT_MAX_PARTITIONS;
         }
         s.validate()?;
         Ok(s)
@@ -253,7 +262,7 @@ impl Settings {
             return Err(ConfigError::Invalid("sync_threads", "0".into()));
         }
         // Auto-created topics must fit under an explicit partition limit.
-        if self.max_partitions != 0 && i64::from(self.num_partitions) > i64::from(self.max_partitions) {
+        if i64::from(self.num_partitions) > i64::from(self.max_partitions) {
             return Err(ConfigError::Invalid(
                 "max_partitions",
                 format!("{} (below num_partitions = {})", self.max_partitions, self.num_partitions),
@@ -315,13 +324,24 @@ impl Settings {
         }
     }
 
-    pub fn log_config(&self) -> LogConfig {
+    /// The broker's log settings, with its one cache of open segment files.
+    pub fn log_config(&self, files: std::sync::Arc<FileCache>) -> LogConfig {
         LogConfig {
             segment_bytes: self.segment_bytes,
             retention_ms: self.retention_ms,
             retention_bytes: self.retention_bytes,
             index_interval_bytes: 4096,
+            files,
         }
+    }
+
+    /// `max_open_segment_files`, with 0 resolved against the open-file limit.
+    pub fn open_segment_files(&self) -> usize {
+        if self.max_open_segment_files > 0 {
+            return self.max_open_segment_files;
+        }
+        let nofile = crate::limits::nofile().map(|(soft, _)| soft).unwrap_or(1024);
+        crate::store::log::file_cache::auto_capacity(nofile)
     }
 
     pub fn threads(n: usize) -> usize {
@@ -412,7 +432,8 @@ mod tests {
     fn an_explicit_partition_limit_must_hold_an_auto_created_topic() {
         assert!(refused("max_partitions = 2\nnum_partitions = 3\n", "max_partitions"));
         assert!(load_toml("max_partitions = 3\nnum_partitions = 3\n").is_ok());
-        assert_eq!(load_toml("").unwrap().max_partitions, 0, "auto by default");
+        assert_eq!(load_toml("").unwrap().max_partitions, 200_000);
+        assert_eq!(load_toml("max_partitions = 0\n").unwrap().max_partitions, 200_000, "0 is the default");
     }
 
     #[test]

@@ -21,6 +21,7 @@ use crate::error_code::ResponseError;
 use crate::store::clock::now_ms;
 use crate::store::known_fences::KnownFences;
 use crate::store::leases::{self, HeldLease};
+use crate::store::log::file_cache::FileCache;
 use crate::store::log::{LogConfig, LogError};
 use crate::store::ownership::{Lease, Owned, Ownership};
 use crate::store::partition::Partition;
@@ -79,12 +80,15 @@ pub struct TopicRegistry {
     /// The table the Directory answers from (shared with it): this registry grants and revokes
     /// the partitions' leases in it.
     ownership: Arc<RwLock<Ownership>>,
-    /// The partitions this broker leads, with their leases (None: served offline without one,
-    /// the open-file limit left no file for it).
-    held: HashMap<(String, i32), Option<HeldLease>>,
+    /// The partitions this broker leads, with their leases.
+    held: HashMap<(String, i32), HeldLease>,
+    /// The open lock file through which this broker holds its partitions' leases.
+    locks: leases::PartitionLocks,
+    /// The open segment files of every partition (bounded).
+    files: Arc<FileCache>,
     /// Live node ids as of the last membership tick.
     live: Vec<i32>,
-    /// Partitions that may still open their files (the open-file limit).
+    /// Partitions that may still be served (`max_partitions`).
     budget: topics::StartupBudget,
     /// Partitions being handed to a peer (their leaders are flushing).
     releasing: HashSet<(String, i32)>,
@@ -107,9 +111,7 @@ impl TopicRegistry {
         ownership: Arc<RwLock<Ownership>>,
         live: Vec<i32>,
     ) -> Result<TopicRegistry, String> {
-        // Start-up keeps the open files the rest of the broker needs (coordinator databases,
-        // connections): partitions past what the open-file limit supports are served offline.
-        let nofile = crate::limits::nofile().map(|(soft, _)| soft).unwrap_or(u64::MAX);
+        let locks = leases::PartitionLocks::open(&settings.data_dir).map_err(|e| e.to_string())?;
         let mut view = TopicRegistry {
             settings: settings.clone(),
             topics: HashMap::new(),
@@ -118,8 +120,10 @@ impl TopicRegistry {
             syncer,
             ownership,
             held: HashMap::new(),
+            locks,
+            files: Arc::new(FileCache::new(settings.open_segment_files())),
             live,
-            budget: topics::StartupBudget::new(settings.max_partitions, nofile),
+            budget: topics::StartupBudget::new(settings.max_partitions),
             releasing: HashSet::new(),
             fences: KnownFences::new(settings.producer_id_expiration_ms),
             deleting: HashSet::new(),
@@ -253,25 +257,15 @@ impl TopicRegistry {
                     continue;
                 }
                 if desired == Some(me) {
-                    if !self.budget.take_file() {
-                        // No file left for its log, nor for its lease: served offline here
-                        // (it never writes), and a peer with files to spare may take it.
-                        self.start_partition(&h, p, &log_config, None);
-                        offline += 1;
-                        continue;
-                    }
-                    match leases::try_acquire(&self.settings.data_dir, &what, me) {
+                    match leases::try_acquire(&self.locks, &self.settings.data_dir, &what, me) {
                         Ok(Some(lease)) => {
-                            if self.start_partition(&h, p, &log_config, Some(lease)) {
+                            if self.start_partition(&h, p, &log_config, lease) {
                                 offline += 1;
                             }
                             continue;
                         }
-                        Ok(None) => self.budget.give_back_file(),
-                        Err(e) => {
-                            self.budget.give_back_file();
-                            tracing::warn!(partition = %format!("{name}-{p}"), "lease: {e}");
-                        }
+                        Ok(None) => {}
+                        Err(e) => tracing::warn!(partition = %format!("{name}-{p}"), "lease: {e}"),
                     }
                 }
                 // Led elsewhere (or not yet): the lease file says by whom.
@@ -288,33 +282,29 @@ impl TopicRegistry {
                 tracing::error!(
                     topic = %name,
                     offline,
-                    "partitions served offline (KAFKA_STORAGE_ERROR): they did not open or the open-file limit \
-                     cannot hold them; raise `ulimit -n` (nofile) and restart to serve them"
+                    "partitions served offline (KAFKA_STORAGE_ERROR): they did not open; a restart opens them \
+                     once the cause (see above) is gone"
                 );
             }
         }
         handing_over
     }
 
-    /// Opens partition `p` under `lease` and publishes its leader; without a lease (no open file
-    /// left) it is served offline. True when it is served offline.
-    fn start_partition(&mut self, h: &TopicHandle, p: i32, log_config: &LogConfig, lease: Option<HeldLease>) -> bool {
+    /// Opens partition `p` under `lease` and publishes its leader; a log that does not open is
+    /// served offline. True when it is served offline.
+    fn start_partition(&mut self, h: &TopicHandle, p: i32, log_config: &LogConfig, lease: HeldLease) -> bool {
         let name = h.meta.name.clone();
-        let mut offline = lease.is_none();
-        let leader = if offline {
-            self.offline_partition(&name, p, log_config)
-        } else {
-            let epoch = lease.as_ref().map_or(0, |l| l.record.epoch);
-            match self.open_partition(&name, p, log_config, epoch) {
-                Ok(l) => l,
-                Err(e) => {
-                    offline = true;
-                    tracing::error!(
-                        partition = %format!("{name}-{p}"),
-                        "cannot open partition, serving it offline (KAFKA_STORAGE_ERROR) until a restart opens it: {e}"
-                    );
-                    self.offline_partition(&name, p, log_config)
-                }
+        let mut offline = false;
+        let epoch = lease.record.epoch;
+        let leader = match self.open_partition(&name, p, log_config, epoch) {
+            Ok(l) => l,
+            Err(e) => {
+                offline = true;
+                tracing::error!(
+                    partition = %format!("{name}-{p}"),
+                    "cannot open partition, serving it offline (KAFKA_STORAGE_ERROR) until a restart opens it: {e}"
+                );
+                self.offline_partition(&name, p, log_config)
             }
         };
         let addr = self.spawn_leader(leader);
@@ -325,7 +315,6 @@ impl TopicRegistry {
         if let Some(slot) = usize::try_from(p).ok().and_then(|i| h.partitions.get(i)) {
             slot.set(Some(addr));
         }
-        let epoch = lease.as_ref().map_or(0, |l| l.record.epoch);
         self.held.insert((name.clone(), p), lease);
         self.table_mut()
             .grant(Owned::Partition { topic: name, partition: p }, Lease { node_id: self.local_node(), epoch });
@@ -334,7 +323,8 @@ impl TopicRegistry {
 
     /// The topic's log settings: the broker's, overridden by valid topic configs.
     fn log_config(&self, meta: &TopicMeta) -> LogConfig {
-        let (config, ignored) = topic_config::log_config_for(&self.settings.log_config(), &meta.configs);
+        let base = self.settings.log_config(self.files.clone());
+        let (config, ignored) = topic_config::log_config_for(&base, &meta.configs);
         for e in ignored {
             tracing::warn!(topic = %meta.name, "stored topic config ignored, broker setting used: {e}");
         }
@@ -426,7 +416,7 @@ impl TopicRegistry {
             if placement::desired_owner(&what, &self.live) != Some(me) {
                 continue;
             }
-            let opened = match leases::try_acquire(&self.settings.data_dir, &what, me) {
+            let opened = match leases::try_acquire(&self.locks, &self.settings.data_dir, &what, me) {
                 Ok(Some(lease)) => self
                     .open_partition(&meta.name, p, &log_config, lease.record.epoch)
                     .map(|l| (p, l, lease))
@@ -469,7 +459,7 @@ impl TopicRegistry {
                 slot.set(Some(addr));
             }
             let epoch = lease.record.epoch;
-            self.held.insert((meta.name.clone(), p), Some(lease));
+            self.held.insert((meta.name.clone(), p), lease);
             self.table_mut()
                 .grant(Owned::Partition { topic: meta.name.clone(), partition: p }, Lease { node_id: me, epoch });
         }
@@ -658,9 +648,7 @@ impl Handler<Rebalance> for TopicRegistry {
             }
             for key in keys {
                 act.releasing.remove(&key);
-                if let Some(Some(_lease)) = act.held.remove(&key) {
-                    act.budget.give_back_file();
-                }
+                act.held.remove(&key);
                 tracing::info!(partition = %format!("{}-{}", key.0, key.1), "handed over to its peer");
             }
         }))

@@ -5,11 +5,15 @@
 //! (or the NFS v4 server, when a client's lease expires) drops the locks of a process that dies,
 //! so exactly one broker can hold each at a time: the lock, not a heartbeat, is what keeps two
 //! brokers from writing one partition. The locks are OFD fcntl locks (store::file_lock), which
-//! NFS v4 arbitrates between machines.
+//! NFS v4 arbitrates between machines. A coordinator unit's lock is its whole lease file; a
+//! partition's is one byte of `leases/partitions.lock` (at a stable hash of its name), so a
+//! broker leading 100,000 partitions holds one descriptor for all of them.
 
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -18,7 +22,7 @@ use thiserror::Error;
 use super::durable::create_dir_all_durable;
 use super::file_lock;
 use super::ownership::{Broker, Owned};
-use super::placement::CoordinatorUnit;
+use super::placement::{self, CoordinatorUnit};
 use super::topics::write_atomic;
 
 #[derive(Debug, Error)]
@@ -61,8 +65,78 @@ pub fn lease_path(data_dir: &Path, what: &Owned) -> PathBuf {
 /// A lease this broker holds; dropping it gives the resource up.
 #[derive(Debug)]
 pub struct HeldLease {
-    _file: File,
+    _lock: Hold,
     pub record: LeaseRecord,
+}
+
+#[derive(Debug)]
+enum Hold {
+    /// The whole lease file is locked; closing it releases the lock.
+    File { _file: File },
+    /// One byte of the partitions' lock file.
+    Byte { _byte: ByteLock },
+}
+
+/// The open `leases/partitions.lock` through which this broker holds its partitions' locks.
+#[derive(Debug, Clone)]
+pub struct PartitionLocks {
+    inner: Arc<LockFile>,
+}
+
+#[derive(Debug)]
+struct LockFile {
+    file: File,
+    path: PathBuf,
+    /// Byte -> partitions of this broker holding it: two names hashing to one byte share its
+    /// lock, which is released with the last of them.
+    holders: Mutex<HashMap<i64, u32>>,
+}
+
+#[derive(Debug)]
+struct ByteLock {
+    file: Arc<LockFile>,
+    offset: i64,
+}
+
+impl Drop for ByteLock {
+    fn drop(&mut self) {
+        let mut holders = self.file.holders.lock().unwrap_or_else(PoisonError::into_inner);
+        let left = holders.get(&self.offset).map_or(0, |n| n.saturating_sub(1));
+        if left > 0 {
+            holders.insert(self.offset, left);
+            return;
+        }
+        holders.remove(&self.offset);
+        if let Err(e) = file_lock::unlock_byte(&self.file.file, self.offset) {
+            tracing::error!(path = %self.file.path.display(), offset = self.offset, "releasing a partition lock: {e}");
+        }
+    }
+}
+
+impl PartitionLocks {
+    pub fn open(data_dir: &Path) -> Result<PartitionLocks, LeaseError> {
+        let dir = cluster_dir(data_dir).join("leases");
+        create_dir_all_durable(&dir).map_err(io(&dir))?;
+        let path = dir.join("partitions.lock");
+        let file =
+            OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&path).map_err(io(&path))?;
+        Ok(PartitionLocks { inner: Arc::new(LockFile { file, path, holders: Mutex::new(HashMap::new()) }) })
+    }
+
+    /// Takes the lock of `what`'s byte unless another broker holds it.
+    fn try_lock(&self, what: &Owned) -> Result<Option<ByteLock>, LeaseError> {
+        let offset = placement::lock_offset(what);
+        let mut holders = self.inner.holders.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = holders.get_mut(&offset) {
+            *n += 1;
+        } else {
+            if !file_lock::try_lock_byte(&self.inner.file, offset).map_err(io(&self.inner.path))? {
+                return Ok(None);
+            }
+            holders.insert(offset, 1);
+        }
+        Ok(Some(ByteLock { file: self.inner.clone(), offset }))
+    }
 }
 
 fn read_record(file: &mut File) -> Option<LeaseRecord> {
@@ -88,43 +162,70 @@ pub fn unit_first_epoch(data_dir: &Path) -> i32 {
     read_lease_at(&legacy).map_or(0, |r| r.epoch.saturating_add(1))
 }
 
-/// Tries to take `what` for `node_id`: None while another broker holds it. The leader epoch
-/// grows when the resource changes hands and stays when the same broker takes it back (a
-/// restart), so a single broker keeps epoch 0.
-pub fn try_acquire(data_dir: &Path, what: &Owned, node_id: i32) -> Result<Option<HeldLease>, LeaseError> {
-    try_acquire_at(&lease_path(data_dir, what), node_id)
+/// Tries to take partition `what` for `node_id`: None while another broker holds it. The
+/// leader epoch grows when the partition changes hands and stays when the same broker takes it
+/// back (a restart), so a single broker keeps epoch 0.
+pub fn try_acquire(
+    locks: &PartitionLocks,
+    data_dir: &Path,
+    what: &Owned,
+    node_id: i32,
+) -> Result<Option<HeldLease>, LeaseError> {
+    let Some(lock) = locks.try_lock(what)? else {
+        return Ok(None);
+    };
+    let path = lease_path(data_dir, what);
+    let record = write_record(&path, node_id, 0)?;
+    Ok(Some(HeldLease { _lock: Hold::Byte { _byte: lock }, record }))
 }
 
-/// `try_acquire` of the lease file at `path`.
-pub fn try_acquire_at(path: &Path, node_id: i32) -> Result<Option<HeldLease>, LeaseError> {
-    try_acquire_from(path, node_id, 0)
-}
-
-/// `try_acquire_at` whose first record (no holder before) starts at `first_epoch`.
+/// `try_acquire` of a coordinator unit's lease file at `path` (the whole file is its lock);
+/// its first record (no holder before) starts at `first_epoch`.
 pub fn try_acquire_from(path: &Path, node_id: i32, first_epoch: i32) -> Result<Option<HeldLease>, LeaseError> {
-    let path = path.to_path_buf();
     let dir = path.parent().unwrap_or(Path::new("."));
     create_dir_all_durable(dir).map_err(io(dir))?;
     let mut file =
-        OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&path).map_err(io(&path))?;
-    if !file_lock::try_lock(&file).map_err(io(&path))? {
+        OpenOptions::new().create(true).truncate(false).read(true).write(true).open(path).map_err(io(path))?;
+    if !file_lock::try_lock(&file).map_err(io(path))? {
         return Ok(None);
     }
-    let record = match read_record(&mut file) {
-        None => LeaseRecord { node_id, epoch: first_epoch },
-        Some(old) if old.node_id == node_id => old,
-        Some(old) => LeaseRecord { node_id, epoch: old.epoch.saturating_add(1) },
-    };
-    let bytes = serde_json::to_vec(&record).map_err(|e| LeaseError::Io(path.clone(), e.into()))?;
-    file.set_len(0).map_err(io(&path))?;
-    file.seek(SeekFrom::Start(0)).map_err(io(&path))?;
-    file.write_all(&bytes).map_err(io(&path))?;
-    // The epoch must be on disk before anything is served under it.
-    file.sync_all().map_err(io(&path))?;
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
+    let (record, changed) = next_record(read_record(&mut file), node_id, first_epoch);
+    if changed {
+        let bytes = serde_json::to_vec(&record).map_err(|e| LeaseError::Io(path.to_path_buf(), e.into()))?;
+        // Written in place: the lock belongs to this file, which a rename would replace.
+        file.set_len(0).map_err(io(path))?;
+        file.seek(SeekFrom::Start(0)).map_err(io(path))?;
+        file.write_all(&bytes).map_err(io(path))?;
+        // The epoch must be on disk before anything is served under it.
+        file.sync_all().map_err(io(path))?;
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
     }
-    Ok(Some(HeldLease { _file: file, record }))
+    Ok(Some(HeldLease { _lock: Hold::File { _file: file }, record }))
+}
+
+/// The record of `node_id` taking a lease last held as `old`, and whether it differs: the epoch
+/// grows when the lease changes hands and stays when its holder takes it back.
+fn next_record(old: Option<LeaseRecord>, node_id: i32, first_epoch: i32) -> (LeaseRecord, bool) {
+    match old {
+        None => (LeaseRecord { node_id, epoch: first_epoch }, true),
+        Some(old) if old.node_id == node_id => (old, false),
+        Some(old) => (LeaseRecord { node_id, epoch: old.epoch.saturating_add(1) }, true),
+    }
+}
+
+/// Under a partition's lock: the record of `node_id` taking it, written durably unless it
+/// already says so (a restart of a broker leading 100,000 partitions rewrites nothing).
+fn write_record(path: &Path, node_id: i32, first_epoch: i32) -> Result<LeaseRecord, LeaseError> {
+    let (record, changed) = next_record(read_lease_at(path), node_id, first_epoch);
+    if changed {
+        let bytes = serde_json::to_vec(&record).map_err(|e| LeaseError::Io(path.to_path_buf(), e.into()))?;
+        // The epoch must be on disk before anything is served under it (write_atomic fsyncs the
+        // file and its directory); a reader never sees half a record.
+        write_atomic(path, &bytes).map_err(io(path))?;
+    }
+    Ok(record)
 }
 
 /// Who holds (or last held) `what`, as its lease file says.
@@ -218,25 +319,53 @@ mod tests {
     #[test]
     fn a_lease_is_held_by_one_broker_at_a_time() {
         let dir = tempfile::tempdir().unwrap();
-        let held = try_acquire(dir.path(), &part(), 1).unwrap().expect("free");
+        let (b1, b2) = (PartitionLocks::open(dir.path()).unwrap(), PartitionLocks::open(dir.path()).unwrap());
+        let held = try_acquire(&b1, dir.path(), &part(), 1).unwrap().expect("free");
         assert_eq!(held.record, LeaseRecord { node_id: 1, epoch: 0 });
-        assert!(try_acquire(dir.path(), &part(), 2).unwrap().is_none(), "held by broker 1");
+        assert!(try_acquire(&b2, dir.path(), &part(), 2).unwrap().is_none(), "held by broker 1");
         assert_eq!(read_lease(dir.path(), &part()), Some(LeaseRecord { node_id: 1, epoch: 0 }));
         drop(held);
-        let taken = try_acquire(dir.path(), &part(), 2).unwrap().expect("given up");
+        let taken = try_acquire(&b2, dir.path(), &part(), 2).unwrap().expect("given up");
         assert_eq!(taken.record, LeaseRecord { node_id: 2, epoch: 1 }, "a new holder bumps the epoch");
     }
 
     #[test]
-    fn the_same_broker_taking_a_lease_back_keeps_its_epoch() {
+    fn partition_locks_share_one_file_and_are_released_one_by_one() {
         let dir = tempfile::tempdir().unwrap();
-        drop(try_acquire(dir.path(), &Owned::TxnShard(3), 1).unwrap());
-        let again = try_acquire(dir.path(), &Owned::TxnShard(3), 1).unwrap().expect("free");
+        let (b1, b2) = (PartitionLocks::open(dir.path()).unwrap(), PartitionLocks::open(dir.path()).unwrap());
+        let p = |n| Owned::Partition { topic: "t".into(), partition: n };
+        let leases: Vec<HeldLease> =
+            (0..100).map(|n| try_acquire(&b1, dir.path(), &p(n), 1).unwrap().unwrap()).collect();
+        assert!((0..100).all(|n| try_acquire(&b2, dir.path(), &p(n), 2).unwrap().is_none()));
+        let mut leases = leases.into_iter();
+        drop(leases.next());
+        assert!(try_acquire(&b2, dir.path(), &p(0), 2).unwrap().is_some(), "partition 0 alone was given up");
+        assert!(try_acquire(&b2, dir.path(), &p(1), 2).unwrap().is_none());
+        // Two holds of one byte by this broker (names hashing alike): the byte stays locked
+        // until the last goes.
+        let again = b1.try_lock(&p(1)).unwrap().expect("this broker holds it");
+        drop(leases);
+        assert!(try_acquire(&b2, dir.path(), &p(1), 2).unwrap().is_none(), "still held by the second hold");
+        drop(again);
+        assert!(try_acquire(&b2, dir.path(), &p(1), 2).unwrap().is_some());
+    }
+
+    #[test]
+    fn the_same_broker_taking_a_lease_back_keeps_its_epoch_and_rewrites_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = lease_path(dir.path(), &Owned::TxnShard(3));
+        drop(try_acquire_from(&path, 1, 0).unwrap());
+        let again = try_acquire_from(&path, 1, 0).unwrap().expect("free");
         assert_eq!(again.record.epoch, 0);
         drop(again);
-        drop(try_acquire(dir.path(), &Owned::TxnShard(3), 2).unwrap());
-        let back = try_acquire(dir.path(), &Owned::TxnShard(3), 1).unwrap().expect("free");
+        drop(try_acquire_from(&path, 2, 0).unwrap());
+        let back = try_acquire_from(&path, 1, 0).unwrap().expect("free");
         assert_eq!(back.record.epoch, 2);
+        assert_eq!(
+            next_record(Some(LeaseRecord { node_id: 1, epoch: 7 }), 1, 0),
+            (LeaseRecord { node_id: 1, epoch: 7 }, false)
+        );
+        assert_eq!(next_record(None, 1, 4), (LeaseRecord { node_id: 1, epoch: 4 }, true));
     }
 
     #[test]

@@ -28,6 +28,13 @@ pub fn key(what: &Owned) -> String {
     }
 }
 
+/// The byte of `leases/partitions.lock` whose lock is `what`'s lease (store::leases): a stable
+/// hash below 2^62, so that distinct partitions practically never share one.
+pub fn lock_offset(what: &Owned) -> i64 {
+    let h = fnv1a(key(what).bytes(), 0x6c6f_636b);
+    i64::try_from(h >> 2).unwrap_or(0)
+}
+
 /// The live broker that should serve `what` (None without live brokers).
 pub fn desired_owner(what: &Owned, live: &[i32]) -> Option<i32> {
     let k = key(what);

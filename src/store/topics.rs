@@ -33,12 +33,10 @@ pub const MAX_RECORDS_PER_USER_OP: usize = 10_000;
 /// (its EventHandlerExceptionInfo turns the BoundedListTooLongException into POLICY_VIOLATION).
 pub const EXCESSIVE_BATCH_MESSAGE: &str = "Unable to perform excessively large batch operation.";
 
-/// The partition limit used when `max_partitions` is 0 (auto) and the open-file limit allows it.
-pub const DEFAULT_MAX_PARTITIONS: u32 = 10_000;
-
-/// Open files the auto limit assumes per partition: the active segment, the duplicate handle
-/// the syncer holds during an fsync, and the held lease file (store::leases).
-pub const FILES_PER_PARTITION: u64 = 3;
+/// The partition limit used when `max_partitions` is 0 (auto). Partitions hold no open file
+/// (segments are opened through a bounded cache, leases are bytes of one lock file); what bounds
+/// them is memory: about 5 KiB each while idle (see README), so this many take about 1 GiB.
+pub const DEFAULT_MAX_PARTITIONS: u32 = 200_000;
 
 /// A refusal of a topic creation, with the Kafka error code it is answered with.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -100,25 +98,6 @@ pub fn check_broker_limit(existing: u64, requested: i32, max: u32) -> Result<(),
     } else {
         Ok(())
     }
-}
-
-/// Open files kept for everything but partitions (client connections, coordinator databases,
-/// fence files, logs): a quarter of the limit, at most 1024.
-pub fn reserved_files(nofile: u64) -> u64 {
-    (nofile / 4).min(1024)
-}
-
-/// Partitions an open-file limit supports with one open file per segment: what is left after
-/// the reserve, FILES_PER_PARTITION each.
-pub fn partitions_for_nofile(nofile: u64) -> u64 {
-    nofile.saturating_sub(reserved_files(nofile)) / FILES_PER_PARTITION
-}
-
-/// `max_partitions = 0` (auto): DEFAULT_MAX_PARTITIONS, lowered to what the open-file limit
-/// supports, and at least 1.
-pub fn auto_max_partitions(nofile: u64) -> u32 {
-    let fit = u32::try_from(partitions_for_nofile(nofile)).unwrap_or(u32::MAX);
-    fit.clamp(1, DEFAULT_MAX_PARTITIONS)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -247,18 +226,16 @@ pub fn save(data_dir: &Path, meta: &TopicMeta) -> Result<(), TopicError> {
     Ok(())
 }
 
-/// What start-up may open: at most `max_partitions` partitions are started (the rest of a topic
-/// left by an older kaas is not served), and at most what the open-file limit supports opens a
-/// file (the rest is served offline), so the broker keeps the files it needs to start.
+/// What start-up may serve: at most `max_partitions` partitions are started (the rest of a
+/// topic left by an older kaas is not served), so the broker's memory stays bounded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StartupBudget {
     partitions_left: u64,
-    files_left: u64,
 }
 
 impl StartupBudget {
-    pub fn new(max_partitions: u32, nofile: u64) -> StartupBudget {
-        StartupBudget { partitions_left: u64::from(max_partitions), files_left: partitions_for_nofile(nofile) }
+    pub fn new(max_partitions: u32) -> StartupBudget {
+        StartupBudget { partitions_left: u64::from(max_partitions) }
     }
 
     /// How many of a topic's `partitions` are started (the first ones).
@@ -266,18 +243,6 @@ impl StartupBudget {
         let started = u64::try_from(partitions).unwrap_or(0).min(self.partitions_left);
         self.partitions_left -= started;
         i32::try_from(started).unwrap_or(0)
-    }
-
-    /// Whether one more partition may open its files.
-    pub fn take_file(&mut self) -> bool {
-        let ok = self.files_left > 0;
-        self.files_left = self.files_left.saturating_sub(1);
-        ok
-    }
-
-    /// Returns a file taken for a partition that did not open here after all.
-    pub fn give_back_file(&mut self) {
-        self.files_left += 1;
     }
 }
 
@@ -382,25 +347,10 @@ mod tests {
     }
 
     #[test]
-    fn the_auto_partition_limit_follows_the_open_file_limit() {
-        // Debian under systemd: soft 1024 raised to the hard 524288; a bare login: 1048576.
-        assert_eq!(auto_max_partitions(524_288), DEFAULT_MAX_PARTITIONS);
-        assert_eq!(auto_max_partitions(1 << 20), DEFAULT_MAX_PARTITIONS);
-        // Soft and hard both 1024: a quarter kept for the rest, three files per partition.
-        assert_eq!(auto_max_partitions(1024), 256);
-        assert_eq!(auto_max_partitions(0), 1);
-        assert_eq!(auto_max_partitions(u64::MAX), DEFAULT_MAX_PARTITIONS);
-    }
-
-    #[test]
-    fn start_up_starts_at_most_max_partitions_and_opens_what_the_file_limit_holds() {
-        let mut b = StartupBudget::new(10, 1024);
+    fn start_up_starts_at_most_max_partitions() {
+        let mut b = StartupBudget::new(10);
         assert_eq!((b.take_topic(4), b.take_topic(1_000_000), b.take_topic(3)), (4, 6, 0));
         assert_eq!(b.take_topic(-1), 0);
-        // 1024 open files: 256 partitions open, the next one is served offline.
-        let mut b = StartupBudget::new(1000, 1024);
-        assert_eq!((0..257).filter(|_| b.take_file()).count(), 256);
-        assert!(!b.take_file());
     }
 
     #[test]

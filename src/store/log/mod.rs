@@ -1,6 +1,7 @@
 //! Segmented append-only partition log. Batches are stored exactly as received, with only the
 //! base offset patched; reads return them as stored.
 
+pub mod file_cache;
 mod segment;
 
 use std::collections::BTreeMap;
@@ -12,6 +13,7 @@ use bytes::{Bytes, BytesMut};
 use thiserror::Error;
 
 use super::batch::{self, BatchHeader};
+use file_cache::FileCache;
 use segment::Segment;
 
 #[derive(Debug, Error)]
@@ -38,6 +40,8 @@ pub struct LogConfig {
     /// -1 means no size limit.
     pub retention_bytes: i64,
     pub index_interval_bytes: usize,
+    /// The broker's cache of open segment files (one for all partitions).
+    pub files: Arc<FileCache>,
 }
 
 impl Default for LogConfig {
@@ -47,6 +51,7 @@ impl Default for LogConfig {
             retention_ms: 7 * 24 * 3600 * 1000,
             retention_bytes: -1,
             index_interval_bytes: 4096,
+            files: Arc::new(FileCache::default()),
         }
     }
 }
@@ -111,7 +116,8 @@ impl Log {
                 continue;
             }
             let holds_unchecked = bases.get(i + 1).is_none_or(|next| *next > recovery_point.unwrap_or(-1));
-            let (seg, truncated) = Segment::open(dir, base, holds_unchecked, config.index_interval_bytes)?;
+            let (seg, truncated) =
+                Segment::open(dir, base, holds_unchecked, config.index_interval_bytes, &config.files)?;
             info.truncated_bytes += truncated;
             cut = truncated > 0;
             segments.insert(base, seg);
@@ -120,7 +126,7 @@ impl Log {
             crate::store::durable::sync_dir(dir)?;
         }
         if segments.is_empty() {
-            segments.insert(0, Segment::create(dir, 0)?);
+            segments.insert(0, Segment::create(dir, 0, &config.files)?);
         }
         info.segments = segments.len();
         Ok((Log { dir: dir.to_path_buf(), segments, config, unsynced: Vec::new(), leader_epoch: 0 }, info))
@@ -180,8 +186,9 @@ impl Log {
         if roll {
             // Create first: if that fails (EMFILE, ENOSPC) the log is unchanged and the next
             // append tries again.
-            let next = Segment::create(&self.dir, base)?;
-            self.unsynced.push(self.active()?.sync_handle());
+            let next = Segment::create(&self.dir, base, &self.config.files)?;
+            let rolled = self.segments.values_mut().next_back().ok_or(LogError::Offline)?;
+            self.unsynced.extend(rolled.sync_handle());
             self.segments.insert(base, next);
         }
         let interval = self.config.index_interval_bytes;
@@ -190,16 +197,20 @@ impl Log {
         Ok(h)
     }
 
-    /// Every segment's file: recovery fsyncs them all before the log end is exposed.
-    pub fn segment_files(&self) -> Vec<Arc<File>> {
-        self.segments.values().map(|s| s.sync_handle()).collect()
+    /// Fsyncs every segment, one open file at a time: recovery makes what it found durable
+    /// before the log end is exposed.
+    pub fn sync_all_segments(&self) -> Result<(), LogError> {
+        for s in self.segments.values() {
+            s.sync_data()?;
+        }
+        Ok(())
     }
 
     /// File handles that must be fsynced to make everything appended so far durable.
     pub fn sync_handles(&mut self) -> Vec<Arc<File>> {
         let mut out = std::mem::take(&mut self.unsynced);
         // An offline log has no segment and nothing to sync.
-        out.extend(self.active().ok().map(|a| a.sync_handle()));
+        out.extend(self.segments.values_mut().next_back().and_then(Segment::sync_handle));
         out
     }
 
@@ -278,7 +289,13 @@ mod tests {
     use crate::store::batch::testutil::{batch, Spec};
 
     fn cfg(segment_bytes: u64) -> LogConfig {
-        LogConfig { segment_bytes, retention_ms: -1, retention_bytes: -1, index_interval_bytes: 100 }
+        LogConfig {
+            segment_bytes,
+            retention_ms: -1,
+            retention_bytes: -1,
+            index_interval_bytes: 100,
+            ..LogConfig::default()
+        }
     }
 
     fn rec(records: i32, ts: i64) -> BytesMut {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
+use super::file_cache::FileCache;
 use super::LogError;
 use crate::store::batch::{self, BatchHeader, HEADER_LEN};
 
@@ -20,8 +21,12 @@ pub fn segment_file(dir: &Path, base: i64) -> PathBuf {
 pub struct Segment {
     pub base_offset: i64,
     pub path: PathBuf,
-    /// Shared with the fsync threads: handing them the file costs no descriptor (no EMFILE).
-    file: Arc<File>,
+    /// The broker's open-file cache and this segment's key in it: the file is opened on use.
+    files: Arc<FileCache>,
+    id: u64,
+    /// The open file appends went through since the last fsync was asked for: that fsync goes
+    /// through the same descriptor, so a write error is reported to it whatever the cache did.
+    written: Option<Arc<File>>,
     pub size: u64,
     /// Next offset after the last batch of this segment.
     pub next_offset: i64,
@@ -34,15 +39,19 @@ pub struct Segment {
 }
 
 impl Segment {
-    pub fn create(dir: &Path, base_offset: i64) -> Result<Segment, LogError> {
+    pub fn create(dir: &Path, base_offset: i64, files: &Arc<FileCache>) -> Result<Segment, LogError> {
         let path = segment_file(dir, base_offset);
         let file = Arc::new(OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&path)?);
         // POSIX: the new name survives a power loss only once its directory is fsynced.
         crate::store::durable::sync_dir(dir)?;
+        let id = files.register();
+        files.put(id, file);
         Ok(Segment {
             base_offset,
             path,
-            file,
+            files: files.clone(),
+            id,
+            written: None,
             size: 0,
             next_offset: base_offset,
             max_timestamp: -1,
@@ -55,14 +64,22 @@ impl Segment {
     /// Opens an existing segment, scanning every batch header. With `verify`, CRCs are checked and
     /// a torn or corrupt tail is truncated away (recovery of the active segment). Returns the
     /// segment and the number of bytes truncated.
-    pub fn open(dir: &Path, base_offset: i64, verify: bool, index_interval: usize) -> Result<(Segment, u64), LogError> {
+    pub fn open(
+        dir: &Path,
+        base_offset: i64,
+        verify: bool,
+        index_interval: usize,
+        files: &Arc<FileCache>,
+    ) -> Result<(Segment, u64), LogError> {
         let path = segment_file(dir, base_offset);
-        let file = Arc::new(OpenOptions::new().read(true).write(true).open(&path)?);
+        let file = OpenOptions::new().read(true).write(true).open(&path)?;
         let len = file.metadata()?.len();
         let mut seg = Segment {
             base_offset,
             path,
-            file,
+            files: files.clone(),
+            id: files.register(),
+            written: None,
             size: 0,
             next_offset: base_offset,
             max_timestamp: -1,
@@ -73,7 +90,7 @@ impl Segment {
         let mut pos: u64 = 0;
         let mut header_buf = [0u8; HEADER_LEN];
         while pos + HEADER_LEN as u64 <= len {
-            if seg.file.read_exact_at(&mut header_buf, pos).is_err() {
+            if file.read_exact_at(&mut header_buf, pos).is_err() {
                 break;
             }
             let Ok(h) = BatchHeader::parse(&header_buf) else {
@@ -85,7 +102,7 @@ impl Segment {
             }
             if verify {
                 let mut full = vec![0u8; size as usize];
-                seg.file.read_exact_at(&mut full, pos)?;
+                file.read_exact_at(&mut full, pos)?;
                 if batch::verify_crc(&full, &h).is_err() {
                     break;
                 }
@@ -95,10 +112,11 @@ impl Segment {
         }
         let truncated = len - pos;
         if truncated > 0 {
-            seg.file.set_len(pos)?;
-            seg.file.sync_all()?;
+            file.set_len(pos)?;
+            file.sync_all()?;
         }
         seg.size = pos;
+        // Closed here: a broker opening 100,000 partitions keeps open only what is used next.
         Ok((seg, truncated))
     }
 
@@ -119,14 +137,33 @@ impl Segment {
     /// Appends one batch whose base offset is already patched.
     pub fn append(&mut self, data: &[u8], h: &BatchHeader, index_interval: usize) -> Result<(), LogError> {
         let pos = self.size;
-        self.file.write_all_at(data, pos)?;
+        let file = match self.written.take() {
+            Some(f) => f,
+            None => self.file()?,
+        };
+        let wrote = file.write_all_at(data, pos);
+        // Kept even after a failed write: part of it may be in the page cache.
+        self.written = Some(file);
+        wrote?;
         self.note_batch(h, pos, index_interval);
         Ok(())
     }
 
-    /// The open file, for fsync on the syncer thread.
-    pub fn sync_handle(&self) -> Arc<File> {
-        self.file.clone()
+    /// The file appends went through since the last call, for an fsync on the syncer thread;
+    /// None when nothing was appended since.
+    pub fn sync_handle(&mut self) -> Option<Arc<File>> {
+        self.written.take()
+    }
+
+    /// Opens (through the cache) and fsyncs the file: recovery makes what it found durable.
+    pub fn sync_data(&self) -> Result<(), LogError> {
+        self.file()?.sync_data()?;
+        Ok(())
+    }
+
+    /// The open file, from the cache (opened again when it was evicted).
+    fn file(&self) -> Result<Arc<File>, LogError> {
+        Ok(self.files.get(self.id, &self.path)?)
     }
 
     /// Position of the batch holding `offset`, or None when it is past this segment's end.
@@ -134,10 +171,11 @@ impl Segment {
         // Start at the last indexed batch that ends before `offset`.
         let idx = self.index.partition_point(|(last, _)| *last < offset);
         let mut pos = idx.checked_sub(1).and_then(|i| self.index.get(i)).map_or(0, |&(_, p)| p);
+        let file = self.file()?;
         let mut peek = [0u8; HEADER_LEN];
         while pos < self.size {
             let left = usize::try_from(self.size - pos).unwrap_or(HEADER_LEN);
-            self.file.read_exact_at(&mut peek[..HEADER_LEN.min(left)], pos)?;
+            file.read_exact_at(&mut peek[..HEADER_LEN.min(left)], pos)?;
             let h =
                 BatchHeader::parse(&peek).map_err(|e| LogError::Corrupt(format!("{}: {e}", self.path.display())))?;
             if h.last_offset() >= offset {
@@ -160,7 +198,7 @@ impl Segment {
         let left = usize::try_from(self.size - start).unwrap_or(usize::MAX);
         let want = max_bytes.max(first.total_size()).min(left);
         let mut buf = BytesMut::zeroed(want);
-        self.file.read_exact_at(&mut buf, start)?;
+        self.file()?.read_exact_at(&mut buf, start)?;
         let buf = buf.freeze();
         let mut end = 0usize;
         for (h, _) in batch::iter_batches(&buf) {
@@ -178,9 +216,10 @@ impl Segment {
         let Some((mut pos, _)) = self.locate(offset)? else {
             return Ok(out);
         };
+        let file = self.file()?;
         let mut peek = [0u8; HEADER_LEN];
         while pos + HEADER_LEN as u64 <= self.size {
-            self.file.read_exact_at(&mut peek, pos)?;
+            file.read_exact_at(&mut peek, pos)?;
             let h =
                 BatchHeader::parse(&peek).map_err(|e| LogError::Corrupt(format!("{}: {e}", self.path.display())))?;
             pos += h.total_size() as u64;
@@ -202,13 +241,13 @@ impl Segment {
             return Ok(None);
         };
         let mut buf = BytesMut::zeroed(h.total_size());
-        self.file.read_exact_at(&mut buf, pos)?;
+        self.file()?.read_exact_at(&mut buf, pos)?;
         Ok(Some((h.base_offset, buf.freeze())))
     }
 
     pub fn delete(self, dir: &Path) -> Result<(), LogError> {
         let base = self.base_offset;
-        drop(self.file);
+        self.files.forget(self.id);
         std::fs::remove_file(segment_file(dir, base))?;
         Ok(())
     }
@@ -229,10 +268,10 @@ mod tests {
     #[test]
     fn positions_past_four_gib_are_not_truncated() {
         let dir = tempfile::tempdir().unwrap();
-        let mut seg = Segment::create(dir.path(), 0).unwrap();
+        let mut seg = Segment::create(dir.path(), 0, &Arc::new(FileCache::new(4))).unwrap();
         // A sparse file standing for a segment that already holds 5 GiB.
         let five_gib = 5u64 << 30;
-        seg.file.set_len(five_gib).unwrap();
+        seg.file().unwrap().set_len(five_gib).unwrap();
         seg.size = five_gib;
         let (first, h1) = stored(0);
         let (second, h2) = stored(2);
@@ -240,7 +279,7 @@ mod tests {
         seg.append(&second, &h2, 0).unwrap();
         assert_eq!(seg.size, five_gib + (first.len() + second.len()) as u64);
         let mut head = [0u8; HEADER_LEN];
-        seg.file.read_exact_at(&mut head, five_gib - (4u64 << 30)).unwrap();
+        seg.file().unwrap().read_exact_at(&mut head, five_gib - (4u64 << 30)).unwrap();
         assert_eq!(head, [0u8; HEADER_LEN], "nothing landed at the position truncated to 32 bits");
         let (pos, found) = seg.locate(2).unwrap().unwrap();
         assert_eq!((pos, found.base_offset), (five_gib + first.len() as u64, 2));

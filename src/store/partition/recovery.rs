@@ -40,9 +40,7 @@ impl Partition {
         }
         // The high watermark exposes what is on disk: recovery found the log end in the page
         // cache, which a power loss after an earlier crash could still take back.
-        for f in log.segment_files() {
-            f.sync_data()?;
-        }
+        log.sync_all_segments()?;
         let partition =
             Partition { dir, log, producers, txns, high_watermark: end, offline: false, snapshot_offset: from };
         Ok((partition, info))

@@ -17,7 +17,13 @@ const LEGACY: i8 = 1;
 const TV2: i8 = 2;
 
 fn config() -> LogConfig {
-    LogConfig { segment_bytes: 1 << 20, retention_ms: -1, retention_bytes: -1, index_interval_bytes: 100 }
+    LogConfig {
+        segment_bytes: 1 << 20,
+        retention_ms: -1,
+        retention_bytes: -1,
+        index_interval_bytes: 100,
+        ..LogConfig::default()
+    }
 }
 
 fn open() -> (TempDir, Partition) {
