@@ -335,15 +335,6 @@ impl Settings {
         }
     }
 
-    /// `max_open_segment_files`, with 0 resolved against the open-file limit.
-    pub fn open_segment_files(&self) -> usize {
-        if self.max_open_segment_files > 0 {
-            return self.max_open_segment_files;
-        }
-        let nofile = crate::limits::nofile().map(|(soft, _)| soft).unwrap_or(1024);
-        crate::store::log::file_cache::auto_capacity(nofile)
-    }
-
     pub fn threads(n: usize) -> usize {
         if n == 0 {
             std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)

@@ -141,14 +141,17 @@ fn too_many_partitions_get_kafkas_error_codes_and_the_broker_restarts_and_serves
 #[test]
 fn a_creation_whose_partitions_cannot_all_open_leaves_nothing_and_the_broker_restarts() {
     let mut broker = Broker::start();
-    // Another broker on the shared disk holds partition 7's lease (its byte of the lock file).
-    let lock_file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(broker.data_dir().join("__cluster").join("leases").join("partitions.lock"))
-        .unwrap();
+    // Another broker on the shared disk holds partition 7's lease (its byte of a lock file).
     let what = kaas::store::ownership::Owned::Partition { topic: "wide".into(), partition: 7 };
     let byte = kaas::store::placement::lock_offset(&what);
+    let n = byte.unsigned_abs() % kaas::store::leases::LOCK_FILES;
+    let lock_file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(broker.data_dir().join("__cluster").join("leases").join("locks").join(format!("{n}.lock")))
+        .unwrap();
     assert!(kaas::store::file_lock::try_lock_byte(&lock_file, byte).unwrap());
     let mut c = broker.client();
     let (code, msg) = create(&mut c, "wide", 40, &[]);
@@ -169,20 +172,20 @@ fn a_creation_whose_partitions_cannot_all_open_leaves_nothing_and_the_broker_res
 
 #[test]
 fn a_broker_serves_far_more_partitions_than_it_may_open_files() {
-    // 256 open files: the segment-file cache keeps 64 open; each partition is opened on use.
-    let mut broker = Broker::start_with_nofile(&[("KAAS_MAX_PARTITIONS", "2000")], 256);
+    // 512 open files: the segment-file cache keeps 128 open; each partition is opened on use.
+    let mut broker = Broker::start_with_nofile(&[("KAAS_MAX_PARTITIONS", "2000")], 512);
     let mut c = broker.client();
-    assert_eq!(create(&mut c, "wide", 600, &[]).0, 0);
-    for p in 0..600 {
+    assert_eq!(create(&mut c, "wide", 1000, &[]).0, 0);
+    for p in 0..1000 {
         assert_eq!(produce(&mut c, "wide", p), (0, 0), "partition {p}");
     }
     broker.crash_and_restart();
     let mut c = broker.client();
-    for p in (0..600).rev() {
+    for p in (0..1000).rev() {
         assert_eq!(produce(&mut c, "wide", p), (0, 1), "partition {p} after the restart");
     }
     let open = std::fs::read_dir(format!("/proc/{}/fd", broker.pid())).unwrap().count();
-    assert!(open < 256, "{open} open files");
+    assert!(open < 512, "{open} open files");
 }
 
 #[test]

@@ -97,12 +97,6 @@ impl PartitionLeader {
         }
     }
 
-    fn write_snapshot(&mut self) {
-        if let Err(e) = self.partition.write_snapshot() {
-            tracing::warn!(partition = %self.name, "{e}");
-        }
-    }
-
     fn housekeeping(&mut self) {
         let now = now_ms();
         match self.partition.enforce_retention(now) {
@@ -118,7 +112,7 @@ impl PartitionLeader {
             tracing::warn!(partition = %self.name, "recovery point not written: {e}");
         }
         // Bound the replay after a crash: snapshot the producer state when the log moved.
-        if let Some(Err(e)) = self.partition.snapshot_if_moved() {
+        if let Some(Err(e)) = self.partition.snapshot_if_changed() {
             tracing::warn!(partition = %self.name, "{e}");
         }
     }
@@ -332,19 +326,21 @@ impl Handler<Shutdown> for PartitionLeader {
 
     fn handle(&mut self, msg: Shutdown, ctx: &mut Self::Context) {
         if !self.partition.is_offline() {
-            let mut synced = true;
-            for f in self.partition.sync_handles() {
-                if let Err(e) = f.sync_data() {
+            let synced = match self.partition.sync_handles().sync() {
+                Ok(()) => true,
+                Err(e) => {
                     tracing::error!(partition = %self.name, "final fsync: {e}");
-                    synced = false;
+                    false
                 }
-            }
+            };
             if synced {
                 if let Err(e) = self.partition.checkpoint_recovery_point(self.partition.log_end_offset()) {
                     tracing::warn!(partition = %self.name, "recovery point not written: {e}");
                 }
             }
-            self.write_snapshot();
+            if let Some(Err(e)) = self.partition.snapshot_if_changed() {
+                tracing::warn!(partition = %self.name, "{e}");
+            }
         }
         let _ = msg.reply.send(());
         ctx.stop();

@@ -2,12 +2,12 @@
 //! at most one sync in flight, covering everything appended before it started, so one fsync
 //! answers every producer that appended in the meantime.
 
-use std::fs::File;
-use std::sync::Arc;
 use std::thread;
 
 use actix::{Message, Recipient};
 use crossbeam_channel::{bounded, Receiver, Sender};
+
+use crate::store::log::SyncSet;
 
 /// The syncer made everything below `upto` durable (or failed to).
 #[derive(Message)]
@@ -19,7 +19,7 @@ pub struct Synced {
 
 /// Make `files` durable, then tell `reply` that everything below `upto` is on disk.
 pub struct SyncJob {
-    pub files: Vec<Arc<File>>,
+    pub files: SyncSet,
     pub upto: i64,
     pub reply: Recipient<Synced>,
 }
@@ -39,13 +39,7 @@ impl Syncer {
             let spawned = thread::Builder::new().name(format!("kaas-sync-{i}")).spawn(move || {
                 super::supervisor::mark_state_thread();
                 while let Ok(job) = rx.recv() {
-                    let mut result = Ok(());
-                    for f in job.files.iter().filter(|_| !skip_fsync) {
-                        if let Err(e) = f.sync_data() {
-                            result = Err(e.to_string());
-                            break;
-                        }
-                    }
+                    let result = if skip_fsync { Ok(()) } else { job.files.sync().map_err(|e| e.to_string()) };
                     job.reply.do_send(Synced { upto: job.upto, result });
                 }
             });

@@ -99,6 +99,18 @@ pub struct TopicRegistry {
     fences: KnownFences,
 }
 
+/// Partitions being handed to a peer, with their leaders (flushing, then stopped).
+type HandingOver = Vec<((String, i32), Addr<PartitionLeader>)>;
+
+/// `max_open_segment_files`, with 0 (auto) resolved against the open-file limit.
+fn open_segment_files(settings: &Settings) -> usize {
+    if settings.max_open_segment_files > 0 {
+        return settings.max_open_segment_files;
+    }
+    let nofile = crate::limits::nofile().map(|(soft, _)| soft).unwrap_or(1024);
+    crate::store::log::file_cache::auto_capacity(nofile)
+}
+
 impl TopicRegistry {
     /// Loads every topic and recovers every partition this broker should lead (all of them on
     /// a single broker) before the listener opens. Nothing a client created can stop this: a
@@ -121,7 +133,7 @@ impl TopicRegistry {
             ownership,
             held: HashMap::new(),
             locks,
-            files: Arc::new(FileCache::new(settings.open_segment_files())),
+            files: Arc::new(FileCache::new(open_segment_files(&settings))),
             live,
             budget: topics::StartupBudget::new(settings.max_partitions),
             releasing: HashSet::new(),
@@ -230,11 +242,21 @@ impl TopicRegistry {
     /// Takes the partitions this broker should lead and are free, learns who leads the others,
     /// and hands over those a live peer should lead.
     fn claim_and_release(&mut self) -> Vec<((String, i32), Addr<PartitionLeader>)> {
-        let me = self.local_node();
         let mut handing_over = Vec::new();
         let names: Vec<String> = self.topics.keys().cloned().collect();
         for name in names {
-            let Some(h) = self.topics.get(&name).cloned() else { continue };
+            self.claim_topic(&name, Some(&mut handing_over));
+        }
+        handing_over
+    }
+
+    /// `claim_and_release` of one topic; the leaders to hand over are added to `handing_over`
+    /// (None: nothing is handed over, only taken).
+    fn claim_topic(&mut self, name: &str, mut handing_over: Option<&mut HandingOver>) {
+        let me = self.local_node();
+        let name = name.to_string();
+        {
+            let Some(h) = self.topics.get(&name).cloned() else { return };
             let log_config = self.log_config(&h.meta);
             let mut offline = 0u64;
             for p in 0..h.meta.partitions {
@@ -243,6 +265,7 @@ impl TopicRegistry {
                 let desired = placement::desired_owner(&what, &self.live);
                 let held = self.held.contains_key(&key);
                 if held && desired != Some(me) && !self.releasing.contains(&key) {
+                    let Some(handing_over) = handing_over.as_deref_mut() else { continue };
                     // New requests see NOT_LEADER_OR_FOLLOWER at once; what is queued on the
                     // leader is still written and flushed before its lease is let go.
                     let slot = usize::try_from(p).ok().and_then(|i| h.partitions.get(i));
@@ -257,7 +280,13 @@ impl TopicRegistry {
                     continue;
                 }
                 if desired == Some(me) {
-                    match leases::try_acquire(&self.locks, &self.settings.data_dir, &what, me) {
+                    match leases::try_acquire(
+                        &self.locks,
+                        &self.settings.data_dir,
+                        &what,
+                        me,
+                        leases::first_lease(&h.meta, p),
+                    ) {
                         Ok(Some(lease)) => {
                             if self.start_partition(&h, p, &log_config, lease) {
                                 offline += 1;
@@ -269,7 +298,7 @@ impl TopicRegistry {
                     }
                 }
                 // Led elsewhere (or not yet): the lease file says by whom.
-                let record = leases::read_lease(&self.settings.data_dir, &what);
+                let record = leases::read_lease(&self.settings.data_dir, &what, leases::first_lease(&h.meta, p));
                 let mut table = self.table_mut();
                 match record {
                     Some(r) if r.node_id != me && self.live.contains(&r.node_id) => {
@@ -287,7 +316,6 @@ impl TopicRegistry {
                 );
             }
         }
-        handing_over
     }
 
     /// Opens partition `p` under `lease` and publishes its leader; a log that does not open is
@@ -398,7 +426,7 @@ impl TopicRegistry {
         let partitions = topics::resolve_partitions(msg.partitions, self.settings.num_partitions).map_err(limit)?;
         let configs = topic_config::validate(&msg.configs).map_err(|e| fail(e.code(), e.to_string()))?;
         topics::check_broker_limit(self.partition_count(), partitions, self.settings.max_partitions).map_err(limit)?;
-        let meta = TopicMeta { name: msg.name, id: Uuid::new_v4(), partitions, configs };
+        let meta = TopicMeta { name: msg.name, id: Uuid::new_v4(), partitions, configs, placed_on: self.live.clone() };
         if msg.validate_only {
             return Ok(meta);
         }
@@ -416,7 +444,13 @@ impl TopicRegistry {
             if placement::desired_owner(&what, &self.live) != Some(me) {
                 continue;
             }
-            let opened = match leases::try_acquire(&self.locks, &self.settings.data_dir, &what, me) {
+            let opened = match leases::try_acquire(
+                &self.locks,
+                &self.settings.data_dir,
+                &what,
+                me,
+                leases::first_lease(&meta, p),
+            ) {
                 Ok(Some(lease)) => self
                     .open_partition(&meta.name, p, &log_config, lease.record.epoch)
                     .map(|l| (p, l, lease))
@@ -486,6 +520,9 @@ impl Handler<GetTopic> for TopicRegistry {
         // (a Metadata answer must not call a topic unknown, or auto-create it again, because
         // this broker has not read the topics directory yet).
         if let Some(h) = self.load_from_disk(&msg.name) {
+            // Its partitions placed here are taken now, not at the next tick: a peer's Metadata
+            // already names this broker their leader. A new topic hands nothing over.
+            self.claim_topic(&msg.name, None);
             return Ok(h);
         }
         if !(msg.auto_create && self.settings.auto_create_topics) {
@@ -565,6 +602,9 @@ impl Handler<DeleteTopic> for TopicRegistry {
         }
         Box::pin(stop_all(stops).into_actor(self).map(move |_, act, _| {
             act.deleting.remove(&handle.meta.name);
+            if let Err(e) = leases::remove_partition_leases(&data_dir, &handle.meta.name, &led) {
+                tracing::warn!(topic = %handle.meta.name, "removing the lease files of a deleted topic: {e}");
+            }
             topics::remove(&data_dir, &handle.meta, &led).map_err(|e| {
                 tracing::error!(topic = %handle.meta.name, "delete: {e}");
                 ResponseError::UnknownServerError.code()
@@ -634,6 +674,9 @@ impl Handler<Rebalance> for TopicRegistry {
                 let parts: Vec<i32> = running.iter().map(|(p, _)| *p).collect();
                 stop_all(running.into_iter().map(|(_, l)| l).collect()).await;
                 // This broker's share of a topic a peer deleted, once its leaders stopped.
+                if let Err(e) = leases::remove_partition_leases(&data_dir, &name, &parts) {
+                    tracing::warn!(topic = %name, "removing the lease files of a deleted topic: {e}");
+                }
                 if let Err(e) = topics::remove_partitions(&data_dir, &name, &parts) {
                     tracing::warn!(topic = %name, "removing the partitions of a deleted topic: {e}");
                 }

@@ -6,8 +6,8 @@
 //! so exactly one broker can hold each at a time: the lock, not a heartbeat, is what keeps two
 //! brokers from writing one partition. The locks are OFD fcntl locks (store::file_lock), which
 //! NFS v4 arbitrates between machines. A coordinator unit's lock is its whole lease file; a
-//! partition's is one byte of `leases/partitions.lock` (at a stable hash of its name), so a
-//! broker leading 100,000 partitions holds one descriptor for all of them.
+//! partition's is one byte (at a stable hash of its name) of one of the `leases/locks/<n>.lock`
+//! files, so a broker leading 100,000 partitions holds 128 descriptors for all of them.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -23,7 +23,7 @@ use super::durable::create_dir_all_durable;
 use super::file_lock;
 use super::ownership::{Broker, Owned};
 use super::placement::{self, CoordinatorUnit};
-use super::topics::write_atomic;
+use super::topics::{write_atomic, TopicMeta};
 
 #[derive(Debug, Error)]
 pub enum LeaseError {
@@ -77,10 +77,17 @@ enum Hold {
     Byte { _byte: ByteLock },
 }
 
-/// The open `leases/partitions.lock` through which this broker holds its partitions' locks.
+/// Lock files the partitions' locks are spread over: the kernel keeps one list of the byte
+/// locks of a file and walks it on every lock, so 100,000 locks in one file would cost
+/// seconds of CPU (quadratic); over 128 files they take about half a second.
+pub const LOCK_FILES: u64 = 128;
+
+/// The open `leases/locks/<n>.lock` files through which this broker holds its partitions' locks
+/// (opened when first used).
 #[derive(Debug, Clone)]
 pub struct PartitionLocks {
-    inner: Arc<LockFile>,
+    dir: PathBuf,
+    files: Arc<Mutex<HashMap<u64, Arc<LockFile>>>>,
 }
 
 #[derive(Debug)]
@@ -115,27 +122,40 @@ impl Drop for ByteLock {
 
 impl PartitionLocks {
     pub fn open(data_dir: &Path) -> Result<PartitionLocks, LeaseError> {
-        let dir = cluster_dir(data_dir).join("leases");
+        let dir = cluster_dir(data_dir).join("leases").join("locks");
         create_dir_all_durable(&dir).map_err(io(&dir))?;
-        let path = dir.join("partitions.lock");
+        Ok(PartitionLocks { dir, files: Arc::new(Mutex::new(HashMap::new())) })
+    }
+
+    fn file(&self, offset: i64) -> Result<Arc<LockFile>, LeaseError> {
+        let n = offset.unsigned_abs() % LOCK_FILES;
+        let mut files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(f) = files.get(&n) {
+            return Ok(f.clone());
+        }
+        let path = self.dir.join(format!("{n}.lock"));
         let file =
             OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&path).map_err(io(&path))?;
-        Ok(PartitionLocks { inner: Arc::new(LockFile { file, path, holders: Mutex::new(HashMap::new()) }) })
+        let f = Arc::new(LockFile { file, path, holders: Mutex::new(HashMap::new()) });
+        files.insert(n, f.clone());
+        Ok(f)
     }
 
     /// Takes the lock of `what`'s byte unless another broker holds it.
     fn try_lock(&self, what: &Owned) -> Result<Option<ByteLock>, LeaseError> {
         let offset = placement::lock_offset(what);
-        let mut holders = self.inner.holders.lock().unwrap_or_else(PoisonError::into_inner);
+        let file = self.file(offset)?;
+        let mut holders = file.holders.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(n) = holders.get_mut(&offset) {
             *n += 1;
         } else {
-            if !file_lock::try_lock_byte(&self.inner.file, offset).map_err(io(&self.inner.path))? {
+            if !file_lock::try_lock_byte(&file.file, offset).map_err(io(&file.path))? {
                 return Ok(None);
             }
             holders.insert(offset, 1);
         }
-        Ok(Some(ByteLock { file: self.inner.clone(), offset }))
+        drop(holders);
+        Ok(Some(ByteLock { file, offset }))
     }
 }
 
@@ -165,17 +185,19 @@ pub fn unit_first_epoch(data_dir: &Path) -> i32 {
 /// Tries to take partition `what` for `node_id`: None while another broker holds it. The
 /// leader epoch grows when the partition changes hands and stays when the same broker takes it
 /// back (a restart), so a single broker keeps epoch 0.
+/// `first` is the lease the partition has while it has no lease file (`TopicMeta::first_lease`).
 pub fn try_acquire(
     locks: &PartitionLocks,
     data_dir: &Path,
     what: &Owned,
     node_id: i32,
+    first: Option<LeaseRecord>,
 ) -> Result<Option<HeldLease>, LeaseError> {
     let Some(lock) = locks.try_lock(what)? else {
         return Ok(None);
     };
     let path = lease_path(data_dir, what);
-    let record = write_record(&path, node_id, 0)?;
+    let record = write_record(&path, node_id, first)?;
     Ok(Some(HeldLease { _lock: Hold::Byte { _byte: lock }, record }))
 }
 
@@ -216,9 +238,9 @@ fn next_record(old: Option<LeaseRecord>, node_id: i32, first_epoch: i32) -> (Lea
 }
 
 /// Under a partition's lock: the record of `node_id` taking it, written durably unless it
-/// already says so (a restart of a broker leading 100,000 partitions rewrites nothing).
-fn write_record(path: &Path, node_id: i32, first_epoch: i32) -> Result<LeaseRecord, LeaseError> {
-    let (record, changed) = next_record(read_lease_at(path), node_id, first_epoch);
+/// already says so (neither a restart nor the first leader chosen at creation writes anything).
+fn write_record(path: &Path, node_id: i32, first: Option<LeaseRecord>) -> Result<LeaseRecord, LeaseError> {
+    let (record, changed) = next_record(read_lease_at(path).or(first), node_id, 0);
     if changed {
         let bytes = serde_json::to_vec(&record).map_err(|e| LeaseError::Io(path.to_path_buf(), e.into()))?;
         // The epoch must be on disk before anything is served under it (write_atomic fsyncs the
@@ -228,9 +250,30 @@ fn write_record(path: &Path, node_id: i32, first_epoch: i32) -> Result<LeaseReco
     Ok(record)
 }
 
-/// Who holds (or last held) `what`, as its lease file says.
-pub fn read_lease(data_dir: &Path, what: &Owned) -> Option<LeaseRecord> {
-    read_lease_at(&lease_path(data_dir, what))
+/// The lease partition `p` of `meta` has before any lease file says otherwise: the broker
+/// placement picked among the brokers live at its creation, at epoch 0 (`TopicMeta::placed_on`).
+pub fn first_lease(meta: &TopicMeta, p: i32) -> Option<LeaseRecord> {
+    let what = Owned::Partition { topic: meta.name.clone(), partition: p };
+    let node_id = placement::desired_owner(&what, &meta.placed_on)?;
+    Some(LeaseRecord { node_id, epoch: 0 })
+}
+
+/// Removes the lease files of `partitions` of a deleted `topic`: a topic created again under
+/// its name starts from its own first leases.
+pub fn remove_partition_leases(data_dir: &Path, topic: &str, partitions: &[i32]) -> std::io::Result<()> {
+    for p in partitions {
+        let what = Owned::Partition { topic: topic.to_string(), partition: *p };
+        match std::fs::remove_file(lease_path(data_dir, &what)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Who holds (or last held) `what`, as its lease file says, else `first`.
+pub fn read_lease(data_dir: &Path, what: &Owned, first: Option<LeaseRecord>) -> Option<LeaseRecord> {
+    read_lease_at(&lease_path(data_dir, what)).or(first)
 }
 
 pub fn read_lease_at(path: &Path) -> Option<LeaseRecord> {
@@ -320,13 +363,28 @@ mod tests {
     fn a_lease_is_held_by_one_broker_at_a_time() {
         let dir = tempfile::tempdir().unwrap();
         let (b1, b2) = (PartitionLocks::open(dir.path()).unwrap(), PartitionLocks::open(dir.path()).unwrap());
-        let held = try_acquire(&b1, dir.path(), &part(), 1).unwrap().expect("free");
+        let held = try_acquire(&b1, dir.path(), &part(), 1, None).unwrap().expect("free");
         assert_eq!(held.record, LeaseRecord { node_id: 1, epoch: 0 });
-        assert!(try_acquire(&b2, dir.path(), &part(), 2).unwrap().is_none(), "held by broker 1");
-        assert_eq!(read_lease(dir.path(), &part()), Some(LeaseRecord { node_id: 1, epoch: 0 }));
+        assert!(try_acquire(&b2, dir.path(), &part(), 2, None).unwrap().is_none(), "held by broker 1");
+        assert_eq!(read_lease(dir.path(), &part(), None), Some(LeaseRecord { node_id: 1, epoch: 0 }));
         drop(held);
-        let taken = try_acquire(&b2, dir.path(), &part(), 2).unwrap().expect("given up");
+        let taken = try_acquire(&b2, dir.path(), &part(), 2, None).unwrap().expect("given up");
         assert_eq!(taken.record, LeaseRecord { node_id: 2, epoch: 1 }, "a new holder bumps the epoch");
+    }
+
+    #[test]
+    fn the_first_leader_chosen_at_creation_writes_no_lease_file_and_a_successor_bumps_its_epoch() {
+        let dir = tempfile::tempdir().unwrap();
+        let (b1, b2) = (PartitionLocks::open(dir.path()).unwrap(), PartitionLocks::open(dir.path()).unwrap());
+        let first = Some(LeaseRecord { node_id: 1, epoch: 0 });
+        let held = try_acquire(&b1, dir.path(), &part(), 1, first).unwrap().expect("free");
+        assert_eq!(held.record, LeaseRecord { node_id: 1, epoch: 0 });
+        assert!(!lease_path(dir.path(), &part()).exists(), "nothing written");
+        assert_eq!(read_lease(dir.path(), &part(), first), first);
+        drop(held);
+        let taken = try_acquire(&b2, dir.path(), &part(), 2, first).unwrap().expect("given up");
+        assert_eq!(taken.record, LeaseRecord { node_id: 2, epoch: 1 });
+        assert_eq!(read_lease(dir.path(), &part(), first), Some(LeaseRecord { node_id: 2, epoch: 1 }));
     }
 
     #[test]
@@ -335,19 +393,19 @@ mod tests {
         let (b1, b2) = (PartitionLocks::open(dir.path()).unwrap(), PartitionLocks::open(dir.path()).unwrap());
         let p = |n| Owned::Partition { topic: "t".into(), partition: n };
         let leases: Vec<HeldLease> =
-            (0..100).map(|n| try_acquire(&b1, dir.path(), &p(n), 1).unwrap().unwrap()).collect();
-        assert!((0..100).all(|n| try_acquire(&b2, dir.path(), &p(n), 2).unwrap().is_none()));
+            (0..100).map(|n| try_acquire(&b1, dir.path(), &p(n), 1, None).unwrap().unwrap()).collect();
+        assert!((0..100).all(|n| try_acquire(&b2, dir.path(), &p(n), 2, None).unwrap().is_none()));
         let mut leases = leases.into_iter();
         drop(leases.next());
-        assert!(try_acquire(&b2, dir.path(), &p(0), 2).unwrap().is_some(), "partition 0 alone was given up");
-        assert!(try_acquire(&b2, dir.path(), &p(1), 2).unwrap().is_none());
+        assert!(try_acquire(&b2, dir.path(), &p(0), 2, None).unwrap().is_some(), "partition 0 alone was given up");
+        assert!(try_acquire(&b2, dir.path(), &p(1), 2, None).unwrap().is_none());
         // Two holds of one byte by this broker (names hashing alike): the byte stays locked
         // until the last goes.
         let again = b1.try_lock(&p(1)).unwrap().expect("this broker holds it");
         drop(leases);
-        assert!(try_acquire(&b2, dir.path(), &p(1), 2).unwrap().is_none(), "still held by the second hold");
+        assert!(try_acquire(&b2, dir.path(), &p(1), 2, None).unwrap().is_none(), "still held by the second hold");
         drop(again);
-        assert!(try_acquire(&b2, dir.path(), &p(1), 2).unwrap().is_some());
+        assert!(try_acquire(&b2, dir.path(), &p(1), 2, None).unwrap().is_some());
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub fn key(what: &Owned) -> String {
     }
 }
 
-/// The byte of `leases/partitions.lock` whose lock is `what`'s lease (store::leases): a stable
+/// The byte (of the lock file `leases/locks/<byte % 128>.lock`) whose lock is `what`'s lease (store::leases): a stable
 /// hash below 2^62, so that distinct partitions practically never share one.
 pub fn lock_offset(what: &Owned) -> i64 {
     let h = fnv1a(key(what).bytes(), 0x6c6f_636b);

@@ -140,7 +140,9 @@ impl Broker {
             .spawn()
             .expect("spawn kaas");
         self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(20);
+        // Start-up recovers every partition before listening: a scale run may take longer.
+        let start_secs = std::env::var("KAAS_TEST_START_TIMEOUT_S").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
+        let deadline = Instant::now() + Duration::from_secs(start_secs);
         while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
             assert!(Instant::now() < deadline, "kaas did not start listening");
             assert!(self.is_running(), "kaas exited at start: {}", self.log());
@@ -246,6 +248,15 @@ impl Broker {
         if let Some(mut c) = self.child.take() {
             c.kill().expect("SIGKILL kaas");
             c.wait().expect("reap kaas");
+        }
+        self.spawn();
+    }
+
+    /// Starts again on the same data dir and port once the process has exited (stopped or
+    /// killed by the caller).
+    pub fn restart_in_place(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.wait();
         }
         self.spawn();
     }

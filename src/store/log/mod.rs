@@ -56,6 +56,30 @@ impl Default for LogConfig {
     }
 }
 
+/// Files and directories to fsync (on a sync thread) before what was appended is acknowledged.
+#[derive(Debug, Default)]
+pub struct SyncSet {
+    pub files: Vec<Arc<File>>,
+    /// Directories with new entries (segment files, partition directories).
+    pub dirs: Vec<PathBuf>,
+}
+
+impl SyncSet {
+    pub fn sync(&self) -> std::io::Result<()> {
+        for d in &self.dirs {
+            crate::store::durable::sync_dir(d)?;
+        }
+        for f in &self.files {
+            f.sync_data()?;
+        }
+        Ok(())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty() && self.dirs.is_empty()
+    }
+}
+
 #[derive(Debug)]
 pub struct Log {
     dir: PathBuf,
@@ -63,8 +87,13 @@ pub struct Log {
     config: LogConfig,
     /// Rolled segments whose data has not been fsynced yet.
     unsynced: Vec<Arc<File>>,
+    /// Directories whose new entries (a segment file, the partition directory) are not durable
+    /// yet: fsynced with the next data, before anything in them is acknowledged.
+    unsynced_dirs: Vec<PathBuf>,
     /// Stamped on every appended batch, as Kafka's leader does (the partition's lease epoch).
     leader_epoch: i32,
+    /// The recovery point on disk (None: none written or read).
+    recovery_point: Option<i64>,
 }
 
 const RECOVERY_POINT_FILE: &str = "recovery-point";
@@ -88,8 +117,14 @@ impl Log {
     /// segments: everything after it (later segments too) was never durable, so never
     /// acknowledged, and is removed.
     pub fn open(dir: &Path, config: LogConfig) -> Result<(Log, RecoveryInfo), LogError> {
-        // The partition directory must survive a power loss with the segments in it.
-        crate::store::durable::create_dir_all_durable(dir)?;
+        // The partition directory must survive a power loss with the segments in it: its entry
+        // is made durable with the first fsync of data (nothing in it is acknowledged before),
+        // so creating 100,000 partitions does not fsync 100,000 times.
+        let mut unsynced_dirs = Vec::new();
+        if !dir.is_dir() {
+            std::fs::create_dir_all(dir)?;
+            unsynced_dirs.extend(dir.parent().map(Path::to_path_buf));
+        }
         let mut bases = Vec::new();
         for entry in std::fs::read_dir(dir)? {
             let name = entry?.file_name();
@@ -127,21 +162,48 @@ impl Log {
         }
         if segments.is_empty() {
             segments.insert(0, Segment::create(dir, 0, &config.files)?);
+            unsynced_dirs.push(dir.to_path_buf());
         }
         info.segments = segments.len();
-        Ok((Log { dir: dir.to_path_buf(), segments, config, unsynced: Vec::new(), leader_epoch: 0 }, info))
+        let end = segments.values().next_back().map_or(0, |s| s.next_offset);
+        let log = Log {
+            dir: dir.to_path_buf(),
+            segments,
+            config,
+            unsynced: Vec::new(),
+            unsynced_dirs,
+            leader_epoch: 0,
+            // A recovery point past a cut, or past the end found, vouches for nothing.
+            recovery_point: recovery_point.filter(|rp| !cut && *rp <= end),
+        };
+        Ok((log, info))
     }
 
     /// Records that everything below `offset` is on disk (Kafka's recovery-point checkpoint):
     /// the next open verifies only the segments from there on.
-    pub fn checkpoint_recovery_point(&self, offset: i64) -> std::io::Result<()> {
-        crate::store::topics::write_atomic(&self.dir.join(RECOVERY_POINT_FILE), offset.to_string().as_bytes())
+    /// Written only when it moved, and not fsynced: a lost or empty file only makes the next
+    /// open verify more (the data below it was fsynced before it was written).
+    pub fn checkpoint_recovery_point(&mut self, offset: i64) -> std::io::Result<()> {
+        if self.recovery_point == Some(offset) {
+            return Ok(());
+        }
+        crate::store::topics::write_replace(&self.dir.join(RECOVERY_POINT_FILE), offset.to_string().as_bytes())?;
+        self.recovery_point = Some(offset);
+        Ok(())
     }
 
     /// A log that could not be opened: it holds no segment and no open file, answers every read
     /// and write with [`LogError::Offline`], and leaves whatever is on disk untouched.
     pub fn offline(dir: &Path, config: LogConfig) -> Log {
-        Log { dir: dir.to_path_buf(), segments: BTreeMap::new(), config, unsynced: Vec::new(), leader_epoch: 0 }
+        Log {
+            dir: dir.to_path_buf(),
+            segments: BTreeMap::new(),
+            config,
+            unsynced: Vec::new(),
+            unsynced_dirs: Vec::new(),
+            leader_epoch: 0,
+            recovery_point: None,
+        }
     }
 
     /// The segment appends go to; an opened log always has one, an offline log none.
@@ -190,6 +252,9 @@ impl Log {
             let rolled = self.segments.values_mut().next_back().ok_or(LogError::Offline)?;
             self.unsynced.extend(rolled.sync_handle());
             self.segments.insert(base, next);
+            if !self.unsynced_dirs.contains(&self.dir) {
+                self.unsynced_dirs.push(self.dir.clone());
+            }
         }
         let interval = self.config.index_interval_bytes;
         let active = self.segments.values_mut().next_back().ok_or(LogError::Offline)?;
@@ -197,21 +262,24 @@ impl Log {
         Ok(h)
     }
 
-    /// Fsyncs every segment, one open file at a time: recovery makes what it found durable
-    /// before the log end is exposed.
-    pub fn sync_all_segments(&self) -> Result<(), LogError> {
-        for s in self.segments.values() {
+    /// Fsyncs every segment holding data past the recovery point, one open file at a time:
+    /// recovery makes what it found durable before the log end is exposed. After a clean stop
+    /// the recovery point is the log end and nothing is synced (an fsync of a clean file still
+    /// flushes the disk's cache: 100,000 of them would take minutes).
+    pub fn sync_past_recovery_point(&self) -> Result<(), LogError> {
+        let durable = self.recovery_point.unwrap_or(-1);
+        for s in self.segments.values().filter(|s| s.next_offset > durable) {
             s.sync_data()?;
         }
         Ok(())
     }
 
-    /// File handles that must be fsynced to make everything appended so far durable.
-    pub fn sync_handles(&mut self) -> Vec<Arc<File>> {
-        let mut out = std::mem::take(&mut self.unsynced);
+    /// What must be fsynced to make everything appended so far durable.
+    pub fn sync_handles(&mut self) -> SyncSet {
+        let mut files = std::mem::take(&mut self.unsynced);
         // An offline log has no segment and nothing to sync.
-        out.extend(self.segments.values_mut().next_back().and_then(Segment::sync_handle));
-        out
+        files.extend(self.segments.values_mut().next_back().and_then(Segment::sync_handle));
+        SyncSet { files, dirs: std::mem::take(&mut self.unsynced_dirs) }
     }
 
     /// Reads batches from `offset` (which must lie in [log start, log end]) up to `upper_bound`.

@@ -41,9 +41,9 @@ pub struct Segment {
 impl Segment {
     pub fn create(dir: &Path, base_offset: i64, files: &Arc<FileCache>) -> Result<Segment, LogError> {
         let path = segment_file(dir, base_offset);
+        // POSIX: the new name survives a power loss only once its directory is fsynced; the log
+        // has that done with the first fsync of its data (Log::sync_handles).
         let file = Arc::new(OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&path)?);
-        // POSIX: the new name survives a power loss only once its directory is fsynced.
-        crate::store::durable::sync_dir(dir)?;
         let id = files.register();
         files.put(id, file);
         Ok(Segment {
@@ -156,8 +156,11 @@ impl Segment {
     }
 
     /// Opens (through the cache) and fsyncs the file: recovery makes what it found durable.
+    /// An empty segment holds nothing to sync.
     pub fn sync_data(&self) -> Result<(), LogError> {
-        self.file()?.sync_data()?;
+        if self.size > 0 {
+            self.file()?.sync_data()?;
+        }
         Ok(())
     }
 

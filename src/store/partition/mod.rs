@@ -12,14 +12,12 @@ mod txn_index;
 #[cfg(test)]
 mod tests;
 
-use std::fs::File;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use thiserror::Error;
 
 use crate::error_code::ResponseError;
-use crate::store::log::{Log, LogConfig, LogError};
+use crate::store::log::{Log, LogConfig, LogError, SyncSet};
 use crate::store::producer_state::{ProducerEntry, ProducerStateError, ProducerStateTable};
 use crate::store::records::RecordsError;
 
@@ -95,6 +93,9 @@ pub struct Partition {
     offline: bool,
     /// Log end offset at the last producer-state snapshot.
     snapshot_offset: i64,
+    /// The producer state changed since the last snapshot without the log moving (a fence,
+    /// expiry, retention).
+    producers_touched: bool,
 }
 
 impl Partition {
@@ -114,6 +115,7 @@ impl Partition {
             high_watermark: 0,
             offline: true,
             snapshot_offset: 0,
+            producers_touched: false,
         }
     }
 
@@ -139,13 +141,13 @@ impl Partition {
         !self.offline && self.log.next_offset() > self.high_watermark
     }
 
-    /// File handles that must be fsynced to make everything appended so far durable.
-    pub fn sync_handles(&mut self) -> Vec<Arc<File>> {
+    /// What must be fsynced to make everything appended so far durable.
+    pub fn sync_handles(&mut self) -> SyncSet {
         self.log.sync_handles()
     }
 
     /// Everything below `offset` is on disk: the next recovery may start there.
-    pub fn checkpoint_recovery_point(&self, offset: i64) -> std::io::Result<()> {
+    pub fn checkpoint_recovery_point(&mut self, offset: i64) -> std::io::Result<()> {
         self.log.checkpoint_recovery_point(offset)
     }
 
@@ -157,6 +159,7 @@ impl Partition {
     /// A coordinator bumped `producer_id` to `epoch`: older epochs are refused from now on.
     pub fn fence(&mut self, producer_id: i64, epoch: i16, now_ms: i64) {
         self.producers.fence(producer_id, epoch, now_ms);
+        self.producers_touched = true;
     }
 
     /// eos-rules 27/28: None when a transaction is already open here at that epoch, else a
@@ -173,12 +176,15 @@ impl Partition {
             let start = self.log_start_offset();
             self.producers.truncate_head(start);
             self.txns.truncate_head(start);
+            self.producers_touched = true;
         }
         Ok(n)
     }
 
     /// eos-rules 23: idle producers without an open transaction expire.
     pub fn expire_producers(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
-        self.producers.expire(now_ms, expiration_ms)
+        let n = self.producers.expire(now_ms, expiration_ms);
+        self.producers_touched |= n > 0;
+        n
     }
 }

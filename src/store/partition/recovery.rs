@@ -40,9 +40,17 @@ impl Partition {
         }
         // The high watermark exposes what is on disk: recovery found the log end in the page
         // cache, which a power loss after an earlier crash could still take back.
-        log.sync_all_segments()?;
-        let partition =
-            Partition { dir, log, producers, txns, high_watermark: end, offline: false, snapshot_offset: from };
+        log.sync_past_recovery_point()?;
+        let partition = Partition {
+            dir,
+            log,
+            producers,
+            txns,
+            high_watermark: end,
+            offline: false,
+            snapshot_offset: from,
+            producers_touched: false,
+        };
         Ok((partition, info))
     }
 }

@@ -8,7 +8,7 @@ use thiserror::Error;
 
 use super::Partition;
 use crate::store::producer_state::{CompletedTxn, ProducerStateTable};
-use crate::store::topics::write_atomic;
+use crate::store::topics::write_replace;
 
 pub const SNAPSHOT_FILE: &str = "producer-state.json";
 
@@ -35,18 +35,21 @@ pub(super) fn read_snapshot(dir: &Path) -> Option<Snapshot> {
 }
 
 impl Partition {
-    /// Snapshots the producer state as of the log end.
+    /// Snapshots the producer state as of the log end. Not fsynced: a lost or empty snapshot
+    /// only makes recovery replay more of the log (an unreadable one is ignored).
     pub fn write_snapshot(&mut self) -> Result<(), SnapshotError> {
         let offset = self.log.next_offset();
-        self.snapshot_offset = offset;
         let snap = Snapshot { offset, table: self.producers.clone(), aborted: self.txns.aborted().to_vec() };
         let bytes = serde_json::to_vec(&snap)?;
-        write_atomic(&self.dir.join(SNAPSHOT_FILE), &bytes)?;
+        write_replace(&self.dir.join(SNAPSHOT_FILE), &bytes)?;
+        self.snapshot_offset = offset;
+        self.producers_touched = false;
         Ok(())
     }
 
-    /// Bounds the replay after a crash: snapshots only when the log moved since the last one.
-    pub fn snapshot_if_moved(&mut self) -> Option<Result<(), SnapshotError>> {
-        (self.log.next_offset() != self.snapshot_offset).then(|| self.write_snapshot())
+    /// Bounds the replay after a crash: snapshots only when the log moved or the producer state
+    /// changed since the last one (a broker stopping with 100,000 idle partitions writes none).
+    pub fn snapshot_if_changed(&mut self) -> Option<Result<(), SnapshotError>> {
+        (self.log.next_offset() != self.snapshot_offset || self.producers_touched).then(|| self.write_snapshot())
     }
 }

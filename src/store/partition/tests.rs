@@ -309,12 +309,26 @@ fn recovery_replays_the_log_tail_after_the_snapshot() {
     open_txn(&mut p, 0, 2);
     p.write_marker(PID, 0, false, 0, LEGACY, NOW).unwrap();
     p.write_snapshot().unwrap();
-    assert!(p.snapshot_if_moved().is_none(), "nothing moved since the snapshot");
+    assert!(p.snapshot_if_changed().is_none(), "nothing changed since the snapshot");
     appended_at(produce(&mut p, idempotent(1, 0, 2), Verified::No));
     drop(p);
     let mut p = reopen(&dir);
     assert_eq!(p.read(0, 1 << 20, 1).unwrap().aborted, vec![(PID, 0)], "from the snapshot");
     assert!(matches!(produce(&mut p, idempotent(1, 0, 2), Verified::No), Ok(Produced::Duplicate(_))), "from the tail");
+}
+
+#[test]
+fn a_fence_alone_makes_the_next_snapshot_due_and_it_survives_a_reopen() {
+    let (dir, mut p) = open();
+    appended_at(produce(&mut p, idempotent(0, 0, 1), Verified::No));
+    sync(&mut p);
+    p.write_snapshot().unwrap();
+    assert!(p.snapshot_if_changed().is_none());
+    p.fence(PID, 3, NOW);
+    assert!(matches!(p.snapshot_if_changed(), Some(Ok(()))), "the fence changed the producer state");
+    drop(p);
+    let mut p = reopen(&dir);
+    assert!(produce(&mut p, idempotent(0, 1, 1), Verified::No).is_err(), "epoch 0 is still fenced after a reopen");
 }
 
 #[test]
