@@ -60,6 +60,9 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: FetchRequest) -> (FetchR
             return match s.fetch_sessions.finish(&plan, &answered) {
                 Ok(reply) => {
                     let mut resp = build(&wanted, read.results, &reply.include, req.isolation_level);
+                    if reply.session_id != req.session_id && reply.session_id != 0 {
+                        tracing::debug!(session_id = reply.session_id, "fetch session created");
+                    }
                     resp.session_id = reply.session_id;
                     (resp, read.charge)
                 }
@@ -181,6 +184,7 @@ fn answered(r: &ReadResult) -> Answered {
 
 /// Kafka's SessionErrorContext: the top-level error, no session, no partitions.
 fn session_error(e: FetchSessionError) -> FetchResponse {
+    tracing::debug!(error = %e, "fetch session error");
     let mut resp = FetchResponse::default();
     resp.error_code = e.code();
     resp.session_id = 0;
