@@ -182,3 +182,21 @@ fn forgotten_topics_leave_the_session_and_final_epoch_closes_it() {
     assert_eq!((resp.error_code, resp.session_id), (0, 0));
     assert_eq!(topics(&resp), ["f1", "f2"]);
 }
+
+#[test]
+fn a_full_session_cache_answers_a_full_fetch_without_a_session() {
+    let broker = Broker::start_with_env(&[("KAAS_MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS", "1")]);
+    let mut c = broker.client();
+    create_topic(&mut c, "c1");
+    produce(&mut c, "c1", 1);
+    let first = fetch(&mut c, 0, 0, &[("c1", 0)], &[], 10);
+    assert_ne!(first.session_id, 0);
+    // The only slot holds a session younger than the eviction time: no session, a full answer.
+    let mut other = broker.client();
+    let second = fetch(&mut other, 0, 0, &[("c1", 0)], &[], 10);
+    assert_eq!((second.error_code, second.session_id), (0, 0));
+    assert_eq!(answered(&second).len(), 1);
+    assert!(answered(&second)[0].2 > 0);
+    // The first session is still there.
+    assert_eq!(fetch(&mut c, first.session_id, 1, &[], &[], 10).session_id, first.session_id);
+}
