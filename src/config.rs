@@ -90,6 +90,9 @@ pub struct Settings {
     /// written to the socket (protocol::response_budget). Kafka has no such setting: it sends
     /// log data with sendfile.
     pub queued_max_response_bytes: usize,
+    /// Kafka's max.incremental.fetch.session.cache.slots: KIP-227 fetch sessions kept
+    /// broker-wide (protocol::fetch_session); 0 = none, every fetch is a full one.
+    pub max_incremental_fetch_session_cache_slots: usize,
     /// How often a broker reads which brokers sharing the data directory are live and takes or
     /// hands over partitions and the coordinators (actors::membership). A dead broker's share
     /// is taken over within about this long after the kernel releases its locks.
@@ -153,6 +156,7 @@ impl Default for Settings {
             connections_max_idle_ms: 600_000,
             queued_max_request_bytes: 512 * 1024 * 1024,
             queued_max_response_bytes: 512 * 1024 * 1024,
+            max_incremental_fetch_session_cache_slots: 1000,
             cluster_tick_ms: 500,
             offsets_retention_minutes: 10_080,
             offsets_retention_check_interval_ms: 600_000,

@@ -23,6 +23,7 @@ use crate::actors::syncer::Syncer;
 use crate::actors::topics::TopicRegistry;
 use crate::config::Settings;
 use crate::protocol::connection::{Connection, Limits};
+use crate::protocol::fetch_session::FetchSessions;
 use crate::protocol::frame::RequestPool;
 use crate::protocol::peer_link::{PeerLinkConfig, PeerLinks};
 use crate::protocol::response_budget::ResponseBudget;
@@ -161,8 +162,9 @@ impl Broker {
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "recovered partitions");
         arbiters.extend([cluster_arbiter, coordinator_arbiter, peer_arbiter]);
         let responses = ResponseBudget::new(settings.queued_max_response_bytes);
+        let fetch_sessions = FetchSessions::new(settings.max_incremental_fetch_session_cache_slots);
         Ok(Broker {
-            actors: Actors { directory, txn, groups, responses, peers: peer_links },
+            actors: Actors { directory, txn, groups, responses, fetch_sessions, peers: peer_links },
             arbiters,
             _registration: registration,
             _fence_watcher: fence_watcher,

@@ -3,6 +3,7 @@
 
 pub mod connection;
 pub mod dispatch;
+pub mod fetch_session;
 pub mod frame;
 pub mod handlers;
 pub mod peer_link;

@@ -20,6 +20,7 @@ use crate::actors::topics::TopicHandle;
 use crate::actors::txn_coordinator::TxnCoordinator;
 use crate::config::Settings;
 use crate::error_code::ResponseError;
+use crate::protocol::fetch_session::FetchSessions;
 use crate::protocol::peer_link::{PeerAddPartitions, PeerLinks, SendPeerAddPartitions};
 use crate::protocol::response_budget::ResponseBudget;
 use crate::store::coordinator_key::{offsets_partition, txn_shard};
@@ -37,6 +38,8 @@ pub struct Actors {
     pub groups: Slot<GroupCoordinator>,
     /// Broker-wide bytes of Fetch responses in memory (`queued_max_response_bytes`).
     pub responses: ResponseBudget,
+    /// Broker-wide KIP-227 fetch sessions (`max_incremental_fetch_session_cache_slots`).
+    pub fetch_sessions: FetchSessions,
     /// Requests to peer brokers (a transaction's coordinator running elsewhere).
     pub peers: Addr<PeerLinks>,
 }
@@ -46,6 +49,7 @@ pub struct Session {
     pub txn: Arc<Vec<Slot<TxnCoordinator>>>,
     pub groups: Slot<GroupCoordinator>,
     pub responses: ResponseBudget,
+    pub fetch_sessions: FetchSessions,
     pub peers: Addr<PeerLinks>,
     pub settings: Arc<Settings>,
     pub cluster_id: Arc<str>,
@@ -63,6 +67,7 @@ impl Session {
             txn: actors.txn,
             groups: actors.groups,
             responses: actors.responses,
+            fetch_sessions: actors.fetch_sessions,
             peers: actors.peers,
             settings,
             cluster_id,

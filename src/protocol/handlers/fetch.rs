@@ -2,8 +2,11 @@
 //! honours the response and partition byte limits (the first batch is always returned whole).
 //! Every partition read is reserved in the broker-wide response budget first
 //! (protocol::response_budget); the answer carries the charge until it is written.
+//! KIP-227 sessions (protocol::fetch_session) pick what is read and what an incremental
+//! answer carries.
 
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::select_all;
@@ -14,29 +17,34 @@ use tokio::sync::oneshot;
 
 use crate::actors::messages::{Read as ReadPartition, ReadResult, WaitForData};
 use crate::error_code::ResponseError;
+use crate::protocol::fetch_session::{Answered, FetchPartition, FetchSessionError, PartitionKey, SessionRequest};
 use crate::protocol::response_budget::Charge;
 use crate::protocol::{str_bytes, Session};
 
 struct Wanted {
-    topic: String,
+    topic: Arc<str>,
     partition: i32,
     offset: i64,
     max_bytes: usize,
 }
 
 pub async fn handle(s: Rc<Session>, _version: i16, req: FetchRequest) -> (FetchResponse, Charge) {
+    // The session decides what is read: the request's partitions, or all of an incremental
+    // session's at their cached offsets.
+    let plan = match s.fetch_sessions.begin(session_request(&req)) {
+        Ok(plan) => plan,
+        Err(e) => return (session_error(e), Charge::none()),
+    };
     // The broker's fetch.max.bytes caps what a client may ask for (memory per response).
     let cap = s.settings.fetch_max_bytes;
-    let wanted: Vec<Wanted> = req
-        .topics
+    let wanted: Vec<Wanted> = plan
+        .partitions
         .iter()
-        .flat_map(|t| {
-            t.partitions.iter().map(move |p| Wanted {
-                topic: t.topic.0.to_string(),
-                partition: p.partition,
-                offset: p.fetch_offset,
-                max_bytes: (p.partition_max_bytes.max(0) as usize).min(cap),
-            })
+        .map(|p| Wanted {
+            topic: p.key.topic.clone(),
+            partition: p.key.partition,
+            offset: p.fetch_offset,
+            max_bytes: (p.max_bytes.max(0) as usize).min(cap),
         })
         .collect();
     let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
@@ -47,7 +55,19 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: FetchRequest) -> (FetchR
         let total: usize = read.results.iter().map(|r| r.records.len()).sum();
         let any_error = read.results.iter().any(|r| r.error_code != 0);
         if total >= min_bytes.max(1) || any_error || Instant::now() >= deadline || wanted.is_empty() {
-            return (build(&wanted, read.results, req.isolation_level), read.charge);
+            // The session remembers what this answer says (and leaves out what did not change).
+            let answered: Vec<Answered> = read.results.iter().map(answered).collect();
+            return match s.fetch_sessions.finish(&plan, &answered) {
+                Ok(reply) => {
+                    let mut resp = build(&wanted, read.results, &reply.include, req.isolation_level);
+                    if reply.session_id != req.session_id && reply.session_id != 0 {
+                        tracing::debug!(session_id = reply.session_id, "fetch session created");
+                    }
+                    resp.session_id = reply.session_id;
+                    (resp, read.charge)
+                }
+                Err(e) => (session_error(e), Charge::none()),
+            };
         }
         let mut waits = Vec::new();
         if read.starved {
@@ -132,9 +152,50 @@ async fn read_all(s: &Session, wanted: &[Wanted], max_bytes: usize, isolation_le
     read
 }
 
-fn build(wanted: &[Wanted], results: Vec<ReadResult>, isolation_level: i8) -> FetchResponse {
+/// The request's session fields and partitions, for protocol::fetch_session.
+fn session_request(req: &FetchRequest) -> SessionRequest {
+    let mut partitions = Vec::new();
+    for t in &req.topics {
+        let topic: Arc<str> = Arc::from(t.topic.0.as_str());
+        partitions.extend(t.partitions.iter().map(|p| FetchPartition {
+            key: PartitionKey { topic: topic.clone(), partition: p.partition },
+            fetch_offset: p.fetch_offset,
+            log_start_offset: p.log_start_offset,
+            max_bytes: p.partition_max_bytes,
+        }));
+    }
+    let mut forgotten = Vec::new();
+    for t in &req.forgotten_topics_data {
+        let topic: Arc<str> = Arc::from(t.topic.0.as_str());
+        forgotten.extend(t.partitions.iter().map(|&partition| PartitionKey { topic: topic.clone(), partition }));
+    }
+    SessionRequest { session_id: req.session_id, epoch: req.session_epoch, partitions, forgotten }
+}
+
+fn answered(r: &ReadResult) -> Answered {
+    Answered {
+        error_code: r.error_code,
+        has_records: !r.records.is_empty(),
+        high_watermark: r.high_watermark,
+        last_stable_offset: r.last_stable_offset,
+        log_start_offset: r.log_start_offset,
+    }
+}
+
+/// Kafka's SessionErrorContext: the top-level error, no session, no partitions.
+fn session_error(e: FetchSessionError) -> FetchResponse {
+    tracing::debug!(error = %e, "fetch session error");
     let mut resp = FetchResponse::default();
-    for (w, r) in wanted.iter().zip(results) {
+    resp.error_code = e.code();
+    resp.session_id = 0;
+    resp
+}
+
+/// The response; `include` says which partitions it carries (all but an incremental one's
+/// unchanged partitions).
+fn build(wanted: &[Wanted], results: Vec<ReadResult>, include: &[bool], isolation_level: i8) -> FetchResponse {
+    let mut resp = FetchResponse::default();
+    for ((w, r), _) in wanted.iter().zip(results).zip(include).filter(|(_, inc)| **inc) {
         let mut p = PartitionData::default();
         p.partition_index = w.partition;
         p.error_code = r.error_code;
@@ -154,7 +215,7 @@ fn build(wanted: &[Wanted], results: Vec<ReadResult>, isolation_level: i8) -> Fe
         });
         p.records = Some(r.records);
         match resp.responses.last_mut() {
-            Some(t) if t.topic.0.as_str() == w.topic => t.partitions.push(p),
+            Some(t) if t.topic.0.as_str() == &*w.topic => t.partitions.push(p),
             _ => {
                 let mut t = FetchableTopicResponse::default();
                 t.topic = TopicName(str_bytes(&w.topic));
