@@ -94,8 +94,7 @@ CFG = {
     "kaas_extra_args": env_list("KAAS_EXTRA_ARGS", ""),
 }
 
-WORK_DIR = os.environ.get("WORK_DIR") or tempfile.mkdtemp(prefix="kaas-matrix.")
-os.makedirs(WORK_DIR, exist_ok=True)
+WORK_DIR = None  # set by main(): $WORK_DIR or a new temporary directory
 KEEP = os.environ.get("KEEP_WORK_DIR", "0") == "1"
 RESULTS_DIR = os.environ.get("RESULTS_DIR") or os.path.join(HERE, "results")
 
@@ -408,7 +407,12 @@ def parse_consumer(out):
     for i, l in enumerate(lines):
         if l.startswith("start.time"):
             head = [h.strip() for h in l.split(",")]
-            vals = [v.strip() for v in lines[i + 1].split(",")]
+            # (a "WARNING: Exiting before consuming the expected number of records" line may
+            # come between the header and the values)
+            data = [x for x in lines[i + 1:] if re.match(r"^\d{4}-", x)]
+            if not data:
+                return None
+            vals = [v.strip() for v in data[0].split(",")]
             d = dict(zip(head, vals))
             return {
                 "consumed_mb": float(d["data.consumed.in.MB"]),
@@ -587,7 +591,7 @@ def load_partition_scale(broker):
     m = {
         "partitions": n, "create_s": create_s, "fill_ms": int(w["elapsed_ms"]),
         "rss_mib": broker.rss_mib(), "peak_rss_mib": broker.hwm_mib(),
-        "cpu_window": (c0, c1), "bytes": n * CFG["record_size"],
+        "cpu_window": (c0, c1),  # (no CPU s/GB: a few MB move)
     }
     stop_s, stop_rc = broker.stop()
     m["stop_s"], m["stop_rc"] = stop_s, stop_rc
@@ -746,7 +750,7 @@ COLUMNS = {
     "read_committed": [("rps", "records/s", True), ("mbps", "MB/s", True), ("records", "records", None), ("committed", "committed", None),
                        ("count_ok", "count ok", None), ("cpu_s_per_gb", "CPU s/GB", False), ("peak_rss_mib", "peak RSS MiB", False)],
     "partition_scale": [("create_s", "create s", False), ("fill_ms", "fill ms", False), ("rss_mib", "RSS MiB", False),
-                        ("stop_s", "stop s", False), ("restart_s", "restart s", False), ("rss_after_restart_mib", "RSS after restart MiB", False)],
+                        ("cpu_s", "fill CPU s", False), ("stop_s", "stop s", False), ("restart_s", "restart s", False), ("rss_after_restart_mib", "RSS after restart MiB", False)],
 }
 COLUMNS["fixed_rate"] = COLUMNS["produce"]
 COLUMNS["txn"] = COLUMNS["produce"]
@@ -796,6 +800,10 @@ def print_table(doc):
 
 
 def main():
+    global WORK_DIR, CUR_DIR
+    WORK_DIR = os.environ.get("WORK_DIR") or tempfile.mkdtemp(prefix="kaas-matrix.")
+    os.makedirs(WORK_DIR, exist_ok=True)
+    CUR_DIR = WORK_DIR
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(s, on_signal)
     started = time.monotonic()
@@ -804,9 +812,10 @@ def main():
         "meta": {
             "timestamp": ts, "profile": CFG["profile"], "config": CFG, "machine": machine(), "versions": versions(),
             "fsync": {
-                "kafka": "Apache Kafka defaults: log.flush.interval.messages/ms unset, so the broker never fsyncs "
-                         "on the produce path (the OS writes back dirty pages); acks=all on one node means "
-                         "'in the page cache of the leader'",
+                "kafka": "Apache Kafka defaults (log.flush.interval.messages and log.flush.interval.ms unset): "
+                         "no fsync before the answer; a segment is fsynced in the background when it rolls "
+                         "and the OS writes back the rest, so acks=all on one node means 'in the leader's "
+                         "page cache'",
                 "kaas": "every acks=1/all answer is sent after the appended data is fdatasynced (fsyncs grouped "
                         "across producers and partitions)",
             },
@@ -841,7 +850,7 @@ def main():
     return rc
 
 
-CUR_DIR = WORK_DIR
+CUR_DIR = None
 
 if __name__ == "__main__":
     sys.exit(main())
