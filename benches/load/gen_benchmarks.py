@@ -142,7 +142,9 @@ fresh data directory with a freshly started broker, on the same machine, with th
 on the same machine as the broker. Clients are Apache Kafka %(kv)s's own tools
 (`kafka-producer-perf-test` = `ProducerPerformance`, `kafka-consumer-perf-test` =
 `ConsumerPerformance`, `EndToEndLatency`) plus `benches/load/src/main/java/kaas/bench/BenchTool.java`
-for what they do not do. Topics are created up front with `kafka-topics` (replication factor 1).
+for what they do not do. Topics are created up front (`BenchTool create`: Admin createTopics,
+replication factor 1, then it waits until every partition answers ListOffsets, so no load starts
+while Apache Kafka is still creating partition logs).
 
 * **Durability is not the same**: %(kfs)s. kaas: %(kaas)s. Apache Kafka runs with `-Xms%(heap)s -Xmx%(heap)s`
   (G1) and default flush settings; kaas with its defaults.
@@ -172,7 +174,8 @@ for what they do not do. Topics are created up front with `kafka-topics` (replic
     %(ra)s-th; `ConsumerPerformance` with `isolation.level=read_committed` reads the committed
     records (measured); a second read asks for every record written and must stop at exactly the
     committed count ("count ok").
-  * `partition_scale`: creates a topic of %(sp)s partitions (create s), writes one record to each
+  * `partition_scale`: creates a topic of %(sp)s partitions (create s: until every partition
+    answers ListOffsets), writes one record to each
     (fill), RSS, stops the broker (SIGTERM, stop s), restarts it on the same data and times launch
     until a record to the last partition is acknowledged (restart s, the probe JVM launched with
     the broker).

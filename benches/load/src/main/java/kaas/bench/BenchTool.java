@@ -1,13 +1,22 @@
 package kaas.bench;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
@@ -15,6 +24,11 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * do not do. Each mode prints one line of key=value pairs on stdout.
  *
  * <pre>
+ * create BOOTSTRAP TOPIC PARTITIONS TIMEOUT_MS
+ *     creates TOPIC (replication factor 1; an existing topic is fine), then waits until every
+ *     partition answers ListOffsets (its leader has the log: Apache Kafka creates the logs of a
+ *     new topic asynchronously, and producing into a 256-partition topic at once made its
+ *     idempotent producer fail with OutOfOrderSequenceException). prints: partitions=N elapsed_ms=N
  * aborts BOOTSTRAP TOPIC NUM_TXNS RECORDS_PER_TXN ABORT_EVERY RECORD_SIZE
  *     NUM_TXNS transactions of RECORDS_PER_TXN records (round robin over the partitions);
  *     every ABORT_EVERY-th transaction (the 3rd, 6th, ...) is aborted, the others committed.
@@ -47,6 +61,7 @@ public final class BenchTool {
     public static void main(String[] args) throws Exception {
         if (args.length < 1) usage();
         switch (args[0]) {
+            case "create" -> create(args);
             case "aborts" -> aborts(args);
             case "fill" -> fill(args);
             case "probe" -> probe(args);
@@ -57,6 +72,42 @@ public final class BenchTool {
     private static void usage() {
         System.err.println("usage: BenchTool aborts|fill|probe ... (see the class comment)");
         System.exit(2);
+    }
+
+    private static void create(String[] a) throws Exception {
+        if (a.length != 5) usage();
+        String bootstrap = a[1], topic = a[2];
+        int partitions = Integer.parseInt(a[3]);
+        long timeoutMs = Long.parseLong(a[4]);
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        long t0 = System.nanoTime();
+        long deadline = t0 + timeoutMs * 1_000_000L;
+        try (Admin admin = Admin.create(p)) {
+            try {
+                admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all().get();
+            } catch (ExecutionException e) {
+                if (!(e.getCause() instanceof TopicExistsException)) throw e;
+            }
+            Map<TopicPartition, OffsetSpec> all = new HashMap<>();
+            for (int i = 0; i < partitions; i++) all.put(new TopicPartition(topic, i), OffsetSpec.latest());
+            Exception last = null;
+            while (true) {
+                try {
+                    admin.listOffsets(all).all().get();
+                    break;
+                } catch (ExecutionException e) {
+                    last = e;
+                }
+                if (System.nanoTime() > deadline) {
+                    System.err.println("create: partitions not ready within " + timeoutMs + " ms: " + last);
+                    System.exit(1);
+                }
+                Thread.sleep(100);
+            }
+        }
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        System.out.printf("partitions=%d elapsed_ms=%d%n", partitions, ms);
     }
 
     private static void aborts(String[] a) throws Exception {
