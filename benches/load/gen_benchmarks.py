@@ -132,7 +132,7 @@ def main():
         o.append("| block devices | %s |" % "; ".join("`%s`" % l.strip() for l in mach["disks"].splitlines()))
     o.append("| Java | %s |" % ver["java"])
     o.append("| Apache Kafka | %s (Maven Central jars, KRaft, one combined broker+controller node) |" % ver["kafka"])
-    o.append("| kaas | %s, binary `%s` (built %s, sha256 %s…), repo at %s on %s |"
+    o.append("| kaas | %s, binary `%s` (built %s, sha256 %s…); matrix scripts at commit %s on %s |"
              % (ver["kaas"], ver["kaas_bin"], ver["kaas_bin_mtime"], ver["kaas_bin_sha256"], ver["repo_commit"], ver["repo_branch"]))
     o.append("| matrix wall time | %.0f s |" % meta.get("wall_s", 0))
     o.append("")
@@ -170,8 +170,8 @@ while Apache Kafka is still creating partition logs).
     `ConsumerPerformance` reads them (only the read is measured for CPU).
   * `e2e`: `EndToEndLatency` (%(er)s round trips, 1 partition) while a producer perf test writes
     %(eb)s records/s to another topic of %(ebp)s partitions.
-  * `read_committed`: `BenchTool aborts` writes %(rt)s transactions of %(rpt)s records and aborts every
-    %(ra)s-th; `ConsumerPerformance` with `isolation.level=read_committed` reads the committed
+  * `read_committed`: `BenchTool aborts` writes %(rt)s transactions of %(rpt)s records and aborts one in
+    %(ra)s; `ConsumerPerformance` with `isolation.level=read_committed` reads the committed
     records (measured); a second read asks for every record written and must stop at exactly the
     committed count ("count ok").
   * `partition_scale`: creates a topic of %(sp)s partitions (create s: until every partition
