@@ -57,11 +57,11 @@ CFG = {
     "loads": env_list("LOADS", "produce fixed_rate txn consume e2e read_committed partition_scale"),
     "record_size": env_int("RECORD_SIZE", 1024),
     # producer perf test, unthrottled, acks=all, idempotent
-    "produce_records": env_int("PRODUCE_RECORDS", 500000, 40000),
+    "produce_records": env_int("PRODUCE_RECORDS", 1000000, 40000),
     "produce_partitions": [int(x) for x in env_list("PRODUCE_PARTITIONS", "1 16 256")],
     "produce_procs": [int(x) for x in env_list("PRODUCE_PROCS", "1 4")],
     # fixed rate
-    "fixed_rate": env_int("FIXED_RATE", 10000, 5000),
+    "fixed_rate": env_int("FIXED_RATE", 20000, 5000),
     "fixed_rate_seconds": env_int("FIXED_RATE_SECONDS", 30, 6),
     "fixed_rate_partitions": env_int("FIXED_RATE_PARTITIONS", 16),
     # transactional producer
