@@ -156,7 +156,8 @@ while Apache Kafka is still creating partition logs).
   (acks=all) and waits to consume it; it reports whole milliseconds.
 * **CPU s/GB**: the broker process's utime+stime (`/proc/<pid>/stat`, all threads) sampled just
   before and after the measured load, divided by the payload bytes moved in that window
-  (records x record size; 1 GB = 10^9 B). For Apache Kafka that is the whole JVM (GC and JIT
+  (records x record size; 1 GB = 10^9 B; for `e2e` the background producer's mean rate x the
+  window plus the probe records). For Apache Kafka that is the whole JVM (GC and JIT
   included).
 * **peak RSS**: `VmHWM` of the broker process (`/proc/<pid>/status`) at the end of the load,
   i.e. since the broker started for that load; for Apache Kafka the JVM's (the heap is reserved at
