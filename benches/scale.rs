@@ -392,16 +392,18 @@ fn main() {
         // segment verified).
         let (last_topic, last_p) = topic_of(partitions - 1);
         for (how, signal) in [("restart_clean", libc::SIGTERM), ("restart_after_kill9", libc::SIGKILL)] {
+            let stopping = Instant::now();
             // SAFETY: signalling our own child process.
             unsafe { libc::kill(b.pid() as i32, signal) };
-            let dead = Instant::now() + Duration::from_secs(120);
+            let dead = Instant::now() + Duration::from_secs(900);
             while b.is_running() && Instant::now() < dead {
                 std::thread::sleep(Duration::from_millis(10));
             }
+            let stopped = stopping.elapsed().as_secs_f64();
             let t = Instant::now();
             b.restart_in_place();
             wait_serving(port, &last_topic, last_p);
-            report(how, b.pid(), t, "");
+            report(how, b.pid(), t, &format!(",\"stop_seconds\":{stopped:.3}"));
         }
         let mut c = connect(port);
         let (full, errors) = fetch_all(&mut c, partitions, 1);
@@ -442,6 +444,9 @@ fn main() {
     let Some(own) = own else {
         return;
     };
+    let mut own = own;
+    let took = own.stop_clean(Duration::from_secs(900));
+    println!("{{\"phase\":\"stop_clean\",\"seconds\":{:.3}}}", took.as_secs_f64());
     for problem in own.log_problems() {
         println!("{{\"log_problem\":{:?}}}", problem);
     }

@@ -334,12 +334,9 @@ impl Handler<Shutdown> for PartitionLeader {
                 }
             };
             if synced {
-                if let Err(e) = self.partition.checkpoint_recovery_point(self.partition.log_end_offset()) {
-                    tracing::warn!(partition = %self.name, "recovery point not written: {e}");
+                if let Err(e) = self.partition.checkpoint_at_stop() {
+                    tracing::warn!(partition = %self.name, "{e}");
                 }
-            }
-            if let Some(Err(e)) = self.partition.snapshot_if_changed() {
-                tracing::warn!(partition = %self.name, "{e}");
             }
         }
         let _ = msg.reply.send(());

@@ -99,6 +99,88 @@ pub struct TopicRegistry {
     fences: KnownFences,
 }
 
+/// Opens (recovers) partition `p`'s log under leader epoch `leader_epoch`.
+fn open_log(
+    data_dir: &std::path::Path,
+    topic: &str,
+    p: i32,
+    log_config: &LogConfig,
+    leader_epoch: i32,
+) -> Result<Partition, LogError> {
+    let dir = topics::partition_dir(data_dir, topic, p);
+    let (mut partition, info) = Partition::open(dir, log_config.clone(), now_ms())?;
+    partition.set_leader_epoch(leader_epoch);
+    if info.truncated_bytes > 0 {
+        tracing::warn!(topic, partition = p, bytes = info.truncated_bytes, "recovery truncated a torn log tail");
+    }
+    Ok(partition)
+}
+
+/// Partitions opened together beyond which the opening is spread over threads.
+const OPEN_CHUNK: usize = 256;
+/// Threads opening partitions at once: recovery mostly waits for the file system.
+const OPEN_THREADS: usize = 8;
+
+/// A partition whose lease this broker just took, to be opened.
+struct Acquired {
+    topic: TopicHandle,
+    partition: i32,
+    log_config: LogConfig,
+    lease: HeldLease,
+}
+
+type Opened = (Acquired, Result<Partition, LogError>);
+
+/// `open_log` of every acquired partition (on up to OPEN_THREADS threads when `parallel` and
+/// there are many: a restart, a takeover; a creation's new directories in one parent contend
+/// and open on this thread). What recovery found is made durable with one syncfs.
+fn open_logs(data_dir: &std::path::Path, acquired: Vec<Acquired>, parallel: bool) -> Vec<Opened> {
+    let open = |a: Acquired| {
+        let opened = open_log(data_dir, &a.topic.meta.name, a.partition, &a.log_config, a.lease.record.epoch);
+        (a, opened)
+    };
+    let opened: Vec<_> = if !parallel || acquired.len() <= OPEN_CHUNK {
+        acquired.into_iter().map(open).collect()
+    } else {
+        open_in_parallel(acquired, open)
+    };
+    // New (empty) partitions found nothing to make durable.
+    if !opened.iter().any(|(_, o)| o.as_ref().is_ok_and(|p| p.log_end_offset() > 0)) {
+        return opened;
+    }
+    match crate::store::durable::sync_filesystem(data_dir) {
+        Ok(()) => opened,
+        Err(e) => opened
+            .into_iter()
+            .map(|(a, o)| (a, o.and_then(|_| Err(LogError::Io(std::io::Error::new(e.kind(), e.to_string()))))))
+            .collect(),
+    }
+}
+
+/// Runs `open` over `acquired` on up to OPEN_THREADS threads.
+fn open_in_parallel<F>(acquired: Vec<Acquired>, open: F) -> Vec<Opened>
+where
+    F: Fn(Acquired) -> Opened + Sync,
+{
+    let open = &open;
+    let per_thread = acquired.len().div_ceil(OPEN_THREADS);
+    let mut chunks: Vec<Vec<Acquired>> = Vec::new();
+    let mut rest = acquired.into_iter();
+    loop {
+        let chunk: Vec<_> = rest.by_ref().take(per_thread).collect();
+        if chunk.is_empty() {
+            break;
+        }
+        chunks.push(chunk);
+    }
+    std::thread::scope(|scope| {
+        let workers: Vec<_> =
+            chunks.into_iter().map(|c| scope.spawn(move || c.into_iter().map(open).collect::<Vec<_>>())).collect();
+        // A worker that panicked is a bug in recovery: the broker stops (the panic is re-raised).
+        workers.into_iter().flat_map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+    })
+}
+
 /// Partitions being handed to a peer, with their leaders (flushing, then stopped).
 type HandingOver = Vec<((String, i32), Addr<PartitionLeader>)>;
 
@@ -243,22 +325,42 @@ impl TopicRegistry {
     /// and hands over those a live peer should lead.
     fn claim_and_release(&mut self) -> Vec<((String, i32), Addr<PartitionLeader>)> {
         let mut handing_over = Vec::new();
+        let mut acquired = Vec::new();
         let names: Vec<String> = self.topics.keys().cloned().collect();
         for name in names {
-            self.claim_topic(&name, Some(&mut handing_over));
+            self.claim_topic(&name, Some(&mut handing_over), &mut acquired);
         }
+        self.start_acquired(acquired);
         handing_over
+    }
+
+    /// Opens the partitions whose leases were just taken (recovery, on several threads when
+    /// there are many) and starts their leaders.
+    fn start_acquired(&mut self, acquired: Vec<Acquired>) {
+        let mut offline: HashMap<String, u64> = HashMap::new();
+        for (a, opened) in open_logs(&self.settings.data_dir, acquired, true) {
+            if self.start_partition(&a.topic, a.partition, &a.log_config, a.lease, opened) {
+                *offline.entry(a.topic.meta.name.clone()).or_default() += 1;
+            }
+        }
+        for (topic, offline) in offline {
+            tracing::error!(
+                topic = %topic,
+                offline,
+                "partitions served offline (KAFKA_STORAGE_ERROR): they did not open; a restart opens them once \
+                 the cause (see above) is gone"
+            );
+        }
     }
 
     /// `claim_and_release` of one topic; the leaders to hand over are added to `handing_over`
     /// (None: nothing is handed over, only taken).
-    fn claim_topic(&mut self, name: &str, mut handing_over: Option<&mut HandingOver>) {
+    fn claim_topic(&mut self, name: &str, mut handing_over: Option<&mut HandingOver>, acquired: &mut Vec<Acquired>) {
         let me = self.local_node();
         let name = name.to_string();
         {
             let Some(h) = self.topics.get(&name).cloned() else { return };
             let log_config = self.log_config(&h.meta);
-            let mut offline = 0u64;
             for p in 0..h.meta.partitions {
                 let what = Owned::Partition { topic: name.clone(), partition: p };
                 let key = (name.clone(), p);
@@ -288,9 +390,8 @@ impl TopicRegistry {
                         leases::first_lease(&h.meta, p),
                     ) {
                         Ok(Some(lease)) => {
-                            if self.start_partition(&h, p, &log_config, lease) {
-                                offline += 1;
-                            }
+                            let log_config = log_config.clone();
+                            acquired.push(Acquired { topic: h.clone(), partition: p, log_config, lease });
                             continue;
                         }
                         Ok(None) => {}
@@ -307,25 +408,24 @@ impl TopicRegistry {
                     _ => table.revoke(&what),
                 }
             }
-            if offline > 0 {
-                tracing::error!(
-                    topic = %name,
-                    offline,
-                    "partitions served offline (KAFKA_STORAGE_ERROR): they did not open; a restart opens them \
-                     once the cause (see above) is gone"
-                );
-            }
         }
     }
 
     /// Opens partition `p` under `lease` and publishes its leader; a log that does not open is
     /// served offline. True when it is served offline.
-    fn start_partition(&mut self, h: &TopicHandle, p: i32, log_config: &LogConfig, lease: HeldLease) -> bool {
+    fn start_partition(
+        &mut self,
+        h: &TopicHandle,
+        p: i32,
+        log_config: &LogConfig,
+        lease: HeldLease,
+        opened: Result<Partition, LogError>,
+    ) -> bool {
         let name = h.meta.name.clone();
         let mut offline = false;
         let epoch = lease.record.epoch;
-        let leader = match self.open_partition(&name, p, log_config, epoch) {
-            Ok(l) => l,
+        let leader = match opened {
+            Ok(partition) => self.leader(&name, p, partition),
             Err(e) => {
                 offline = true;
                 tracing::error!(
@@ -357,23 +457,6 @@ impl TopicRegistry {
             tracing::warn!(topic = %meta.name, "stored topic config ignored, broker setting used: {e}");
         }
         config
-    }
-
-    /// Opens partition `p`'s log (recovery) and puts a leader around it.
-    fn open_partition(
-        &self,
-        topic: &str,
-        p: i32,
-        log_config: &LogConfig,
-        leader_epoch: i32,
-    ) -> Result<PartitionLeader, LogError> {
-        let dir = topics::partition_dir(&self.settings.data_dir, topic, p);
-        let (mut partition, info) = Partition::open(dir, log_config.clone(), now_ms())?;
-        partition.set_leader_epoch(leader_epoch);
-        if info.truncated_bytes > 0 {
-            tracing::warn!(topic, partition = p, bytes = info.truncated_bytes, "recovery truncated a torn log tail");
-        }
-        Ok(self.leader(topic, p, partition))
     }
 
     /// A leader for partition `p` whose log could not be opened: it answers KAFKA_STORAGE_ERROR
@@ -438,41 +521,50 @@ impl TopicRegistry {
         // The partitions this broker should lead open now, all or nothing; a peer opens its own
         // on its next membership tick.
         let me = self.local_node();
-        let mut leaders = Vec::new();
+        let fail_at = |p: i32, e: String| {
+            tracing::warn!(topic = %meta.name, partition = p, "creation rolled back: {e}");
+            fail(
+                ResponseError::KafkaStorageError.code(),
+                format!("Could not open partition {}-{p}: {e}. Topic '{}' was not created.", meta.name, meta.name),
+            )
+        };
+        let handle = TopicHandle::new(meta.clone());
+        let mut acquired = Vec::new();
         for p in 0..partitions {
             let what = Owned::Partition { topic: meta.name.clone(), partition: p };
             if placement::desired_owner(&what, &self.live) != Some(me) {
                 continue;
             }
-            let opened = match leases::try_acquire(
-                &self.locks,
-                &self.settings.data_dir,
-                &what,
-                me,
-                leases::first_lease(&meta, p),
-            ) {
-                Ok(Some(lease)) => self
-                    .open_partition(&meta.name, p, &log_config, lease.record.epoch)
-                    .map(|l| (p, l, lease))
-                    .map_err(|e| e.to_string()),
-                Ok(None) => Err("its lease is held by another broker".to_string()),
-                Err(e) => Err(e.to_string()),
-            };
-            match opened {
-                Ok(l) => leaders.push(l),
-                Err(e) => {
-                    drop(leaders);
+            let first = leases::first_lease(&meta, p);
+            match leases::try_acquire(&self.locks, &self.settings.data_dir, &what, me, first) {
+                Ok(Some(lease)) => {
+                    let (topic, log_config) = (handle.clone(), log_config.clone());
+                    acquired.push(Acquired { topic, partition: p, log_config, lease });
+                }
+                Ok(None) => {
+                    drop(acquired);
                     self.roll_back(&meta.name);
-                    tracing::warn!(topic = %meta.name, partition = p, "creation rolled back: {e}");
-                    return Err(fail(
-                        ResponseError::KafkaStorageError.code(),
-                        format!(
-                            "Could not open partition {}-{p}: {e}. Topic '{}' was not created.",
-                            meta.name, meta.name
-                        ),
-                    ));
+                    return Err(fail_at(p, "its lease is held by another broker".to_string()));
+                }
+                Err(e) => {
+                    drop(acquired);
+                    self.roll_back(&meta.name);
+                    return Err(fail_at(p, e.to_string()));
                 }
             }
+        }
+        let mut leaders = Vec::new();
+        let mut failed = None;
+        for (a, opened) in open_logs(&self.settings.data_dir, acquired, false) {
+            match opened {
+                Ok(partition) => leaders.push((a.partition, self.leader(&meta.name, a.partition, partition), a.lease)),
+                Err(e) => failed = failed.or(Some((a.partition, e.to_string()))),
+            }
+        }
+        if let Some((p, e)) = failed {
+            drop(leaders);
+            self.roll_back(&meta.name);
+            return Err(fail_at(p, e));
         }
         if let Err(e) = topics::save(&self.settings.data_dir, &meta) {
             drop(leaders);
@@ -486,7 +578,6 @@ impl TopicRegistry {
                 format!("Could not save topic '{}': {e}", meta.name),
             ));
         }
-        let handle = TopicHandle::new(meta.clone());
         for (p, leader, lease) in leaders {
             let addr = self.spawn_leader(leader);
             if let Some(slot) = usize::try_from(p).ok().and_then(|i| handle.partitions.get(i)) {
@@ -522,7 +613,9 @@ impl Handler<GetTopic> for TopicRegistry {
         if let Some(h) = self.load_from_disk(&msg.name) {
             // Its partitions placed here are taken now, not at the next tick: a peer's Metadata
             // already names this broker their leader. A new topic hands nothing over.
-            self.claim_topic(&msg.name, None);
+            let mut acquired = Vec::new();
+            self.claim_topic(&msg.name, None, &mut acquired);
+            self.start_acquired(acquired);
             return Ok(h);
         }
         if !(msg.auto_create && self.settings.auto_create_topics) {

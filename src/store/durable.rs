@@ -21,6 +21,19 @@ pub fn create_dir_all_durable(dir: &Path) -> io::Result<()> {
     sync_dir(if parent.as_os_str().is_empty() { Path::new(".") } else { parent })
 }
 
+/// Flushes everything written to the file system holding `path` (syncfs(2)): one call makes
+/// every partition recovery found durable, where an fsync per segment would flush the disk's
+/// cache once per partition (minutes for 100,000 of them).
+pub fn sync_filesystem(path: &Path) -> io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    let f = File::open(path)?;
+    // SAFETY: a valid descriptor for the duration of the call.
+    if unsafe { libc::syncfs(f.as_raw_fd()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }

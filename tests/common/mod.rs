@@ -252,6 +252,24 @@ impl Broker {
         self.spawn();
     }
 
+    /// SIGTERM and the time until the broker exited (successfully, within `within`).
+    pub fn stop_clean(&mut self, within: Duration) -> Duration {
+        let mut child = self.child.take().expect("broker running");
+        let started = Instant::now();
+        // SAFETY: signalling our own child process.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        loop {
+            match child.try_wait() {
+                Ok(Some(status)) => {
+                    assert!(status.success(), "kaas exited with {status} on SIGTERM:\n{}", self.log());
+                    return started.elapsed();
+                }
+                Ok(None) if started.elapsed() < within => std::thread::sleep(Duration::from_millis(10)),
+                other => panic!("kaas did not stop within {within:?} of SIGTERM: {other:?}"),
+            }
+        }
+    }
+
     /// Starts again on the same data dir and port once the process has exited (stopped or
     /// killed by the caller).
     pub fn restart_in_place(&mut self) {

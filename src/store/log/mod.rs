@@ -94,6 +94,8 @@ pub struct Log {
     leader_epoch: i32,
     /// The recovery point on disk (None: none written or read).
     recovery_point: Option<i64>,
+    /// The log's size when the recovery point was written (0 when unknown).
+    recovery_point_size: u64,
 }
 
 const RECOVERY_POINT_FILE: &str = "recovery-point";
@@ -175,7 +177,12 @@ impl Log {
             leader_epoch: 0,
             // A recovery point past a cut, or past the end found, vouches for nothing.
             recovery_point: recovery_point.filter(|rp| !cut && *rp <= end),
+            recovery_point_size: 0,
         };
+        let mut log = log;
+        if log.recovery_point == Some(end) {
+            log.recovery_point_size = log.size_bytes();
+        }
         Ok((log, info))
     }
 
@@ -189,6 +196,9 @@ impl Log {
         }
         crate::store::topics::write_replace(&self.dir.join(RECOVERY_POINT_FILE), offset.to_string().as_bytes())?;
         self.recovery_point = Some(offset);
+        if offset == self.next_offset() {
+            self.recovery_point_size = self.size_bytes();
+        }
         Ok(())
     }
 
@@ -203,6 +213,7 @@ impl Log {
             unsynced_dirs: Vec::new(),
             leader_epoch: 0,
             recovery_point: None,
+            recovery_point_size: 0,
         }
     }
 
@@ -262,16 +273,9 @@ impl Log {
         Ok(h)
     }
 
-    /// Fsyncs every segment holding data past the recovery point, one open file at a time:
-    /// recovery makes what it found durable before the log end is exposed. After a clean stop
-    /// the recovery point is the log end and nothing is synced (an fsync of a clean file still
-    /// flushes the disk's cache: 100,000 of them would take minutes).
-    pub fn sync_past_recovery_point(&self) -> Result<(), LogError> {
-        let durable = self.recovery_point.unwrap_or(-1);
-        for s in self.segments.values().filter(|s| s.next_offset > durable) {
-            s.sync_data()?;
-        }
-        Ok(())
+    /// Bytes appended since the recovery point was written (all of them when it is unknown).
+    pub fn grown_since_recovery_point(&self) -> u64 {
+        self.size_bytes().saturating_sub(self.recovery_point_size)
     }
 
     /// What must be fsynced to make everything appended so far durable.

@@ -93,6 +93,8 @@ pub struct Partition {
     offline: bool,
     /// Log end offset at the last producer-state snapshot.
     snapshot_offset: i64,
+    /// The log's size at the last snapshot (0 when unknown).
+    snapshot_size: u64,
     /// The producer state changed since the last snapshot without the log moving (a fence,
     /// expiry, retention).
     producers_touched: bool,
@@ -115,6 +117,7 @@ impl Partition {
             high_watermark: 0,
             offline: true,
             snapshot_offset: 0,
+            snapshot_size: 0,
             producers_touched: false,
         }
     }

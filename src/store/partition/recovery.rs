@@ -11,6 +11,7 @@ use crate::store::producer_state::ProducerStateTable;
 
 impl Partition {
     /// Opens the log (recovery) and rebuilds producer state from the snapshot plus the log tail.
+    /// What it found is not fsynced here: see `durable::sync_filesystem`.
     pub fn open(dir: PathBuf, log_config: LogConfig, now_ms: i64) -> Result<(Partition, RecoveryInfo), LogError> {
         let (log, info) = Log::open(&dir, log_config)?;
         let end = log.next_offset();
@@ -38,9 +39,10 @@ impl Partition {
                 txns.record(done);
             }
         }
-        // The high watermark exposes what is on disk: recovery found the log end in the page
-        // cache, which a power loss after an earlier crash could still take back.
-        log.sync_past_recovery_point()?;
+        // The high watermark exposes what recovery found: the caller makes it durable (one
+        // syncfs for every partition opened together) before the partition serves, since a
+        // power loss after an earlier crash could still take back what sits in the page cache.
+        let snapshot_size = if from == end { log.size_bytes() } else { 0 };
         let partition = Partition {
             dir,
             log,
@@ -49,6 +51,7 @@ impl Partition {
             high_watermark: end,
             offline: false,
             snapshot_offset: from,
+            snapshot_size,
             producers_touched: false,
         };
         Ok((partition, info))

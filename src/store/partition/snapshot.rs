@@ -12,6 +12,9 @@ use crate::store::topics::write_replace;
 
 pub const SNAPSHOT_FILE: &str = "producer-state.json";
 
+/// See `Partition::checkpoint_at_stop`.
+pub const STOP_CHECKPOINT_BYTES: u64 = 1 << 20;
+
 #[derive(Debug, Error)]
 pub enum SnapshotError {
     #[error("producer snapshot not encoded: {0}")]
@@ -43,7 +46,23 @@ impl Partition {
         let bytes = serde_json::to_vec(&snap)?;
         write_replace(&self.dir.join(SNAPSHOT_FILE), &bytes)?;
         self.snapshot_offset = offset;
+        self.snapshot_size = self.log.size_bytes();
         self.producers_touched = false;
+        Ok(())
+    }
+
+    /// At a clean stop, after the final fsync: the recovery point and the producer snapshot are
+    /// written only when the log grew by STOP_CHECKPOINT_BYTES since they were (or the producer
+    /// state changed without it): the next start verifies and replays less than that per
+    /// partition, and a broker leading 100,000 partitions stops in seconds, not minutes.
+    pub fn checkpoint_at_stop(&mut self) -> Result<(), SnapshotError> {
+        if self.log.grown_since_recovery_point() >= STOP_CHECKPOINT_BYTES {
+            self.log.checkpoint_recovery_point(self.log.next_offset())?;
+        }
+        let grown = self.log.size_bytes().saturating_sub(self.snapshot_size);
+        if grown >= STOP_CHECKPOINT_BYTES || self.producers_touched {
+            self.write_snapshot()?;
+        }
         Ok(())
     }
 
