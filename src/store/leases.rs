@@ -6,8 +6,9 @@
 //! so exactly one broker can hold each at a time: the lock, not a heartbeat, is what keeps two
 //! brokers from writing one partition. The locks are OFD fcntl locks (store::file_lock), which
 //! NFS v4 arbitrates between machines. A coordinator unit's lock is its whole lease file; a
-//! partition's is one byte (at a stable hash of its name) of one of the `leases/locks/<n>.lock`
-//! files, so a broker leading 100,000 partitions holds 128 descriptors for all of them.
+//! partition's is the byte of its slot (placement::slot; the partitions of a slot move
+//! together) in one of the `leases/locks/<n>.lock` files, so a broker leading 100,000
+//! partitions holds at most 16,384 locks through 128 descriptors.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -77,9 +78,8 @@ enum Hold {
     Byte { _byte: ByteLock },
 }
 
-/// Lock files the partitions' locks are spread over: the kernel keeps one list of the byte
-/// locks of a file and walks it on every lock, so 100,000 locks in one file would cost
-/// seconds of CPU (quadratic); over 128 files they take about half a second.
+/// Lock files the partitions' slot locks (placement::PARTITION_SLOTS) are spread over: the
+/// kernel checks a new lock against every lock of its file, so each file holds at most 128.
 pub const LOCK_FILES: u64 = 128;
 
 /// The open `leases/locks/<n>.lock` files through which this broker holds its partitions' locks
@@ -94,8 +94,8 @@ pub struct PartitionLocks {
 struct LockFile {
     file: File,
     path: PathBuf,
-    /// Byte -> partitions of this broker holding it: two names hashing to one byte share its
-    /// lock, which is released with the last of them.
+    /// Byte (slot) -> partitions of this broker holding it: the partitions of one slot share
+    /// its lock, which is released with the last of them.
     holders: Mutex<HashMap<i64, u32>>,
 }
 
@@ -392,20 +392,37 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (b1, b2) = (PartitionLocks::open(dir.path()).unwrap(), PartitionLocks::open(dir.path()).unwrap());
         let p = |n| Owned::Partition { topic: "t".into(), partition: n };
+        // 100 partitions in 100 different slots, and one sharing the first one's slot.
+        let mut seen = HashMap::new();
+        let mut alone = Vec::new();
+        let mut twin = None;
+        for n in 0.. {
+            match seen.entry(placement::slot("t", n)) {
+                std::collections::hash_map::Entry::Vacant(v) if alone.len() < 100 => {
+                    v.insert(n);
+                    alone.push(n);
+                }
+                std::collections::hash_map::Entry::Occupied(o) if *o.get() == alone[0] => twin = Some(n),
+                _ => {}
+            }
+            if alone.len() == 100 && twin.is_some() {
+                break;
+            }
+        }
+        let twin = twin.unwrap();
         let leases: Vec<HeldLease> =
-            (0..100).map(|n| try_acquire(&b1, dir.path(), &p(n), 1, None).unwrap().unwrap()).collect();
-        assert!((0..100).all(|n| try_acquire(&b2, dir.path(), &p(n), 2, None).unwrap().is_none()));
+            alone.iter().map(|&n| try_acquire(&b1, dir.path(), &p(n), 1, None).unwrap().unwrap()).collect();
+        assert!(alone.iter().all(|&n| try_acquire(&b2, dir.path(), &p(n), 2, None).unwrap().is_none()));
+        let twin_lease = try_acquire(&b1, dir.path(), &p(twin), 1, None).unwrap().expect("its slot is this broker's");
         let mut leases = leases.into_iter();
         drop(leases.next());
-        assert!(try_acquire(&b2, dir.path(), &p(0), 2, None).unwrap().is_some(), "partition 0 alone was given up");
-        assert!(try_acquire(&b2, dir.path(), &p(1), 2, None).unwrap().is_none());
-        // Two holds of one byte by this broker (names hashing alike): the byte stays locked
-        // until the last goes.
-        let again = b1.try_lock(&p(1)).unwrap().expect("this broker holds it");
+        // The partitions of one slot share its lock: it is released with the last of them.
+        assert!(try_acquire(&b2, dir.path(), &p(alone[0]), 2, None).unwrap().is_none(), "the twin still holds it");
+        drop(twin_lease);
+        assert!(try_acquire(&b2, dir.path(), &p(alone[0]), 2, None).unwrap().is_some(), "given up alone");
+        assert!(try_acquire(&b2, dir.path(), &p(alone[1]), 2, None).unwrap().is_none(), "the others stay held");
         drop(leases);
-        assert!(try_acquire(&b2, dir.path(), &p(1), 2, None).unwrap().is_none(), "still held by the second hold");
-        drop(again);
-        assert!(try_acquire(&b2, dir.path(), &p(1), 2, None).unwrap().is_some());
+        assert!(try_acquire(&b2, dir.path(), &p(alone[1]), 2, None).unwrap().is_some());
     }
 
     #[test]

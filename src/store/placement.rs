@@ -19,20 +19,34 @@ fn fnv1a(bytes: impl IntoIterator<Item = u8>, seed: u64) -> u64 {
     h ^ (h >> 33)
 }
 
-/// The resource's name as it is hashed.
+/// Partitions are placed and locked in slots: the partitions of one slot move together. A
+/// broker then holds at most this many partition locks however many partitions it leads (the
+/// kernel checks every lock of a file against all the others, so 100,000 of them would cost
+/// seconds), and placement stays as even as over partitions.
+pub const PARTITION_SLOTS: u64 = 16_384;
+
+/// The slot of a partition (stable across processes, versions and machines).
+pub fn slot(topic: &str, partition: i32) -> u64 {
+    let name = format!("p/{topic}/{partition}");
+    fnv1a(name.bytes(), 0x736c_6f74) % PARTITION_SLOTS
+}
+
+/// The resource's name as it is hashed for placement: a partition's slot.
 pub fn key(what: &Owned) -> String {
     match what {
-        Owned::Partition { topic, partition } => format!("p/{topic}/{partition}"),
+        Owned::Partition { topic, partition } => format!("s/{}", slot(topic, *partition)),
         Owned::TxnShard(n) => format!("t/{n}"),
         Owned::GroupShard(n) => format!("g/{n}"),
     }
 }
 
-/// The byte (of the lock file `leases/locks/<byte % 128>.lock`) whose lock is `what`'s lease (store::leases): a stable
-/// hash below 2^62, so that distinct partitions practically never share one.
+/// The byte whose lock is partition `what`'s lease (store::leases): its slot, in the lock file
+/// `leases/locks/<slot % 128>.lock`. Other resources have lease files of their own.
 pub fn lock_offset(what: &Owned) -> i64 {
-    let h = fnv1a(key(what).bytes(), 0x6c6f_636b);
-    i64::try_from(h >> 2).unwrap_or(0)
+    match what {
+        Owned::Partition { topic, partition } => i64::try_from(slot(topic, *partition)).unwrap_or(0),
+        _ => i64::try_from(fnv1a(key(what).bytes(), 0x6c6f_636b) >> 2).unwrap_or(0),
+    }
 }
 
 /// The live broker that should serve `what` (None without live brokers).
@@ -101,6 +115,19 @@ mod tests {
         for n in counts.values() {
             assert!((60..=140).contains(n), "unbalanced: {counts:?}");
         }
+    }
+
+    #[test]
+    fn the_partitions_of_a_slot_move_together_and_a_broker_holds_at_most_the_slots() {
+        let mut slots = std::collections::BTreeMap::new();
+        for p in 0..100_000 {
+            let s = slot("t", p);
+            assert!(s < PARTITION_SLOTS);
+            let owner = desired_owner(&part(p), &[1, 2, 3]);
+            assert_eq!(*slots.entry(s).or_insert(owner), owner, "partition {p} of slot {s}");
+            assert_eq!(lock_offset(&part(p)), s as i64);
+        }
+        assert!(slots.len() as u64 > PARTITION_SLOTS * 9 / 10, "100,000 partitions use most slots");
     }
 
     #[test]

@@ -116,7 +116,8 @@ impl Segment {
             file.sync_all()?;
         }
         seg.size = pos;
-        // Closed here: a broker opening 100,000 partitions keeps open only what is used next.
+        // Kept for what recovery reads next (the log tail); the cache closes the least used.
+        files.put(seg.id, Arc::new(file));
         Ok((seg, truncated))
     }
 
