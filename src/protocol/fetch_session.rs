@@ -25,7 +25,7 @@ pub const FINAL_EPOCH: i32 = -1;
 /// Kafka's min.incremental.fetch.session.eviction.ms default: a session unused this long goes.
 pub const EVICTION: Duration = Duration::from_secs(120);
 /// Partitions cached by all sessions together (Kafka has no bound). About 150 bytes each with
-/// the index, so ~30 MiB; 20 consumers each fetching all of `max_partitions`' default 10,000.
+/// the index, so ~30 MiB: 20 consumers each fetching 10,000 partitions.
 pub const MAX_CACHED_PARTITIONS: usize = 200_000;
 
 #[derive(Debug, Error, Clone, Copy, PartialEq, Eq)]
