@@ -133,7 +133,8 @@ type Opened = (Acquired, Result<Partition, LogError>);
 
 /// `open_log` of every acquired partition (on up to OPEN_THREADS threads when `parallel` and
 /// there are many: a restart, a takeover; a creation's new directories in one parent contend
-/// and open on this thread). What recovery found is made durable with one syncfs.
+/// and open on this thread). What recovery found is made durable with one syncfs (per segment
+/// where syncfs does not flush: FUSE).
 fn open_logs(data_dir: &std::path::Path, acquired: Vec<Acquired>, parallel: bool) -> Vec<Opened> {
     let open = |a: Acquired| {
         let opened = open_log(data_dir, &a.topic.meta.name, a.partition, &a.log_config, a.lease.record.epoch);
@@ -147,6 +148,9 @@ fn open_logs(data_dir: &std::path::Path, acquired: Vec<Acquired>, parallel: bool
     // New (empty) partitions found nothing to make durable.
     if !opened.iter().any(|(_, o)| o.as_ref().is_ok_and(|p| p.log_end_offset() > 0)) {
         return opened;
+    }
+    if !crate::store::durable::syncfs_flushes(data_dir) {
+        return opened.into_iter().map(|(a, o)| (a, o.and_then(|p| p.sync_recovered().map(|()| p)))).collect();
     }
     match crate::store::durable::sync_filesystem(data_dir) {
         Ok(()) => opened,

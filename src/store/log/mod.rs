@@ -124,8 +124,13 @@ impl Log {
         // so creating 100,000 partitions does not fsync 100,000 times.
         let mut unsynced_dirs = Vec::new();
         if !dir.is_dir() {
-            std::fs::create_dir_all(dir)?;
-            unsynced_dirs.extend(dir.parent().map(Path::to_path_buf));
+            // Missing ancestors (the first partition's `topics/`) are made durable now.
+            let parent = dir.parent().unwrap_or(Path::new("."));
+            crate::store::durable::create_dir_all_durable(parent)?;
+            match std::fs::create_dir(dir) {
+                Err(e) if !(e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir()) => return Err(e.into()),
+                _ => unsynced_dirs.push(parent.to_path_buf()),
+            }
         }
         let mut bases = Vec::new();
         for entry in std::fs::read_dir(dir)? {
@@ -271,6 +276,17 @@ impl Log {
         let active = self.segments.values_mut().next_back().ok_or(LogError::Offline)?;
         active.append(&data, &h, interval)?;
         Ok(h)
+    }
+
+    /// Fsyncs every segment holding data past the recovery point, one open file at a time:
+    /// what recovery found becomes durable where one syncfs would not do it
+    /// (`durable::syncfs_flushes`).
+    pub fn sync_past_recovery_point(&self) -> Result<(), LogError> {
+        let durable = self.recovery_point.unwrap_or(-1);
+        for s in self.segments.values().filter(|s| s.next_offset > durable) {
+            s.sync_data()?;
+        }
+        Ok(())
     }
 
     /// Bytes appended since the recovery point was written (all of them when it is unknown).

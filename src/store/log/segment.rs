@@ -156,6 +156,14 @@ impl Segment {
         self.written.take()
     }
 
+    /// Opens (through the cache) and fsyncs the file. An empty segment holds nothing to sync.
+    pub fn sync_data(&self) -> Result<(), LogError> {
+        if self.size > 0 {
+            self.file()?.sync_data()?;
+        }
+        Ok(())
+    }
+
     /// The open file, from the cache (opened again when it was evicted).
     fn file(&self) -> Result<Arc<File>, LogError> {
         Ok(self.files.get(self.id, &self.path)?)

@@ -144,6 +144,11 @@ impl Partition {
         !self.offline && self.log.next_offset() > self.high_watermark
     }
 
+    /// Makes what recovery found durable, segment by segment (see `durable::syncfs_flushes`).
+    pub fn sync_recovered(&self) -> Result<(), LogError> {
+        self.log.sync_past_recovery_point()
+    }
+
     /// What must be fsynced to make everything appended so far durable.
     pub fn sync_handles(&mut self) -> SyncSet {
         self.log.sync_handles()
