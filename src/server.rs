@@ -102,7 +102,12 @@ impl Broker {
         if settings.debug_skip_fsync {
             tracing::error!("debug_skip_fsync is set: the log is never fsynced, acknowledged records can be lost on a power loss (test hook only)");
         }
-        let syncer = Syncer::start(settings.sync_threads, MAILBOX_CAPACITY * 4, settings.debug_skip_fsync);
+        let data_dir = &settings.data_dir;
+        crate::store::durable::create_dir_all_durable(data_dir)
+            .map_err(|e| ServerError::Startup(format!("creating {}: {e}", data_dir.display())))?;
+        let group = crate::store::durable::syncfs_flushes(data_dir).then(|| data_dir.clone());
+        tracing::debug!(group_commit_by_syncfs = group.is_some(), "fsync threads");
+        let syncer = Syncer::start(settings.sync_threads, MAILBOX_CAPACITY * 4, settings.debug_skip_fsync, group);
         let started = std::time::Instant::now();
         let (host, port) = settings.advertised();
         let local = ownership::Broker { node_id: settings.node_id, host, port, rack: None };

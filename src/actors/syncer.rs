@@ -2,11 +2,13 @@
 //! at most one sync in flight, covering everything appended before it started, so one fsync
 //! answers every producer that appended in the meantime.
 
+use std::path::{Path, PathBuf};
 use std::thread;
 
 use actix::{Message, Recipient};
 use crossbeam_channel::{bounded, Receiver, Sender};
 
+use crate::store::durable::sync_filesystem;
 use crate::store::log::SyncSet;
 
 /// The syncer made everything below `upto` durable (or failed to).
@@ -24,6 +26,36 @@ pub struct SyncJob {
     pub reply: Recipient<Synced>,
 }
 
+/// Jobs waiting together from which one syncfs replaces their fsyncs.
+const GROUP_MIN: usize = 8;
+/// Jobs answered by one syncfs at most.
+const GROUP_MAX: usize = 4096;
+
+/// Makes `jobs` durable (one syncfs when there are many and `group` allows it) and answers them.
+fn run(jobs: Vec<SyncJob>, skip_fsync: bool, group: Option<&Path>) {
+    if skip_fsync {
+        for job in jobs {
+            job.reply.do_send(Synced { upto: job.upto, result: Ok(()) });
+        }
+        return;
+    }
+    match group.filter(|_| jobs.len() >= GROUP_MIN) {
+        Some(dir) => {
+            // A failed syncfs cannot say whose data it lost: every job of the group fails.
+            let result = sync_filesystem(dir).map_err(|e| e.to_string());
+            for job in jobs {
+                job.reply.do_send(Synced { upto: job.upto, result: result.clone() });
+            }
+        }
+        None => {
+            for job in jobs {
+                let result = job.files.sync().map_err(|e| e.to_string());
+                job.reply.do_send(Synced { upto: job.upto, result });
+            }
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct Syncer {
     tx: Sender<SyncJob>,
@@ -32,15 +64,26 @@ pub struct Syncer {
 impl Syncer {
     /// Starts `threads` fsync threads behind a queue of `capacity` jobs. `skip_fsync` is the
     /// `debug_skip_fsync` test hook: answer every job as synced without syncing anything.
-    pub fn start(threads: usize, capacity: usize, skip_fsync: bool) -> Syncer {
+    /// `group` is the data directory when syncfs flushes its file system
+    /// (`durable::syncfs_flushes`): a thread that finds GROUP_MIN or more jobs waiting (many
+    /// partitions written at once) makes them all durable with one syncfs instead of an fsync
+    /// each, the group commit across partitions.
+    pub fn start(threads: usize, capacity: usize, skip_fsync: bool, group: Option<PathBuf>) -> Syncer {
         let (tx, rx) = bounded::<SyncJob>(capacity);
         for i in 0..threads.max(1) {
             let rx: Receiver<SyncJob> = rx.clone();
+            let group = group.clone();
             let spawned = thread::Builder::new().name(format!("kaas-sync-{i}")).spawn(move || {
                 super::supervisor::mark_state_thread();
-                while let Ok(job) = rx.recv() {
-                    let result = if skip_fsync { Ok(()) } else { job.files.sync().map_err(|e| e.to_string()) };
-                    job.reply.do_send(Synced { upto: job.upto, result });
+                while let Ok(first) = rx.recv() {
+                    let mut jobs = vec![first];
+                    while group.is_some() && jobs.len() < GROUP_MAX {
+                        match rx.try_recv() {
+                            Ok(j) => jobs.push(j),
+                            Err(_) => break,
+                        }
+                    }
+                    run(jobs, skip_fsync, group.as_deref());
                 }
             });
             if let Err(e) = spawned {
