@@ -417,29 +417,15 @@ fn main() {
     let pid = own.as_ref().map_or(pid, |b| b.pid());
     let mut c = connect(port);
 
-    let before = status_kib(pid, "VmRSS:");
-    let t = Instant::now();
-    let errors = idle_producers(&mut c, producers, partitions);
-    let after = status_kib(pid, "VmRSS:");
-    let per = (after.saturating_sub(before) * 1024) as f64 / producers.max(1) as f64;
-    report(
-        "idle_idempotent_producers",
-        pid,
-        t,
-        &format!(",\"producers\":{producers},\"bytes_each\":{per:.0},\"errors\":{errors}"),
-    );
-
-    let before = status_kib(pid, "VmRSS:");
-    let t = Instant::now();
-    let errors = open_transactions(&mut c, txns, partitions);
-    let after = status_kib(pid, "VmRSS:");
-    let per = (after.saturating_sub(before) * 1024) as f64 / txns.max(1) as f64;
-    report(
-        "open_transactions",
-        pid,
-        t,
-        &format!(",\"transactions\":{txns},\"bytes_each\":{per:.0},\"errors\":{errors}"),
-    );
+    let mut memory_per = |phase: &str, what: &str, count: i64, run: &mut dyn FnMut(&mut Client) -> usize| {
+        let before = status_kib(pid, "VmRSS:");
+        let t = Instant::now();
+        let errors = run(&mut c);
+        let per = (status_kib(pid, "VmRSS:").saturating_sub(before) * 1024) as f64 / count.max(1) as f64;
+        report(phase, pid, t, &format!(",\"{what}\":{count},\"bytes_each\":{per:.0},\"errors\":{errors}"));
+    };
+    memory_per("idle_idempotent_producers", "producers", producers, &mut |c| idle_producers(c, producers, partitions));
+    memory_per("open_transactions", "transactions", txns, &mut |c| open_transactions(c, txns, partitions));
 
     let Some(own) = own else {
         return;

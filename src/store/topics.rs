@@ -386,16 +386,14 @@ mod tests {
         assert_eq!(remove_partition_dirs(tempfile::tempdir().unwrap().path(), "t").unwrap(), 0);
     }
 
+    fn meta_t() -> TopicMeta {
+        TopicMeta { name: "t".into(), id: Uuid::new_v4(), partitions: 3, configs: BTreeMap::new(), placed_on: vec![] }
+    }
+
     #[test]
     fn one_topic_is_read_by_name_and_no_name_escapes_the_directory() {
         let dir = tempfile::tempdir().unwrap();
-        let meta = TopicMeta {
-            name: "t".into(),
-            id: Uuid::new_v4(),
-            partitions: 3,
-            configs: BTreeMap::new(),
-            placed_on: vec![],
-        };
+        let meta = meta_t();
         assert_eq!(load_one(dir.path(), "t").unwrap(), None);
         save(dir.path(), &meta).unwrap();
         assert_eq!(load_one(dir.path(), "t").unwrap(), Some(meta));
@@ -407,13 +405,7 @@ mod tests {
     #[test]
     fn topics_round_trip_and_remove() {
         let dir = tempfile::tempdir().unwrap();
-        let meta = TopicMeta {
-            name: "t".into(),
-            id: Uuid::new_v4(),
-            partitions: 3,
-            configs: BTreeMap::new(),
-            placed_on: vec![],
-        };
+        let meta = meta_t();
         assert!(!exists_on_disk(dir.path(), "t"));
         save(dir.path(), &meta).unwrap();
         assert!(exists_on_disk(dir.path(), "t"));
