@@ -296,3 +296,50 @@ fn produce_and_add_partitions_prechecks() {
     let resp = WriteTxnMarkersResponse::decode(&mut body, 1).expect("response");
     assert_eq!(resp.markers[0].topics[0].partitions[0].error_code, 3);
 }
+
+/// A call the coordinator would answer CONCURRENT_TRANSACTIONS only because the previous
+/// transaction is still completing (its markers being written) waits for the completion and is
+/// answered as a retry then would be (store::txn::parking): here an AddPartitionsToTxn sent
+/// right behind the EndTxn, without waiting for its answer. Without the wait it is answered 51.
+#[test]
+fn a_call_behind_a_completing_transaction_waits_for_it() {
+    use kafka_protocol::protocol::Encodable;
+    let broker = Broker::start();
+    let mut c = broker.client();
+    create_topic(&mut c, TOPIC);
+    let (_, pid, epoch) = init_pid(&mut c);
+    for round in 0..5 {
+        assert_eq!(add_partition(&mut c, pid, epoch), 0, "round {round}");
+        let (code, _) = produce(&mut c, txn_batch(pid, epoch, round * 3, 3, "t"));
+        assert_eq!(code, 0, "round {round}");
+        let mut end = EndTxnRequest::default();
+        end.transactional_id = txn_id();
+        end.producer_id = ProducerId(pid);
+        end.producer_epoch = epoch;
+        end.committed = true;
+        let mut end_body = bytes::BytesMut::new();
+        end.encode(&mut end_body, 3).expect("encode");
+        let mut t = AddPartitionsToTxnTopic::default();
+        t.name = name(TOPIC);
+        t.partitions = vec![0];
+        let mut add = AddPartitionsToTxnRequest::default();
+        add.v3_and_below_transactional_id = txn_id();
+        add.v3_and_below_producer_id = ProducerId(pid);
+        add.v3_and_below_producer_epoch = epoch;
+        add.v3_and_below_topics = vec![t];
+        let mut add_body = bytes::BytesMut::new();
+        add.encode(&mut add_body, 3).expect("encode");
+        // Both on the wire before either is answered.
+        let end_id = c.send_raw(ApiKey::EndTxn, 3, &end_body);
+        let add_id = c.send_raw(ApiKey::AddPartitionsToTxn, 3, &add_body);
+        let mut end_resp = c.receive_raw(ApiKey::EndTxn, 3, end_id);
+        let end_resp = EndTxnResponse::decode(&mut end_resp, 3).expect("EndTxn response");
+        assert_eq!(end_resp.error_code, 0, "round {round}");
+        let mut add_resp = c.receive_raw(ApiKey::AddPartitionsToTxn, 3, add_id);
+        let add_resp = AddPartitionsToTxnResponse::decode(&mut add_resp, 3).expect("AddPartitionsToTxn response");
+        let code = add_resp.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code;
+        assert_eq!(code, 0, "round {round}: the next transaction's AddPartitionsToTxn waited for the commit");
+        assert_eq!(end_txn(&mut c, pid, epoch, false), 0, "round {round}: the next transaction aborts");
+    }
+    broker.finish();
+}

@@ -17,9 +17,10 @@ use super::group_coordinator::GroupCoordinator;
 use super::messages::*;
 use super::slot::Slot;
 use crate::error_code::ResponseError;
-use crate::store::clock::now_ms;
+use crate::store::clock::{monotonic_ms, now_ms};
 use crate::store::ownership::{Broker, Owned};
 use crate::store::producer_ids::ProducerIdAllocator;
+use crate::store::txn::parking::{waits_for_completion, Parked, PARK_MS};
 use crate::store::txn::{self as core, Decision, Effect, MarkerBatch, MarkerOutcome, MarkerTarget, TxnEntry};
 
 #[derive(Debug, Clone)]
@@ -47,6 +48,8 @@ pub struct TxnCoordinator {
     writing: usize,
     /// Set by HandOver: new calls answer NOT_COORDINATOR; the answer goes once nothing is written.
     handing_over: Option<Option<Reply<()>>>,
+    /// Calls waiting for their id's completion instead of CONCURRENT_TRANSACTIONS (core::parking).
+    parked: Parked<TxnCall>,
 }
 
 impl TxnCoordinator {
@@ -84,6 +87,7 @@ impl TxnCoordinator {
             settings,
             writing: 0,
             handing_over: None,
+            parked: Parked::default(),
         })
     }
 
@@ -117,6 +121,7 @@ impl TxnCoordinator {
         let value = serde_json::to_vec(&written);
         let tombstone = written.is_tombstone();
         self.writing += 1;
+        let id_after = id.clone();
         let write = tokio::task::spawn_blocking(move || -> Result<(), String> {
             let value = value.map_err(|e| e.to_string())?;
             if tombstone {
@@ -154,6 +159,7 @@ impl TxnCoordinator {
                     }
                 }
             }
+            act.unpark(&id_after, ctx);
             act.finish_hand_over(ctx);
         }));
     }
@@ -393,6 +399,14 @@ impl Handler<TxnCall> for TxnCoordinator {
     type Result = ();
 
     fn handle(&mut self, msg: TxnCall, ctx: &mut Self::Context) {
+        self.call(msg, monotonic_ms().saturating_add(PARK_MS), ctx);
+    }
+}
+
+impl TxnCoordinator {
+    /// Decides a client's call; one the completion under way would answer differently waits
+    /// for it until `deadline_ms` (core::parking).
+    fn call(&mut self, msg: TxnCall, deadline_ms: i64, ctx: &mut Context<Self>) {
         if self.handing_over.is_some() {
             let _ = msg.reply.send(Err(TxnError::NotCoordinator));
             return;
@@ -404,24 +418,60 @@ impl Handler<TxnCall> for TxnCoordinator {
             return;
         }
         let now = now_ms();
-        let id = msg.transactional_id;
+        let id = msg.transactional_id.clone();
         let entry = self.entries.get(&id);
-        let decision = match msg.op {
+        let decision = match &msg.op {
             TxnOp::InitProducerId { timeout_ms, claim } => {
                 let (max, tv2) = (self.settings.max_timeout_ms, self.settings.cluster_tv2);
-                core::init_producer_id(entry, &id, timeout_ms, claim, max, tv2, now, &mut Self::alloc(&mut self.ids))
+                core::init_producer_id(entry, &id, *timeout_ms, *claim, max, tv2, now, &mut Self::alloc(&mut self.ids))
             }
             TxnOp::AddPartitions { producer_id, epoch, partitions, txn_version } => {
-                core::add_partitions(entry, &id, producer_id, epoch, &partitions, now, txn_version)
+                core::add_partitions(entry, &id, *producer_id, *epoch, partitions, now, *txn_version)
             }
             TxnOp::AddOffsets { producer_id, epoch, offsets_partition } => {
-                core::add_offsets(entry, &id, producer_id, epoch, offsets_partition, now)
+                core::add_offsets(entry, &id, *producer_id, *epoch, *offsets_partition, now)
             }
             TxnOp::EndTxn { producer_id, epoch, commit, tv2 } => {
-                core::end_txn(entry, &id, producer_id, epoch, commit, tv2, now, &mut Self::alloc(&mut self.ids))
+                core::end_txn(entry, &id, *producer_id, *epoch, *commit, *tv2, now, &mut Self::alloc(&mut self.ids))
             }
         };
+        let waited = monotonic_ms();
+        if decision.write.is_none() && waited < deadline_ms && waits_for_completion(entry, &decision.answer) {
+            match self.parked.park(&id, msg, deadline_ms) {
+                Ok(()) => {
+                    let wait = Duration::from_millis(deadline_ms.saturating_sub(waited).unsigned_abs());
+                    ctx.run_later(wait, move |act, ctx| act.answer_due(&id, ctx));
+                    return;
+                }
+                Err(msg) => return self.apply(id, decision, Some(msg.reply), ctx),
+            }
+        }
         self.apply(id, decision, Some(msg.reply), ctx);
+    }
+
+    /// A state write of `id` landed: its parked calls are decided again.
+    fn unpark(&mut self, id: &str, ctx: &mut Context<Self>) {
+        for (call, deadline_ms) in self.parked.take(id) {
+            self.call(call, deadline_ms, ctx);
+        }
+    }
+
+    /// The parked calls of `id` whose wait is over are decided now (CONCURRENT_TRANSACTIONS if
+    /// the completion is still under way).
+    fn answer_due(&mut self, id: &str, ctx: &mut Context<Self>) {
+        let now = monotonic_ms();
+        let due = self.parked.take_due(id, now);
+        let early = due.is_empty();
+        for (call, deadline_ms) in due {
+            self.call(call, deadline_ms, ctx);
+        }
+        // A timer that fired before its call's deadline (rounding) is set again; every other
+        // parked call has its own.
+        if let Some(next) = self.parked.next_deadline(id).filter(|_| early) {
+            let id = id.to_string();
+            let wait = Duration::from_millis(next.saturating_sub(now).max(1).unsigned_abs());
+            ctx.run_later(wait, move |act, ctx| act.answer_due(&id, ctx));
+        }
     }
 }
 
@@ -486,6 +536,9 @@ impl Handler<HandOver> for TxnCoordinator {
     fn handle(&mut self, msg: HandOver, ctx: &mut Self::Context) {
         tracing::info!(shard = self.shard, writing = self.writing, "handing the transaction shard over");
         self.handing_over = Some(Some(msg.reply));
+        for call in self.parked.drain() {
+            let _ = call.reply.send(Err(TxnError::NotCoordinator));
+        }
         self.finish_hand_over(ctx);
     }
 }

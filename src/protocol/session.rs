@@ -3,7 +3,7 @@
 //! directory, so a handler answers NOT_LEADER_OR_FOLLOWER / NOT_COORDINATOR for what a peer serves.
 
 use std::cell::RefCell;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -154,10 +154,8 @@ impl Session {
         rx.await.unwrap_or(Err(TxnError::NotCoordinator))
     }
 
-    /// Verifies (TV1, `verify_only`) or adds (TV2) a partition led here in `transactional_id`'s
-    /// transaction with its coordinator, wherever that runs: the local shard, or the peer broker
-    /// running it, over the wire (KIP-890's AddPartitionsToTxnManager: AddPartitionsToTxn v4 with
-    /// VerifyOnly, or v5). eos-rules 27-29; the caller maps the error for its API.
+    /// Verifies (TV1, `verify_only`) or adds (TV2) partitions led here in `transactional_id`'s
+    /// transaction with its coordinator, wherever that runs; the first error, if any.
     pub async fn add_to_transaction(
         &self,
         transactional_id: &str,
@@ -166,18 +164,44 @@ impl Session {
         partitions: BTreeSet<TopicPartition>,
         verify_only: bool,
     ) -> Result<(), TxnError> {
+        let answers = self.add_to_transaction_each(transactional_id, producer_id, epoch, partitions, verify_only).await;
+        answers.into_values().find(Result::is_err).unwrap_or(Ok(()))
+    }
+
+    /// Verifies (TV1, `verify_only`) or adds (TV2) partitions led here in `transactional_id`'s
+    /// transaction with its coordinator, in one call, wherever that runs: the local shard, or
+    /// the peer broker running it, over the wire (KIP-890's AddPartitionsToTxnManager:
+    /// AddPartitionsToTxn v4 with VerifyOnly, or v5). eos-rules 27-29; one answer per
+    /// partition, which the caller maps for its API.
+    pub async fn add_to_transaction_each(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        epoch: i16,
+        partitions: BTreeSet<TopicPartition>,
+        verify_only: bool,
+    ) -> BTreeMap<TopicPartition, Result<(), TxnError>> {
+        let all = |partitions: BTreeSet<TopicPartition>, r: Result<(), TxnError>| {
+            partitions.into_iter().map(|tp| (tp, r)).collect::<BTreeMap<_, _>>()
+        };
         match self.coordinator(transactional_id) {
             Location::Local(shard) if verify_only => {
                 let (tx, rx) = tokio::sync::oneshot::channel();
                 let id = transactional_id.to_string();
-                let msg = VerifyTxn { transactional_id: id, producer_id, epoch, partitions, reply: tx };
-                shard.send(msg).await.map_err(|_| TxnError::NotCoordinator)?;
-                let answers = rx.await.map_err(|_| TxnError::NotCoordinator)?;
-                answers.into_values().find(Result::is_err).unwrap_or(Ok(()))
+                let msg =
+                    VerifyTxn { transactional_id: id, producer_id, epoch, partitions: partitions.clone(), reply: tx };
+                if shard.send(msg).await.is_err() {
+                    return all(partitions, Err(TxnError::NotCoordinator));
+                }
+                match rx.await {
+                    Ok(answers) => answers,
+                    Err(_) => all(partitions, Err(TxnError::NotCoordinator)),
+                }
             }
             Location::Local(_) => {
-                let op = TxnOp::AddPartitions { producer_id, epoch, partitions, txn_version: TV_2 };
-                self.txn_call(transactional_id, op).await.map(|_| ())
+                let op = TxnOp::AddPartitions { producer_id, epoch, partitions: partitions.clone(), txn_version: TV_2 };
+                let answer = self.txn_call(transactional_id, op).await.map(|_| ());
+                all(partitions, answer)
             }
             Location::Peer(peer) => {
                 let (tx, rx) = tokio::sync::oneshot::channel();
@@ -185,13 +209,12 @@ impl Session {
                     transactional_id: transactional_id.to_string(),
                     producer_id,
                     producer_epoch: epoch,
-                    partitions,
+                    partitions: partitions.clone(),
                     verify_only,
                 };
-                self.peers
-                    .send(SendPeerAddPartitions { peer, request, reply: tx })
-                    .await
-                    .map_err(|_| TxnError::NotCoordinator)?;
+                if self.peers.send(SendPeerAddPartitions { peer, request, reply: tx }).await.is_err() {
+                    return all(partitions, Err(TxnError::NotCoordinator));
+                }
                 match rx.await {
                     Ok(Ok(codes)) => {
                         tracing::debug!(
@@ -202,13 +225,20 @@ impl Session {
                             ?codes,
                             "coordinator's answer"
                         );
-                        codes.into_values().find_map(TxnError::from_code).map_or(Ok(()), Err)
+                        partitions
+                            .into_iter()
+                            .map(|tp| {
+                                // A partition the peer left out of its answer is not confirmed.
+                                let code = codes.get(&tp).copied().unwrap_or(ResponseError::NotCoordinator.code());
+                                (tp, TxnError::from_code(code).map_or(Ok(()), Err))
+                            })
+                            .collect()
                     }
                     // Unreachable, busy or silent peer: retriable (eos-rules 50's spirit).
-                    _ => Err(TxnError::NotCoordinator),
+                    _ => all(partitions, Err(TxnError::NotCoordinator)),
                 }
             }
-            Location::Offline => Err(TxnError::NotCoordinator),
+            Location::Offline => all(partitions, Err(TxnError::NotCoordinator)),
         }
     }
 

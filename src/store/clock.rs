@@ -6,3 +6,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
+
+/// Milliseconds on a monotonic clock (since the first call in this process), for waits that
+/// must not stretch or shrink when the wall clock is set.
+pub fn monotonic_ms() -> i64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let start = START.get_or_init(std::time::Instant::now);
+    i64::try_from(start.elapsed().as_millis()).unwrap_or(i64::MAX)
+}

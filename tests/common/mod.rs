@@ -375,6 +375,12 @@ impl Client {
 
     /// Sends a request whose body is already encoded; returns the response body.
     pub fn call_raw(&mut self, key: ApiKey, version: i16, body: &[u8]) -> Bytes {
+        let correlation = self.send_raw(key, version, body);
+        self.receive_raw(key, version, correlation)
+    }
+
+    /// Sends a request without waiting for its answer (pipelining); returns its correlation id.
+    pub fn send_raw(&mut self, key: ApiKey, version: i16, body: &[u8]) -> i32 {
         self.correlation += 1;
         let header = RequestHeader::default()
             .with_request_api_key(key as i16)
@@ -388,13 +394,18 @@ impl Client {
         frame.put_i32(msg.len() as i32);
         frame.extend_from_slice(&msg);
         self.stream.write_all(&frame).expect("write");
+        self.correlation
+    }
+
+    /// Reads the next response, which must answer `correlation`; returns its body.
+    pub fn receive_raw(&mut self, key: ApiKey, version: i16, correlation: i32) -> Bytes {
         let mut len = [0u8; 4];
         self.stream.read_exact(&mut len).expect("response length");
         let mut buf = vec![0u8; i32::from_be_bytes(len) as usize];
         self.stream.read_exact(&mut buf).expect("response body");
         let mut buf = Bytes::from(buf);
         let rh = ResponseHeader::decode(&mut buf, key.response_header_version(version)).expect("response header");
-        assert_eq!(rh.correlation_id, self.correlation);
+        assert_eq!(rh.correlation_id, correlation);
         buf
     }
 

@@ -2,6 +2,7 @@
 //! LogValidator does (store::validate), enqueues it on the
 //! partition leader in request order, and answers once every append is durable.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -25,7 +26,7 @@ use crate::store::batch;
 use crate::store::batch::BatchHeader;
 use crate::store::clock::now_ms;
 use crate::store::partition::{check_parsed_partition_data, check_request};
-use crate::store::txn::{produce_verification_error, ImplicitAddRetry};
+use crate::store::txn::{produce_verification_error, ImplicitAddRetry, TopicPartition};
 use crate::store::validate::{self, RecordError, TimestampPolicy};
 
 enum Slot {
@@ -102,39 +103,39 @@ async fn log_start_offset(leader: &actix::Addr<PartitionLeader>) -> i64 {
     rx.await.map_or(-1, |a| a.offset)
 }
 
-/// One partition's batch, from its leader to the append: the leader (eos-rules 44), the batch's
-/// shape, the transaction verification (27-29), then the record validator and the append.
-#[allow(clippy::too_many_arguments)]
-async fn produce_partition(
+/// A partition's batch that passed its leader and shape checks, before the transaction
+/// verification and the append.
+struct Ready {
+    leader: actix::Addr<PartitionLeader>,
+    header: BatchHeader,
+    records: bytes::Bytes,
+    verified: Verified,
+}
+
+enum Prepared {
+    Done(Slot),
+    Ready(Ready),
+}
+
+/// One partition's leader (eos-rules 44) and batch shape.
+fn prepare_partition(
     s: &Session,
     version: i16,
-    acks: i16,
-    transactional_id: Option<&str>,
     topic: &TopicHandle,
     p: PartitionProduceData,
     parsed: Option<BatchHeader>,
-) -> Slot {
+) -> Prepared {
     let leader = match s.leader(topic, p.index) {
         Ok(leader) => leader,
-        Err(code) => return err(code),
+        Err(code) => return Prepared::Done(err(code)),
     };
     let header = match check_parsed_partition_data(p.records.as_deref(), parsed, s.settings.max_message_bytes, version)
     {
         Ok(header) => header,
-        Err(e) => return err(e.code()),
-    };
-    let name = topic.meta.name.as_str();
-    let verified = if header.is_transactional() {
-        let id = transactional_id.unwrap_or_default();
-        match verify(s, version, &leader, id, name, p.index, &header).await {
-            Ok(verified) => verified,
-            Err(code) => return err(code),
-        }
-    } else {
-        Verified::No
+        Err(e) => return Prepared::Done(err(e.code())),
     };
     let records = p.records.unwrap_or_default();
-    validate_and_append(s, &leader, name, &records, header, verified, acks).await
+    Prepared::Ready(Ready { leader, header, records, verified: Verified::No })
 }
 
 /// Enqueues every append now; the returned future completes with the response (None for acks=0).
@@ -154,19 +155,39 @@ pub async fn dispatch(
         .collect();
     // Invalid acks, eos-rules 24 and 25: the same answer for every partition.
     let refused = check_request(acks, transactional_id.is_some(), headers.iter().flatten().flatten()).err();
-    let mut topics = Vec::with_capacity(req.topic_data.len());
+    let mut prepared: Vec<(String, Vec<(i32, Prepared)>)> = Vec::with_capacity(req.topic_data.len());
     for (t, headers) in req.topic_data.into_iter().zip(headers) {
         let name = t.name.0.to_string();
         let handle = match refused {
             Some(e) => Err(e.code()),
             None => s.topic(&name, false).await,
         };
-        let mut slots = Vec::with_capacity(t.partition_data.len());
-        for (p, parsed) in t.partition_data.into_iter().zip(headers) {
-            let index = p.index;
-            let slot = match &handle {
-                Err(code) => err(*code),
-                Ok(topic) => produce_partition(&s, version, acks, transactional_id.as_deref(), topic, p, parsed).await,
+        let parts = t
+            .partition_data
+            .into_iter()
+            .zip(headers)
+            .map(|(p, parsed)| {
+                let index = p.index;
+                match &handle {
+                    Err(code) => (index, Prepared::Done(err(*code))),
+                    Ok(topic) => (index, prepare_partition(&s, version, topic, p, parsed)),
+                }
+            })
+            .collect();
+        prepared.push((name, parts));
+    }
+    if let Some(id) = transactional_id.as_deref() {
+        verify_all(&s, version, id, &mut prepared).await;
+    }
+    let mut topics = Vec::with_capacity(prepared.len());
+    for (name, parts) in prepared {
+        let mut slots = Vec::with_capacity(parts.len());
+        for (index, part) in parts {
+            let slot = match part {
+                Prepared::Done(slot) => slot,
+                Prepared::Ready(r) => {
+                    validate_and_append(&s, &r.leader, &name, &r.records, r.header, r.verified, acks).await
+                }
             };
             slots.push((index, slot));
         }
@@ -249,40 +270,94 @@ async fn enqueue(leader: &actix::Addr<PartitionLeader>, mut msg: Append) -> bool
     }
 }
 
-/// eos-rules 27-28: before a transaction opens on this partition, the coordinator must confirm
-/// the partition is in it (TV2: adds it). Returns how it was verified or the Produce error code.
-async fn verify(
+/// eos-rules 27-28: before a transaction opens on a partition, the coordinator must confirm
+/// the partition is in it (TV2: adds it). Every transactional batch of the request is asked
+/// about in one call per producer (Kafka's AddPartitionsToTxnManager sends one request for
+/// them): one call per partition would make the coordinator answer all but the first with
+/// CONCURRENT_TRANSACTIONS while the first's state write is under way. Sets each batch's
+/// `verified`, or turns it into its Produce error.
+async fn verify_all(
     s: &Session,
     version: i16,
-    leader: &actix::Addr<PartitionLeader>,
     transactional_id: &str,
-    topic: &str,
-    partition: i32,
-    h: &BatchHeader,
-) -> Result<Verified, i16> {
-    let (tx, rx) = oneshot::channel();
-    let begin = BeginVerification { producer_id: h.producer_id, producer_epoch: h.producer_epoch, reply: tx };
-    leader.send(begin).await.map_err(|_| ResponseError::UnknownTopicOrPartition.code())?;
-    let Some(guard) = rx.await.map_err(|_| ResponseError::UnknownTopicOrPartition.code())? else {
-        return Ok(Verified::No);
-    };
-    let partitions = std::collections::BTreeSet::from([(topic.to_string(), partition)]);
-    let (pid, epoch) = (h.producer_id, h.producer_epoch);
-    if version >= 12 {
-        // eos-rules 29: Produce v12 (TV2) adds the partition implicitly.
-        let retry = ImplicitAddRetry::starting(now_ms());
-        loop {
-            match s.add_to_transaction(transactional_id, pid, epoch, partitions.clone(), false).await {
-                Ok(()) => return Ok(Verified::Tv2Added),
-                Err(e) => match retry.retry_after(e, now_ms()) {
-                    Some(wait_ms) => tokio::time::sleep(Duration::from_millis(wait_ms.unsigned_abs())).await,
-                    None => return Err(produce_verification_error(e, version)),
-                },
+    prepared: &mut [(String, Vec<(i32, Prepared)>)],
+) {
+    // Each leader first: does this batch open a transaction there? (TV1: under which guard.)
+    let mut asks: BTreeMap<(i64, i16), BTreeSet<TopicPartition>> = BTreeMap::new();
+    let mut guards: BTreeMap<TopicPartition, u64> = BTreeMap::new();
+    for (name, parts) in prepared.iter_mut() {
+        for (index, part) in parts.iter_mut() {
+            let Prepared::Ready(r) = part else { continue };
+            if !r.header.is_transactional() {
+                continue;
+            }
+            let (tx, rx) = oneshot::channel();
+            let begin = BeginVerification {
+                producer_id: r.header.producer_id,
+                producer_epoch: r.header.producer_epoch,
+                reply: tx,
+            };
+            let begun = match r.leader.send(begin).await {
+                Ok(()) => rx.await.ok(),
+                Err(_) => None,
+            };
+            match begun {
+                None => *part = Prepared::Done(err(ResponseError::UnknownTopicOrPartition.code())),
+                Some(None) => {}
+                Some(Some(guard)) => {
+                    let tp = (name.clone(), *index);
+                    guards.insert(tp.clone(), guard);
+                    asks.entry((r.header.producer_id, r.header.producer_epoch)).or_default().insert(tp);
+                }
             }
         }
     }
-    match s.add_to_transaction(transactional_id, pid, epoch, partitions, true).await {
-        Ok(()) => Ok(Verified::Guard(guard)),
-        Err(e) => Err(produce_verification_error(e, version)),
+    let mut answers: BTreeMap<TopicPartition, Result<Verified, i16>> = BTreeMap::new();
+    for ((pid, epoch), partitions) in asks {
+        for (tp, answer) in coordinator_verdicts(s, version, transactional_id, pid, epoch, partitions).await {
+            let verified = answer.map(|tv2| match tv2 {
+                true => Verified::Tv2Added,
+                false => Verified::Guard(guards.get(&tp).copied().unwrap_or_default()),
+            });
+            answers.insert(tp, verified);
+        }
+    }
+    for (name, parts) in prepared.iter_mut() {
+        for (index, part) in parts.iter_mut() {
+            let Prepared::Ready(r) = part else { continue };
+            match answers.get(&(name.clone(), *index)).cloned() {
+                Some(Ok(verified)) => r.verified = verified,
+                Some(Err(code)) => *part = Prepared::Done(err(code)),
+                None => {}
+            }
+        }
+    }
+}
+
+/// The coordinator's answer for each partition: Ok(true) added (TV2, Produce v12, after its
+/// CONCURRENT_TRANSACTIONS retries), Ok(false) verified (TV1), or the Produce error code.
+async fn coordinator_verdicts(
+    s: &Session,
+    version: i16,
+    transactional_id: &str,
+    pid: i64,
+    epoch: i16,
+    partitions: BTreeSet<TopicPartition>,
+) -> BTreeMap<TopicPartition, Result<bool, i16>> {
+    let tv2 = version >= 12;
+    let retry = ImplicitAddRetry::starting(now_ms());
+    loop {
+        let answers = s.add_to_transaction_each(transactional_id, pid, epoch, partitions.clone(), !tv2).await;
+        // eos-rules 29: Produce v12 (TV2) adds the partitions implicitly and retries while the
+        // coordinator is busy with this transaction.
+        let busy = answers.values().find_map(|a| a.err().filter(|e| tv2 && retry.retry_after(*e, now_ms()).is_some()));
+        if busy.is_some() {
+            tokio::time::sleep(Duration::from_millis(ImplicitAddRetry::BACKOFF_MS.unsigned_abs())).await;
+            continue;
+        }
+        return answers
+            .into_iter()
+            .map(|(tp, a)| (tp, a.map(|()| tv2).map_err(|e| produce_verification_error(e, version))))
+            .collect();
     }
 }

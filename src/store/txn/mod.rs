@@ -30,6 +30,7 @@ pub mod describe;
 pub mod end_txn;
 pub mod init_producer_id;
 pub mod markers;
+pub mod parking;
 pub mod peer_markers;
 pub mod timeout;
 pub mod verification;
