@@ -181,5 +181,10 @@ pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
         ListGroups => list_groups,
         DescribeGroups => describe_groups,
         DeleteGroups => delete_groups,
+        ElectLeaders => elect_leaders,
+        ListPartitionReassignments => list_partition_reassignments,
+        DescribeClientQuotas => describe_client_quotas,
+        DescribeUserScramCredentials => describe_user_scram_credentials,
+        DescribeLogDirs => describe_log_dirs,
     }
 }

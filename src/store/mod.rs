@@ -1,5 +1,6 @@
 //! The functional core and the on-disk formats: no actors here.
 
+pub mod admin;
 pub mod batch;
 pub mod clock;
 pub mod control;

@@ -1,0 +1,134 @@
+//! Answers of the cluster-admin APIs that have nothing to change on a shared-disk cluster: one
+//! copy of each partition, led by the broker holding its lock, so it is always its preferred
+//! replica; no reassignments; no client quotas or SCRAM users configured. Kafka's answers for
+//! that state, from its controller (ReplicationControlManager, ClientQuotaControlManager,
+//! ScramControlManager).
+
+use std::collections::HashMap;
+
+use crate::error_code::ResponseError;
+
+/// ElectLeaders' election types.
+pub const ELECTION_PREFERRED: i8 = 0;
+pub const ELECTION_UNCLEAN: i8 = 1;
+
+/// One partition's ElectLeaders answer. `known`: the topic has that partition; `led`: a broker
+/// holds its lock. The leader is the only replica, so nothing is ever elected: Kafka answers
+/// ELECTION_NOT_NEEDED when the preferred (or, unclean, any) leader already leads, and when
+/// none can lead PREFERRED_LEADER_NOT_AVAILABLE / ELIGIBLE_LEADERS_NOT_AVAILABLE.
+pub fn election_outcome(known: bool, led: bool, election_type: i8) -> ResponseError {
+    if !known {
+        return ResponseError::UnknownTopicOrPartition;
+    }
+    match (led, election_type) {
+        (true, _) => ResponseError::ElectionNotNeeded,
+        (false, ELECTION_UNCLEAN) => ResponseError::EligibleLeadersNotAvailable,
+        (false, _) => ResponseError::PreferredLeaderNotAvailable,
+    }
+}
+
+/// Whether an election type is one Kafka knows (INVALID_REQUEST otherwise).
+pub fn valid_election_type(election_type: i8) -> bool {
+    matches!(election_type, ELECTION_PREFERRED | ELECTION_UNCLEAN)
+}
+
+/// DescribeUserScramCredentials: no user has credentials here. All users (None or empty):
+/// no results. Named users: RESOURCE_NOT_FOUND each, DUPLICATE_RESOURCE for a name asked twice
+/// (Kafka answers every occurrence of it so), in request order.
+pub fn scram_user_results(users: Option<&[String]>) -> Vec<(String, ResponseError, String)> {
+    let Some(users) = users else { return Vec::new() };
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for u in users {
+        *counts.entry(u.as_str()).or_default() += 1;
+    }
+    users
+        .iter()
+        .map(|u| {
+            if counts.get(u.as_str()).copied().unwrap_or(0) > 1 {
+                (
+                    u.clone(),
+                    ResponseError::DuplicateResource,
+                    format!("Cannot describe SCRAM credentials for the same user twice in a single request: {u}"),
+                )
+            } else {
+                (
+                    u.clone(),
+                    ResponseError::ResourceNotFound,
+                    format!("Attempt to describe a user credential that does not exist: {u}"),
+                )
+            }
+        })
+        .collect()
+}
+
+/// DescribeClientQuotas' filter components: entity type and match type as Kafka checks them.
+/// Match types: 0 exact name (name required), 1 the default entity (no name), 2 any specified.
+pub fn check_quota_filter(components: &[(String, i8, Option<String>)]) -> Result<(), String> {
+    let mut seen = Vec::new();
+    for (entity_type, match_type, name) in components {
+        if !matches!(entity_type.as_str(), "user" | "client-id" | "ip") {
+            return Err(format!("Custom entity type '{entity_type}' not supported"));
+        }
+        if seen.contains(&entity_type) {
+            return Err(format!("Duplicate filter for entity type {entity_type}"));
+        }
+        seen.push(entity_type);
+        match (match_type, name) {
+            (0, Some(_)) | (1, None) | (2, None) => {}
+            (0, None) => return Err(format!("Entity type {entity_type} exact match requires a name")),
+            (1 | 2, Some(_)) => return Err(format!("Entity type {entity_type} match type {match_type} takes no name")),
+            _ => return Err(format!("Unknown match type {match_type}")),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_led_partition_needs_no_election() {
+        assert_eq!(election_outcome(true, true, ELECTION_PREFERRED), ResponseError::ElectionNotNeeded);
+        assert_eq!(election_outcome(true, true, ELECTION_UNCLEAN), ResponseError::ElectionNotNeeded);
+    }
+
+    #[test]
+    fn a_partition_nobody_leads_has_no_leader_to_elect() {
+        assert_eq!(election_outcome(true, false, ELECTION_PREFERRED), ResponseError::PreferredLeaderNotAvailable);
+        assert_eq!(election_outcome(true, false, ELECTION_UNCLEAN), ResponseError::EligibleLeadersNotAvailable);
+    }
+
+    #[test]
+    fn an_unknown_partition_is_unknown() {
+        assert_eq!(election_outcome(false, false, ELECTION_PREFERRED), ResponseError::UnknownTopicOrPartition);
+        assert!(valid_election_type(0) && valid_election_type(1) && !valid_election_type(2));
+    }
+
+    #[test]
+    fn scram_users_are_not_found_and_duplicates_refused() {
+        assert!(scram_user_results(None).is_empty());
+        let users = ["alice".to_string(), "bob".to_string(), "alice".to_string()];
+        let codes: Vec<_> = scram_user_results(Some(&users)).into_iter().map(|(u, e, _)| (u, e)).collect();
+        assert_eq!(
+            codes,
+            vec![
+                ("alice".into(), ResponseError::DuplicateResource),
+                ("bob".into(), ResponseError::ResourceNotFound),
+                ("alice".into(), ResponseError::DuplicateResource),
+            ]
+        );
+    }
+
+    #[test]
+    fn quota_filters_are_checked_as_kafka_does() {
+        let c = |t: &str, m: i8, n: Option<&str>| (t.to_string(), m, n.map(str::to_string));
+        assert!(check_quota_filter(&[]).is_ok());
+        assert!(check_quota_filter(&[c("user", 0, Some("alice")), c("client-id", 2, None)]).is_ok());
+        assert!(check_quota_filter(&[c("user", 1, None)]).is_ok());
+        assert!(check_quota_filter(&[c("group", 2, None)]).is_err(), "unknown entity type");
+        assert!(check_quota_filter(&[c("user", 0, None)]).is_err(), "exact match without a name");
+        assert!(check_quota_filter(&[c("user", 2, None), c("user", 1, None)]).is_err(), "duplicate entity type");
+        assert!(check_quota_filter(&[c("ip", 7, None)]).is_err(), "unknown match type");
+    }
+}
