@@ -34,7 +34,7 @@ impl Partition {
 
     /// eos-rules 51: min(first offset of the earliest open transaction, high watermark).
     pub fn last_stable_offset(&self) -> i64 {
-        last_stable_offset(&self.producers, self.high_watermark)
+        last_stable_offset(&self.producers, self.high_watermark, self.log_start_offset())
     }
 
     /// The end a reader at `isolation_level` may read to: 1 (read_committed) stops at the LSO.
