@@ -26,26 +26,29 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: DeleteRecordsRequest) ->
         out.name = t.name;
         for p in t.partitions {
             let failed = |e: ResponseError| DeleteRecordsAnswer { error_code: e.code(), low_watermark: -1 };
-            let answer = match handle.as_ref().map_err(|c| *c).and_then(|h| s.leader(h, p.partition_index).map(|l| (h, l)))
-            {
-                // Kafka's leader answers a partition it does not lead, led or not elsewhere.
-                Err(c) if c == ResponseError::LeaderNotAvailable.code() => failed(ResponseError::NotLeaderOrFollower),
-                Err(code) => DeleteRecordsAnswer { error_code: code, low_watermark: -1 },
-                Ok((h, leader)) => match check_not_internal(&name)
-                    .and_then(|()| check_cleanup_policy(h.meta.configs.get("cleanup.policy").map(String::as_str)).map_err(|e| e.error()))
-                {
-                    Err(e) => failed(e),
-                    Ok(()) => {
-                        let (tx, rx) = oneshot::channel();
-                        // A leader gone meanwhile (handed over, topic deleted): the client retries.
-                        let gone = failed(ResponseError::NotLeaderOrFollower);
-                        match leader.send(DeleteRecordsBefore { offset: p.offset, reply: tx }).await {
-                            Ok(()) => rx.await.unwrap_or(gone),
-                            Err(_) => gone,
-                        }
+            let answer =
+                match handle.as_ref().map_err(|c| *c).and_then(|h| s.leader(h, p.partition_index).map(|l| (h, l))) {
+                    // Kafka's leader answers a partition it does not lead, led or not elsewhere.
+                    Err(c) if c == ResponseError::LeaderNotAvailable.code() => {
+                        failed(ResponseError::NotLeaderOrFollower)
                     }
-                },
-            };
+                    Err(code) => DeleteRecordsAnswer { error_code: code, low_watermark: -1 },
+                    Ok((h, leader)) => match check_not_internal(&name).and_then(|()| {
+                        check_cleanup_policy(h.meta.configs.get("cleanup.policy").map(String::as_str))
+                            .map_err(|e| e.error())
+                    }) {
+                        Err(e) => failed(e),
+                        Ok(()) => {
+                            let (tx, rx) = oneshot::channel();
+                            // A leader gone meanwhile (handed over, topic deleted): the client retries.
+                            let gone = failed(ResponseError::NotLeaderOrFollower);
+                            match leader.send(DeleteRecordsBefore { offset: p.offset, reply: tx }).await {
+                                Ok(()) => rx.await.unwrap_or(gone),
+                                Err(_) => gone,
+                            }
+                        }
+                    },
+                };
             let mut r = DeleteRecordsPartitionResult::default();
             r.partition_index = p.partition_index;
             r.error_code = answer.error_code;

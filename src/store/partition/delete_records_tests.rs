@@ -16,7 +16,13 @@ const NOW: i64 = 1_000;
 const PID: i64 = 9;
 
 fn config() -> LogConfig {
-    LogConfig { segment_bytes: 1, retention_ms: -1, retention_bytes: -1, index_interval_bytes: 100, ..LogConfig::default() }
+    LogConfig {
+        segment_bytes: 1,
+        retention_ms: -1,
+        retention_bytes: -1,
+        index_interval_bytes: 100,
+        ..LogConfig::default()
+    }
 }
 
 fn open(dir: &TempDir) -> Partition {
@@ -44,7 +50,10 @@ fn three_batches(p: &mut Partition, n: i32) {
 }
 
 fn segment_files(dir: &TempDir) -> usize {
-    std::fs::read_dir(dir.path()).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".log")).count()
+    std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".log"))
+        .count()
 }
 
 #[test]
@@ -161,7 +170,14 @@ fn producer_state_is_kept_when_all_its_batches_are_deleted() {
 fn the_last_stable_offset_is_never_below_the_log_start() {
     let dir = tempfile::tempdir().unwrap();
     let mut p = open(&dir);
-    let txn = Spec { producer_id: PID, producer_epoch: 0, base_sequence: 0, records: 2, transactional: true, ..Spec::default() };
+    let txn = Spec {
+        producer_id: PID,
+        producer_epoch: 0,
+        base_sequence: 0,
+        records: 2,
+        transactional: true,
+        ..Spec::default()
+    };
     produce(&mut p, txn).unwrap();
     produce(&mut p, Spec { records: 3, ..Spec::default() }).unwrap();
     let end = p.log_end_offset();
@@ -178,7 +194,14 @@ fn the_last_stable_offset_is_never_below_the_log_start() {
 fn aborted_transactions_ending_below_the_log_start_leave_the_index() {
     let dir = tempfile::tempdir().unwrap();
     let mut p = open(&dir);
-    let txn = Spec { producer_id: PID, producer_epoch: 0, base_sequence: 0, records: 2, transactional: true, ..Spec::default() };
+    let txn = Spec {
+        producer_id: PID,
+        producer_epoch: 0,
+        base_sequence: 0,
+        records: 2,
+        transactional: true,
+        ..Spec::default()
+    };
     produce(&mut p, txn).unwrap();
     p.write_marker(PID, 0, false, 0, 1, NOW).unwrap();
     produce(&mut p, Spec { records: 3, ..Spec::default() }).unwrap();
