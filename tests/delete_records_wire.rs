@@ -1,10 +1,15 @@
 //! DeleteRecords (key 21, KIP-107) against the real binary: the per-partition answers, the new
 //! log start in Fetch / ListOffsets / Produce, a fetch below it, the segment below it gone, and
-//! all of it after kill -9 and a restart.
+//! all of it after kill -9 and a restart; in a shared-disk cluster, NOT_LEADER_OR_FOLLOWER away
+//! from the leader and the new start kept by the broker that takes the partition over.
 
 mod common;
 
+use std::collections::BTreeSet;
+use std::time::Duration;
+
 use bytes::Bytes;
+use common::cluster::{self, metadata, settled, wait_for, TICK, TOPIC};
 use common::{batch, Broker, Client};
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic};
@@ -189,4 +194,36 @@ fn delete_records_moves_the_log_start_durably() {
     check(&mut c, 9);
     assert_eq!(produce(&mut c, "dr", batch(-1, -1, -1, 1, "after")), (NONE, 9));
     broker.finish();
+}
+
+#[test]
+fn in_a_cluster_only_the_leader_deletes_and_a_takeover_keeps_the_new_start() {
+    let shared = tempfile::tempdir().expect("shared dir");
+    let env = [("KAAS_CLUSTER_TICK_MS", TICK)];
+    let mut brokers: Vec<Broker> = (1..=2).map(|id| Broker::start_member(shared.path(), id, &env)).collect();
+    let all: BTreeSet<i32> = [1, 2].into();
+    wait_for(Duration::from_secs(10), "two live brokers", || {
+        (metadata(&mut brokers[0].client()).0.keys().copied().collect::<BTreeSet<_>>() == all).then_some(())
+    });
+    cluster::create(&mut brokers[0].client());
+    let (ports, leaders) = wait_for(Duration::from_secs(10), "every partition led", || settled(&brokers[0], &all));
+    let leader = leaders[&0];
+    let other = if leader == 1 { 2 } else { 1 };
+    let mut at_leader = Client::connect(ports[&leader]);
+    assert_eq!(cluster::produce(&mut at_leader, 0, batch(5000, 0, 0, 3, "c")), (NONE, 0));
+
+    let mut at_other = Client::connect(ports[&other]);
+    assert_eq!(delete_records(&mut at_other, 2, &[(TOPIC, 0, 2)])[0], (TOPIC.to_string(), 0, 6, -1));
+    assert_eq!(delete_records(&mut at_leader, 2, &[(TOPIC, 0, 2)])[0], (TOPIC.to_string(), 0, NONE, 2));
+
+    // The leader dies at once; the other broker takes partition 0 over from the shared disk.
+    brokers[(leader - 1) as usize].kill();
+    let live: BTreeSet<i32> = [other].into();
+    let survivor = &brokers[(other - 1) as usize];
+    wait_for(Duration::from_secs(20), "partition 0 taken over", || settled(survivor, &live));
+    let mut c = Client::connect(ports[&other]);
+    wait_for(Duration::from_secs(10), "partition 0 served", || (fetch(&mut c, TOPIC, 2).0 == NONE).then_some(()));
+    assert_eq!(earliest(&mut c, TOPIC), 2);
+    assert_eq!(fetch(&mut c, TOPIC, 1), (OFFSET_OUT_OF_RANGE, 2, None));
+    assert_eq!(fetch(&mut c, TOPIC, 2).2, Some(0), "the batch holding offset 2 starts at 0");
 }
