@@ -22,6 +22,7 @@ use kafka_protocol::protocol::StrBytes;
 const NONE: i16 = 0;
 const OFFSET_OUT_OF_RANGE: i16 = 1;
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+const INVALID_TOPIC_EXCEPTION: i16 = 17;
 const POLICY_VIOLATION: i16 = 44;
 
 fn name(s: &str) -> TopicName {
@@ -155,7 +156,11 @@ fn delete_records_moves_the_log_start_durably() {
     }
     assert_eq!(segment_files(&broker, "dr").len(), 2);
 
-    let answers = delete_records(&mut c, 2, &[("dr", 0, 6), ("dr", 7, 1), ("nope", 0, 1), ("dr-compacted", 0, 0)]);
+    let answers = delete_records(
+        &mut c,
+        2,
+        &[("dr", 0, 6), ("dr", 7, 1), ("nope", 0, 1), ("dr-compacted", 0, 0), ("__consumer_offsets", 0, 0)],
+    );
     assert_eq!(
         answers,
         vec![
@@ -163,6 +168,7 @@ fn delete_records_moves_the_log_start_durably() {
             ("dr".to_string(), 7, UNKNOWN_TOPIC_OR_PARTITION, -1),
             ("nope".to_string(), 0, UNKNOWN_TOPIC_OR_PARTITION, -1),
             ("dr-compacted".to_string(), 0, POLICY_VIOLATION, -1),
+            ("__consumer_offsets".to_string(), 0, INVALID_TOPIC_EXCEPTION, -1),
         ]
     );
     // Above the high watermark (8), or negative other than -1: out of range. Below the start:
