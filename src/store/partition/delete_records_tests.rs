@@ -211,3 +211,25 @@ fn aborted_transactions_ending_below_the_log_start_leave_the_index() {
     p.delete_records_before(3).unwrap().run().unwrap();
     assert!(p.read(3, 1 << 20, 1).unwrap().aborted.is_empty());
 }
+
+#[test]
+fn list_offsets_by_time_never_answers_below_the_log_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = open(&dir);
+    // Records timestamped 10-13, 20-23, 30-33 at offsets 0-3, 4-7, 8-11.
+    for ts in [10, 20, 30] {
+        let mut data = BytesMut::from(&crate::store::records::testutil::good_batch(4, 0, ts)[..]);
+        crate::store::batch::patch_max_timestamp(&mut data, ts + 3, false);
+        let h = BatchHeader::parse(&data).unwrap();
+        p.append(data, &h, Verified::No, NOW).unwrap();
+    }
+    let end = p.log_end_offset();
+    p.advance_high_watermark(end);
+    assert_eq!(p.list_offset(0, 0).unwrap(), (0, 10));
+    p.delete_records_before(6).unwrap().run().unwrap();
+    // Now the first record at or after the log start (6, inside the batch at 4).
+    assert_eq!(p.list_offset(0, 0).unwrap(), (6, 22));
+    assert_eq!(p.list_offset(21, 0).unwrap(), (6, 22));
+    assert_eq!(p.list_offset(23, 0).unwrap(), (7, 23));
+    assert_eq!(p.list_offset(31, 0).unwrap(), (9, 31));
+}
