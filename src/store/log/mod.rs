@@ -660,6 +660,21 @@ mod tests {
     }
 
     #[test]
+    fn a_log_start_past_the_recovered_end_starts_the_log_empty_there() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (mut log, _) = Log::open(dir.path(), cfg(1 << 20)).unwrap();
+            log.append(rec(3, 1)).unwrap();
+        }
+        // As Kafka's log loader: the data below the start is gone, no offset below it is reused.
+        std::fs::write(dir.path().join(start_offset::LOG_START_FILE), b"50").unwrap();
+        let (mut log, _) = Log::open(dir.path(), cfg(1 << 20)).unwrap();
+        assert_eq!((log.log_start_offset(), log.next_offset()), (50, 50));
+        assert!(!segment::segment_file(dir.path(), 0).exists());
+        assert_eq!(log.append(rec(1, 1)).unwrap().base_offset, 50);
+    }
+
+    #[test]
     fn finds_batches_by_timestamp() {
         let dir = tempfile::tempdir().unwrap();
         let (mut log, _) = Log::open(dir.path(), cfg(1 << 20)).unwrap();
