@@ -13,7 +13,7 @@ use super::messages::*;
 use super::syncer::{SyncJob, Synced, Syncer};
 use crate::error_code::ResponseError;
 use crate::store::clock::now_ms;
-use crate::store::partition::{Partition, PartitionError, Produced};
+use crate::store::partition::{DeleteRecordsError, DeletionError, Partition, PartitionError, Produced};
 
 /// Appends waiting for their fsync; beyond this the mailbox stops being drained fast enough and
 /// senders see a full mailbox (backpressure).
@@ -333,6 +333,11 @@ impl Handler<Shutdown> for PartitionLeader {
                     false
                 }
             };
+            // A DeleteRecords whose file work still runs: its start is made durable here, before
+            // another broker may open the partition.
+            if let Err(e) = self.partition.persist_log_start() {
+                tracing::error!(partition = %self.name, "log start not written at stop: {e}");
+            }
             if synced {
                 if let Err(e) = self.partition.checkpoint_at_stop() {
                     tracing::warn!(partition = %self.name, "{e}");
@@ -349,5 +354,49 @@ impl Handler<InspectProducers> for PartitionLeader {
 
     fn handle(&mut self, msg: InspectProducers, _: &mut Self::Context) {
         let _ = msg.reply.send(self.partition.producers());
+    }
+}
+
+impl Handler<DeleteRecordsBefore> for PartitionLeader {
+    type Result = ();
+
+    /// Moves the log start at once (reads see it, as in Kafka) and answers once the new start is
+    /// durable; the fsync and the segment deletion run on the blocking pool.
+    fn handle(&mut self, msg: DeleteRecordsBefore, _: &mut Self::Context) {
+        let DeleteRecordsBefore { offset, reply } = msg;
+        let deletion = match self.partition.delete_records_before(offset) {
+            Ok(d) => d,
+            Err(e) => {
+                if !matches!(e, DeleteRecordsError::InvalidOffset(_) | DeleteRecordsError::AboveHighWatermark { .. }) {
+                    tracing::warn!(partition = %self.name, "DeleteRecords: {e}");
+                }
+                let _ = reply.send(DeleteRecordsAnswer { error_code: e.code(), low_watermark: -1 });
+                return;
+            }
+        };
+        let name = self.name.clone();
+        let low_watermark = deletion.log_start;
+        if !deletion.segments().is_empty() {
+            tracing::info!(partition = %name, log_start = low_watermark, segments = deletion.segments().len(), "DeleteRecords removes segments");
+        }
+        actix::spawn(async move {
+            let ok = DeleteRecordsAnswer { error_code: 0, low_watermark };
+            let answer = match tokio::task::spawn_blocking(move || deletion.run()).await {
+                Ok(Ok(())) => ok,
+                Ok(Err(e @ DeletionError::Cleanup(_))) => {
+                    tracing::warn!(partition = %name, "{e}");
+                    ok
+                }
+                Ok(Err(e)) => {
+                    tracing::error!(partition = %name, "DeleteRecords: {e}");
+                    DeleteRecordsAnswer { error_code: ResponseError::KafkaStorageError.code(), low_watermark: -1 }
+                }
+                Err(e) => {
+                    tracing::error!(partition = %name, "DeleteRecords: {e}");
+                    DeleteRecordsAnswer { error_code: ResponseError::KafkaStorageError.code(), low_watermark: -1 }
+                }
+            };
+            let _ = reply.send(answer);
+        });
     }
 }

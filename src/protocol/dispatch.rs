@@ -161,6 +161,7 @@ pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
         Metadata => metadata,
         CreateTopics => create_topics,
         DeleteTopics => delete_topics,
+        DeleteRecords => delete_records,
         InitProducerId => init_producer_id,
         OffsetForLeaderEpoch => offset_for_leader_epoch,
         DescribeConfigs => describe_configs,

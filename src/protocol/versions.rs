@@ -15,6 +15,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::CreateTopics, 2, 7),
     (ApiKey::DeleteTopics, 1, 6),
+    (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::InitProducerId, 0, 5),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
     (ApiKey::DescribeConfigs, 1, 4),

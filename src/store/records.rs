@@ -125,16 +125,21 @@ pub fn record_timestamp(h: &BatchHeader, r: &RecordInfo) -> i64 {
     }
 }
 
-/// ListOffsets by time in one stored batch: (offset, timestamp) of the first record below
-/// `upper` whose timestamp satisfies `wanted`. Streams, so a compressed batch is never held
-/// decompressed.
-pub fn find_record(batch: &[u8], upper: i64, wanted: impl Fn(i64) -> bool) -> Result<Option<(i64, i64)>, RecordsError> {
+/// ListOffsets by time in one stored batch: (offset, timestamp) of the first record in
+/// [`lower`, `upper`) (the log start, the readable end) whose timestamp satisfies `wanted`.
+/// Streams, so a compressed batch is never held decompressed.
+pub fn find_record(
+    batch: &[u8],
+    lower: i64,
+    upper: i64,
+    wanted: impl Fn(i64) -> bool,
+) -> Result<Option<(i64, i64)>, RecordsError> {
     let h = BatchHeader::parse(batch).map_err(|e| invalid(e.to_string()))?;
     let mut walk = RecordWalk::new(batch, &h)?;
     while let Some(r) = walk.next_record()? {
         let offset = h.base_offset.saturating_add(i64::from(r.offset_delta));
         let ts = record_timestamp(&h, &r);
-        if offset < upper && wanted(ts) {
+        if offset >= lower && offset < upper && wanted(ts) {
             return Ok(Some((offset, ts)));
         }
     }
@@ -488,9 +493,10 @@ mod tests {
     fn find_record_returns_the_first_match_below_the_bound() {
         let mut b = good_batch(4, CODEC_ZSTD, 100);
         b[0..8].copy_from_slice(&10i64.to_be_bytes());
-        assert_eq!(find_record(&b, i64::MAX, |t| t >= 102).unwrap(), Some((12, 102)));
-        assert_eq!(find_record(&b, 12, |t| t >= 102).unwrap(), None);
-        assert_eq!(find_record(&b, i64::MAX, |t| t == 103).unwrap(), Some((13, 103)));
+        assert_eq!(find_record(&b, 0, i64::MAX, |t| t >= 102).unwrap(), Some((12, 102)));
+        assert_eq!(find_record(&b, 13, i64::MAX, |t| t >= 102).unwrap(), Some((13, 103)));
+        assert_eq!(find_record(&b, 0, 12, |t| t >= 102).unwrap(), None);
+        assert_eq!(find_record(&b, 0, i64::MAX, |t| t == 103).unwrap(), Some((13, 103)));
     }
 
     #[test]

@@ -121,3 +121,20 @@ pub struct Shutdown {
 pub struct InspectProducers {
     pub reply: Reply<Vec<crate::store::producer_state::ProducerEntry>>,
 }
+
+/// A DeleteRecords answer for one partition: the new log start (the low watermark), or -1 with
+/// an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeleteRecordsAnswer {
+    pub error_code: i16,
+    pub low_watermark: i64,
+}
+
+/// DeleteRecords (KIP-107): move the log start to `offset` (-1: the high watermark). Answered
+/// once the new start is durable.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct DeleteRecordsBefore {
+    pub offset: i64,
+    pub reply: Reply<DeleteRecordsAnswer>,
+}

@@ -5,6 +5,7 @@ pub mod add_partitions_to_txn;
 pub mod api_versions;
 pub mod create_topics;
 pub mod delete_groups;
+pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_client_quotas;
 pub mod describe_cluster;

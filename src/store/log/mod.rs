@@ -3,6 +3,7 @@
 
 pub mod file_cache;
 mod segment;
+pub mod start_offset;
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -15,6 +16,7 @@ use thiserror::Error;
 use super::batch::{self, BatchHeader};
 use file_cache::FileCache;
 use segment::Segment;
+use start_offset::{opening_start, segments_below_start, LogStartFile};
 
 #[derive(Debug, Error)]
 pub enum LogError {
@@ -96,6 +98,10 @@ pub struct Log {
     recovery_point: Option<i64>,
     /// The log's size when the recovery point was written (0 when unknown).
     recovery_point_size: u64,
+    /// The log start a DeleteRecords moved to (KIP-107); the oldest segment's base when later.
+    start: i64,
+    /// Where `start` is kept (written off the actor threads, see `persist_start`).
+    start_file: Arc<LogStartFile>,
 }
 
 const RECOVERY_POINT_FILE: &str = "recovery-point";
@@ -171,6 +177,28 @@ impl Log {
             segments.insert(0, Segment::create(dir, 0, &config.files)?);
             unsynced_dirs.push(dir.to_path_buf());
         }
+        let (start_file, from_file) = LogStartFile::open(dir);
+        let first_base = segments.values().next().map_or(0, |s| s.base_offset);
+        let start = opening_start(from_file, first_base);
+        let found_end = segments.values().next_back().map_or(0, |s| s.next_offset);
+        if start > found_end {
+            // As Kafka's log loader: a log start past the end recovery found (the data up to it
+            // is gone) starts the log empty there, so no offset below it is given out again.
+            for (_, seg) in std::mem::take(&mut segments) {
+                info.truncated_bytes += seg.size;
+                seg.delete(dir)?;
+            }
+            segments.insert(start, Segment::create(dir, start, &config.files)?);
+            unsynced_dirs.push(dir.to_path_buf());
+        }
+        // Segments wholly below the start that a crash left behind (they are deleted after the
+        // start is durable).
+        let spans: Vec<(i64, i64)> = segments.values().map(|s| (s.base_offset, s.next_offset)).collect();
+        for base in segments_below_start(&spans, start) {
+            if let Some(seg) = segments.remove(&base) {
+                seg.delete(dir)?;
+            }
+        }
         info.segments = segments.len();
         let end = segments.values().next_back().map_or(0, |s| s.next_offset);
         let log = Log {
@@ -183,6 +211,9 @@ impl Log {
             // A recovery point past a cut, or past the end found, vouches for nothing.
             recovery_point: recovery_point.filter(|rp| !cut && *rp <= end),
             recovery_point_size: 0,
+            // As read: what retention did is in the segments, and needs no write at a stop.
+            start: from_file.unwrap_or(0),
+            start_file: Arc::new(start_file),
         };
         let mut log = log;
         if log.recovery_point == Some(end) {
@@ -219,6 +250,8 @@ impl Log {
             leader_epoch: 0,
             recovery_point: None,
             recovery_point_size: 0,
+            start: 0,
+            start_file: Arc::new(LogStartFile::unread(dir)),
         }
     }
 
@@ -233,7 +266,32 @@ impl Log {
     }
 
     pub fn log_start_offset(&self) -> i64 {
-        self.segments.values().next().map(|s| s.base_offset).unwrap_or(0)
+        self.segments.values().next().map(|s| s.base_offset).unwrap_or(0).max(self.start)
+    }
+
+    /// Moves the log start forward to `offset` (never back; the caller checked it against the
+    /// high watermark) and takes the segments now wholly below it out of the log. Returns their
+    /// files for the caller to delete off the actor threads, after `start_file` made the new
+    /// start durable.
+    pub fn advance_start(&mut self, offset: i64) -> Vec<PathBuf> {
+        self.start = self.start.max(offset);
+        let spans: Vec<(i64, i64)> = self.segments.values().map(|s| (s.base_offset, s.next_offset)).collect();
+        segments_below_start(&spans, self.log_start_offset())
+            .into_iter()
+            .filter_map(|base| self.segments.remove(&base))
+            .map(Segment::detach)
+            .collect()
+    }
+
+    /// The file the log start is kept in, for a blocking thread to write.
+    pub fn start_file(&self) -> Arc<LogStartFile> {
+        self.start_file.clone()
+    }
+
+    /// At a stop: makes the start a DeleteRecords moved durable if its own write has not yet
+    /// (a no-op otherwise: no write for partitions nobody deleted records of). Blocks on fsync.
+    pub fn persist_start(&self) -> std::io::Result<()> {
+        self.start_file.persist(self.start)
     }
 
     /// The leader epoch batches appended from now on carry.
@@ -599,6 +657,21 @@ mod tests {
         assert!(log.sync_handles().is_empty(), "an offline log has nothing to sync");
         assert_eq!((log.next_offset(), log.log_start_offset(), log.enforce_retention(0).unwrap()), (0, 0, 0));
         assert!(!part.exists());
+    }
+
+    #[test]
+    fn a_log_start_past_the_recovered_end_starts_the_log_empty_there() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (mut log, _) = Log::open(dir.path(), cfg(1 << 20)).unwrap();
+            log.append(rec(3, 1)).unwrap();
+        }
+        // As Kafka's log loader: the data below the start is gone, no offset below it is reused.
+        std::fs::write(dir.path().join(start_offset::LOG_START_FILE), b"50").unwrap();
+        let (mut log, _) = Log::open(dir.path(), cfg(1 << 20)).unwrap();
+        assert_eq!((log.log_start_offset(), log.next_offset()), (50, 50));
+        assert!(!segment::segment_file(dir.path(), 0).exists());
+        assert_eq!(log.append(rec(1, 1)).unwrap().base_offset, 50);
     }
 
     #[test]

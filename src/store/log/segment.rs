@@ -248,6 +248,12 @@ impl Segment {
         Ok(Some((h.base_offset, buf.freeze())))
     }
 
+    /// Takes the segment out of the file cache and returns its file, for the caller to delete.
+    pub fn detach(self) -> PathBuf {
+        self.files.forget(self.id);
+        self.path
+    }
+
     pub fn delete(self, dir: &Path) -> Result<(), LogError> {
         let base = self.base_offset;
         self.files.forget(self.id);

@@ -3,6 +3,7 @@
 //! threads: the partition actor turns messages into calls here and runs the fsync round trip.
 //! Everything below the high watermark is durable; the actor moves it once the syncer says so.
 
+mod delete_records;
 mod offsets;
 mod produce;
 mod recovery;
@@ -21,6 +22,7 @@ use crate::store::log::{Log, LogConfig, LogError, SyncSet};
 use crate::store::producer_state::{ProducerEntry, ProducerStateError, ProducerStateTable};
 use crate::store::records::RecordsError;
 
+pub use delete_records::{check_cleanup_policy, check_not_internal, DeleteRecordsError, Deletion, DeletionError};
 pub use offsets::Fetched;
 pub use produce::{check_parsed_partition_data, check_partition_data, check_request, Produced};
 pub use snapshot::SnapshotError;
@@ -152,6 +154,15 @@ impl Partition {
     /// What must be fsynced to make everything appended so far durable.
     pub fn sync_handles(&mut self) -> SyncSet {
         self.log.sync_handles()
+    }
+
+    /// At a stop: the log start a DeleteRecords moved, durable (blocks on fsync; nothing to do
+    /// for a partition nobody deleted records of).
+    pub fn persist_log_start(&self) -> std::io::Result<()> {
+        if self.offline {
+            return Ok(());
+        }
+        self.log.persist_start()
     }
 
     /// Everything below `offset` is on disk: the next recovery may start there.

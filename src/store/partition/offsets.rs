@@ -5,6 +5,7 @@ use bytes::Bytes;
 
 use super::txn_index::last_stable_offset;
 use super::{Partition, PartitionError};
+use crate::store::batch;
 use crate::store::log::LogError;
 use crate::store::records::{self, RecordsError};
 
@@ -35,7 +36,7 @@ impl Partition {
 
     /// eos-rules 51: min(first offset of the earliest open transaction, high watermark).
     pub fn last_stable_offset(&self) -> i64 {
-        last_stable_offset(&self.producers, self.high_watermark)
+        last_stable_offset(&self.producers, self.high_watermark, self.log_start_offset())
     }
 
     /// The end a reader at `isolation_level` may read to: 1 (read_committed) stops at the LSO.
@@ -80,16 +81,51 @@ impl Partition {
         Ok(found.map_err(PartitionError::Records)?.unwrap_or((-1, -1)))
     }
 
-    /// First record below `upper` with timestamp >= `ts` (or, with `exact_max`, the record
-    /// holding the maximum).
+    /// First record in [log start, `upper`) with timestamp >= `ts` (or, with `exact_max`, the
+    /// record holding the maximum).
     fn find_by_timestamp(&self, ts: i64, upper: i64, exact_max: bool) -> Result<Option<(i64, i64)>, RecordsError> {
         if ts < 0 {
             return Ok(None);
         }
-        let Ok(Some((_, batch))) = self.log.batch_for_timestamp(ts) else {
+        let wanted = |t: i64| if exact_max { t == ts } else { t >= ts };
+        let start = self.log_start_offset();
+        let Ok(Some((base, batch))) = self.log.batch_for_timestamp(ts) else {
             return Ok(None);
         };
         // Streams through the records: a compressed batch is never held decompressed.
-        records::find_record(&batch, upper, |t| if exact_max { t == ts } else { t >= ts })
+        let found = records::find_record(&batch, start, upper, wanted)?;
+        if found.is_some() || base >= start {
+            return Ok(found);
+        }
+        // The time index found a batch below the log start (a DeleteRecords moved it into a
+        // segment): as Kafka's findOffsetByTimestamp from the log start, scan on from there.
+        self.scan_for_timestamp(start, upper, ts, wanted)
+    }
+
+    fn scan_for_timestamp(
+        &self,
+        start: i64,
+        upper: i64,
+        ts: i64,
+        wanted: impl Fn(i64) -> bool,
+    ) -> Result<Option<(i64, i64)>, RecordsError> {
+        let mut pos = start;
+        loop {
+            let Ok(data) = self.log.read(pos, upper, 1 << 20) else {
+                return Ok(None);
+            };
+            let before = pos;
+            for (h, batch) in batch::iter_batches(&data) {
+                if h.max_timestamp >= ts {
+                    if let Some(found) = records::find_record(&batch, start, upper, &wanted)? {
+                        return Ok(Some(found));
+                    }
+                }
+                pos = h.last_offset() + 1;
+            }
+            if pos == before {
+                return Ok(None);
+            }
+        }
     }
 }

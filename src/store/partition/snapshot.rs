@@ -41,14 +41,24 @@ impl Partition {
     /// Snapshots the producer state as of the log end. Not fsynced: a lost or empty snapshot
     /// only makes recovery replay more of the log (an unreadable one is ignored).
     pub fn write_snapshot(&mut self) -> Result<(), SnapshotError> {
+        let (offset, bytes) = self.encode_snapshot()?;
+        write_replace(&self.dir.join(SNAPSHOT_FILE), &bytes)?;
+        self.mark_snapshot(offset);
+        Ok(())
+    }
+
+    /// The snapshot as of the log end, encoded, and that offset.
+    pub(super) fn encode_snapshot(&self) -> Result<(i64, Vec<u8>), SnapshotError> {
         let offset = self.log.next_offset();
         let snap = Snapshot { offset, table: self.producers.clone(), aborted: self.txns.aborted().to_vec() };
-        let bytes = serde_json::to_vec(&snap)?;
-        write_replace(&self.dir.join(SNAPSHOT_FILE), &bytes)?;
+        Ok((offset, serde_json::to_vec(&snap)?))
+    }
+
+    /// A snapshot as of `offset` (the log end) is being written.
+    pub(super) fn mark_snapshot(&mut self, offset: i64) {
         self.snapshot_offset = offset;
         self.snapshot_size = self.log.size_bytes();
         self.producers_touched = false;
-        Ok(())
     }
 
     /// At a clean stop, after the final fsync: the recovery point and the producer snapshot are

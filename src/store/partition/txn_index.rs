@@ -46,9 +46,11 @@ impl TxnIndex {
 }
 
 /// eos-rules 51: the last stable offset is the first offset of the earliest open transaction,
-/// never above the high watermark.
-pub fn last_stable_offset(producers: &ProducerStateTable, high_watermark: i64) -> i64 {
-    producers.first_unstable_offset().map_or(high_watermark, |f| f.min(high_watermark))
+/// never above the high watermark, and never below the log start (a DeleteRecords may move the
+/// start past an open transaction's first offset: Kafka's maybeIncrementFirstUnstableOffset).
+pub fn last_stable_offset(producers: &ProducerStateTable, high_watermark: i64, log_start: i64) -> i64 {
+    let lso = producers.first_unstable_offset().map_or(high_watermark, |f| f.min(high_watermark));
+    lso.max(log_start.min(high_watermark))
 }
 
 /// The transaction version a WriteTxnMarkers marker is validated under: v2 (KIP-1228) carries
