@@ -424,7 +424,9 @@ impl Client {
     }
 }
 
-/// A real v2 batch of `n` records (as a producer builds it).
+/// A real v2 batch of `n` records (as a producer builds it). With `base_sequence < 0` and
+/// `n > 1` kafka-protocol's encoder writes `n` one-record batches instead (it only groups
+/// consecutive sequences), which a broker refuses as INVALID_RECORD: use one record there.
 pub fn batch(producer_id: i64, epoch: i16, base_sequence: i32, n: usize, tag: &str) -> Bytes {
     build_batch(producer_id, epoch, base_sequence, n, tag, false)
 }
