@@ -187,5 +187,6 @@ pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
         DescribeClientQuotas => describe_client_quotas,
         DescribeUserScramCredentials => describe_user_scram_credentials,
         DescribeLogDirs => describe_log_dirs,
+        DescribeTopicPartitions => describe_topic_partitions,
     }
 }

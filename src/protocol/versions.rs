@@ -44,6 +44,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeClientQuotas, 0, 1),
     (ApiKey::DescribeUserScramCredentials, 0, 0),
     (ApiKey::DescribeLogDirs, 1, 4),
+    (ApiKey::DescribeTopicPartitions, 0, 0),
 ];
 
 /// What this broker's settings take out of [`SUPPORTED`].

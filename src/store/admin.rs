@@ -83,9 +83,65 @@ pub fn check_quota_filter(components: &[(String, i8, Option<String>)]) -> Result
     Ok(())
 }
 
+/// DescribeTopicPartitions' page: Kafka caps a response at this many partitions whatever the
+/// client asks (`max.request.partition.size.limit`).
+pub const MAX_PARTITIONS_PER_PAGE: i32 = 2000;
+
+/// One page of DescribeTopicPartitions over `topics` (name, partition count; sorted by name):
+/// from `cursor` (a topic and first partition; a topic not listed is INVALID_REQUEST), at most
+/// `limit` partitions (capped as Kafka does). Returns each topic's partition range on this page
+/// and where the next page starts, if anything is left.
+pub fn partitions_page(
+    topics: &[(String, i32)],
+    cursor: Option<(&str, i32)>,
+    limit: i32,
+) -> Result<(Vec<(String, std::ops::Range<i32>)>, Option<(String, i32)>), String> {
+    let mut left = limit.clamp(1, MAX_PARTITIONS_PER_PAGE);
+    let (start_topic, mut first) = match cursor {
+        Some((t, p)) => {
+            let Some(i) = topics.iter().position(|(n, _)| n == t) else {
+                return Err(format!("The cursor topic {t} is not among the topics asked about"));
+            };
+            (i, p.max(0))
+        }
+        None => (0, 0),
+    };
+    let mut page = Vec::new();
+    for (name, count) in topics.iter().skip(start_topic) {
+        if left == 0 {
+            return Ok((page, Some((name.clone(), 0))));
+        }
+        let end = (*count).min(first.saturating_add(left));
+        let from = first.min(end);
+        page.push((name.clone(), from..end));
+        left -= end - from;
+        if end < *count {
+            return Ok((page, Some((name.clone(), end))));
+        }
+        first = 0;
+    }
+    Ok((page, None))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn describe_topic_partitions_pages_by_partition_count_with_a_cursor() {
+        let topics = vec![("a".to_string(), 3), ("b".to_string(), 2), ("c".to_string(), 1)];
+        let (page, next) = partitions_page(&topics, None, 4).unwrap();
+        assert_eq!(page, vec![("a".into(), 0..3), ("b".into(), 0..1)]);
+        assert_eq!(next, Some(("b".into(), 1)));
+        let (page, next) = partitions_page(&topics, Some(("b", 1)), 4).unwrap();
+        assert_eq!(page, vec![("b".into(), 1..2), ("c".into(), 0..1)]);
+        assert_eq!(next, None);
+        let (page, next) = partitions_page(&topics, None, 3).unwrap();
+        assert_eq!((page, next), (vec![("a".into(), 0..3)], Some(("b".into(), 0))), "a full page ends at a topic");
+        assert!(partitions_page(&topics, Some(("zz", 0)), 4).is_err(), "a cursor outside the topics asked");
+        let (page, _) = partitions_page(&topics, None, i32::MAX).unwrap();
+        assert_eq!(page.len(), 3, "capped at Kafka's 2000, which holds all of these");
+    }
 
     #[test]
     fn a_led_partition_needs_no_election() {

@@ -20,7 +20,7 @@ use uuid::Uuid;
 /// Kafka's transaction-state topic (store::topics::INTERNAL_TOPICS).
 const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
 
-fn topic_entry(s: &Session, version: i16, meta: &TopicMeta) -> MetadataResponseTopic {
+pub(super) fn topic_entry(s: &Session, version: i16, meta: &TopicMeta) -> MetadataResponseTopic {
     let name = meta.name.clone();
     let owned = |p| Owned::Partition { topic: name.clone(), partition: p };
     partitions_entry(s, &meta.name, meta.id, version, meta.partitions, owned)
@@ -30,7 +30,7 @@ fn topic_entry(s: &Session, version: i16, meta: &TopicMeta) -> MetadataResponseT
 /// `__consumer_offsets` has Kafka's 50 partitions, each led by the broker running its group
 /// coordinator; `__transaction_state` has one partition per transaction-coordinator shard, led
 /// by the shard's owner. IsInternal is set, so clients skip them in pattern subscriptions.
-fn internal_entry(s: &Session, version: i16, name: &str) -> Option<MetadataResponseTopic> {
+pub(super) fn internal_entry(s: &Session, version: i16, name: &str) -> Option<MetadataResponseTopic> {
     let mut t = match name {
         CONSUMER_OFFSETS_TOPIC => partitions_entry(
             s,
