@@ -2,6 +2,7 @@
 
 pub mod batch;
 pub mod clock;
+pub mod config_resources;
 pub mod control;
 pub mod coordinator_key;
 pub mod durable;
