@@ -52,8 +52,9 @@ fn topic_entry(d: Described, synonyms: bool, documentation: bool, version: i16) 
     e
 }
 
+/// Kafka describes every config when the key list is null or empty.
 fn wanted(keys: &Option<Vec<kafka_protocol::protocol::StrBytes>>, name: &str) -> bool {
-    keys.as_ref().is_none_or(|k| k.iter().any(|x| x.as_str() == name))
+    keys.as_ref().is_none_or(|k| k.is_empty() || k.iter().any(|x| x.as_str() == name))
 }
 
 pub async fn handle(s: Rc<Session>, version: i16, req: DescribeConfigsRequest) -> DescribeConfigsResponse {
