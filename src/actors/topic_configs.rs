@@ -103,7 +103,7 @@ impl Handler<AlterTopicConfigs> for TopicRegistry {
         let (name, change, validate_only) = (msg.name.clone(), msg.change, msg.validate_only);
         let work = tokio::task::spawn_blocking(move || alter_on_disk(&data_dir, &name, id, &change, validate_only));
         let (name, reply) = (msg.name, msg.reply);
-        ctx.wait(async move { work.await }.into_actor(self).map(move |joined, act, _| {
+        ctx.wait(work.into_actor(self).map(move |joined, act, _| {
             let result = joined.unwrap_or_else(|e| Err((ResponseError::UnknownServerError.code(), e.to_string())));
             let result = result.map(|written| {
                 if let Some(configs) = written {

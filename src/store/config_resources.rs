@@ -96,14 +96,13 @@ pub fn broker_change(node_id: i32, name: &str, ops: &[AlterOp]) -> Result<(), Re
 pub fn logger_change(node_id: i32, name: &str, ops: &[AlterOp]) -> Result<(), ResourceError> {
     check_node(name, node_id)?;
     check_shape(ops)?;
-    for o in ops {
-        match o.op {
-            OP_APPEND => return Err(ResourceError::LoggerOp("APPEND")),
-            OP_SUBTRACT => return Err(ResourceError::LoggerOp("SUBTRACT")),
-            _ => return Err(ResourceError::NoLogger(o.name.clone())),
-        }
+    // The first operation decides: every logger name is unknown here.
+    match ops.first() {
+        None => Ok(()),
+        Some(o) if o.op == OP_APPEND => Err(ResourceError::LoggerOp("APPEND")),
+        Some(o) if o.op == OP_SUBTRACT => Err(ResourceError::LoggerOp("SUBTRACT")),
+        Some(o) => Err(ResourceError::NoLogger(o.name.clone())),
     }
-    Ok(())
 }
 
 #[cfg(test)]

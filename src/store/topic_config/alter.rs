@@ -111,7 +111,7 @@ pub fn replace_all(entries: &[(String, Option<String>)]) -> Result<BTreeMap<Stri
     let ops: Vec<AlterOp> =
         entries.iter().map(|(n, v)| AlterOp { name: n.clone(), op: OP_SET, value: v.clone() }).collect();
     check_shape(&ops)?;
-    Ok(apply_incremental(&BTreeMap::new(), &ops)?)
+    apply_incremental(&BTreeMap::new(), &ops)
 }
 
 #[cfg(test)]
