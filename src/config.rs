@@ -328,6 +328,19 @@ impl Settings {
         }
     }
 
+    /// The broker settings topic configs default to.
+    pub fn topic_defaults(&self) -> crate::store::topic_config::BrokerDefaults {
+        crate::store::topic_config::BrokerDefaults {
+            retention_ms: self.retention_ms,
+            retention_bytes: self.retention_bytes,
+            segment_bytes: self.segment_bytes,
+            max_message_bytes: self.max_message_bytes,
+            timestamp_type: self.log_message_timestamp_type.clone(),
+            before_max_ms: self.log_message_timestamp_before_max_ms,
+            after_max_ms: self.log_message_timestamp_after_max_ms,
+        }
+    }
+
     /// The broker's log settings, with its one cache of open segment files.
     pub fn log_config(&self, files: std::sync::Arc<FileCache>) -> LogConfig {
         LogConfig {

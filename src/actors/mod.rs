@@ -13,5 +13,6 @@ pub mod quotas;
 pub mod slot;
 pub mod supervisor;
 pub mod syncer;
+pub mod topic_configs;
 pub mod topics;
 pub mod txn_coordinator;

@@ -321,6 +321,14 @@ impl Handler<FenceEpoch> for PartitionLeader {
     }
 }
 
+impl Handler<SetLogConfig> for PartitionLeader {
+    type Result = ();
+
+    fn handle(&mut self, msg: SetLogConfig, _: &mut Self::Context) {
+        self.partition.set_log_config(msg.config);
+    }
+}
+
 impl Handler<Shutdown> for PartitionLeader {
     type Result = ();
 

@@ -26,7 +26,7 @@ use crate::store::log::{LogConfig, LogError};
 use crate::store::ownership::{Lease, Owned, Ownership};
 use crate::store::partition::Partition;
 use crate::store::placement;
-use crate::store::topic_config;
+use crate::store::topic_config::{self, BrokerDefaults, ProduceLimits};
 use crate::store::topics::{self, TopicMeta};
 
 /// A topic and the partition-leader actors of the partitions this broker leads.
@@ -35,12 +35,24 @@ pub struct TopicHandle {
     pub meta: TopicMeta,
     /// One slot per served partition; empty while a peer (or nobody) leads it.
     pub partitions: Arc<Vec<Slot<PartitionLeader>>>,
+    /// What Produce checks, shared by every copy of the handle so an alter reaches them all.
+    limits: Arc<RwLock<ProduceLimits>>,
 }
 
 impl TopicHandle {
-    fn new(meta: TopicMeta) -> TopicHandle {
+    fn new(meta: TopicMeta, defaults: &BrokerDefaults) -> TopicHandle {
         let slots = (0..meta.partitions).map(|_| Slot::default()).collect();
-        TopicHandle { meta, partitions: Arc::new(slots) }
+        let limits = Arc::new(RwLock::new(topic_config::produce_limits(defaults, &meta.configs)));
+        TopicHandle { meta, partitions: Arc::new(slots), limits }
+    }
+
+    /// The topic's current batch size limit and timestamp rules.
+    pub fn produce_limits(&self) -> ProduceLimits {
+        *self.limits.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn set_produce_limits(&self, limits: ProduceLimits) {
+        *self.limits.write().unwrap_or_else(PoisonError::into_inner) = limits;
     }
 
     /// The leader of partition `p` while this broker leads it.
@@ -48,7 +60,7 @@ impl TopicHandle {
         usize::try_from(p).ok().and_then(|i| self.partitions.get(i)).and_then(Slot::get)
     }
 
-    fn leaders(&self) -> Vec<Addr<PartitionLeader>> {
+    pub(super) fn leaders(&self) -> Vec<Addr<PartitionLeader>> {
         self.partitions.iter().filter_map(Slot::get).collect()
     }
 }
@@ -72,8 +84,8 @@ pub struct GetTopic {
 }
 
 pub struct TopicRegistry {
-    settings: Arc<Settings>,
-    topics: HashMap<String, TopicHandle>,
+    pub(super) settings: Arc<Settings>,
+    pub(super) topics: HashMap<String, TopicHandle>,
     arbiters: Vec<ArbiterHandle>,
     next_arbiter: usize,
     syncer: Syncer,
@@ -251,7 +263,12 @@ impl TopicRegistry {
             }
         }
         for meta in on_disk {
-            if self.deleting.contains(&meta.name) || self.topics.get(&meta.name).is_some_and(|h| h.meta.id == meta.id) {
+            if self.topics.get(&meta.name).is_some_and(|h| h.meta.id == meta.id) {
+                // A peer may have altered its configs.
+                self.apply_configs(&meta.name, meta.configs);
+                continue;
+            }
+            if self.deleting.contains(&meta.name) {
                 continue;
             }
             self.register(meta);
@@ -275,7 +292,7 @@ impl TopicRegistry {
         // What is not served is not announced either: Metadata, ListOffsets and the broker's
         // partition count see the served partitions; the topic file on disk stays as it is.
         let meta = TopicMeta { partitions: count, ..meta };
-        let handle = TopicHandle::new(meta);
+        let handle = TopicHandle::new(meta, &self.settings.topic_defaults());
         if let Some(old) = self.topics.insert(handle.meta.name.clone(), handle.clone()) {
             // A topic of this name deleted and created again by a peer: the new one owns the
             // directories (its creator cleared them).
@@ -288,7 +305,7 @@ impl TopicRegistry {
 
     /// The topic `name` from its file on the shared disk, when there is one and it is not being
     /// deleted here.
-    fn load_from_disk(&mut self, name: &str) -> Option<TopicHandle> {
+    pub(super) fn load_from_disk(&mut self, name: &str) -> Option<TopicHandle> {
         if self.deleting.contains(name) {
             return None;
         }
@@ -454,7 +471,7 @@ impl TopicRegistry {
     }
 
     /// The topic's log settings: the broker's, overridden by valid topic configs.
-    fn log_config(&self, meta: &TopicMeta) -> LogConfig {
+    pub(super) fn log_config(&self, meta: &TopicMeta) -> LogConfig {
         let base = self.settings.log_config(self.files.clone());
         let (config, ignored) = topic_config::log_config_for(&base, &meta.configs);
         for e in ignored {
@@ -535,7 +552,7 @@ impl TopicRegistry {
                 format!("Could not open partition {}-{p}: {e}. Topic '{}' was not created.", meta.name, meta.name),
             )
         };
-        let handle = TopicHandle::new(meta.clone());
+        let handle = TopicHandle::new(meta.clone(), &self.settings.topic_defaults());
         let mut acquired = Vec::new();
         for p in 0..partitions {
             let what = Owned::Partition { topic: meta.name.clone(), partition: p };

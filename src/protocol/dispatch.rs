@@ -165,6 +165,8 @@ pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
         InitProducerId => init_producer_id,
         OffsetForLeaderEpoch => offset_for_leader_epoch,
         DescribeConfigs => describe_configs,
+        AlterConfigs => alter_configs,
+        IncrementalAlterConfigs => incremental_alter_configs,
         AddPartitionsToTxn => add_partitions_to_txn,
         AddOffsetsToTxn => add_offsets_to_txn,
         EndTxn => end_txn,

@@ -83,6 +83,9 @@ pub fn check_quota_filter(components: &[(String, i8, Option<String>)]) -> Result
     Ok(())
 }
 
+/// Each topic's partition range on a page, and where the next page starts.
+pub type Page = (Vec<(String, std::ops::Range<i32>)>, Option<(String, i32)>);
+
 /// DescribeTopicPartitions' page: Kafka caps a response at this many partitions whatever the
 /// client asks (`max.request.partition.size.limit`).
 pub const MAX_PARTITIONS_PER_PAGE: i32 = 2000;
@@ -95,7 +98,7 @@ pub fn partitions_page(
     topics: &[(String, i32)],
     cursor: Option<(&str, i32)>,
     limit: i32,
-) -> Result<(Vec<(String, std::ops::Range<i32>)>, Option<(String, i32)>), String> {
+) -> Result<Page, String> {
     let mut left = limit.clamp(1, MAX_PARTITIONS_PER_PAGE);
     let (start_topic, mut first) = match cursor {
         Some((t, p)) => {

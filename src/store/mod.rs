@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod batch;
 pub mod clock;
+pub mod config_resources;
 pub mod control;
 pub mod coordinator_key;
 pub mod durable;

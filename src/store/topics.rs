@@ -252,6 +252,15 @@ pub fn save(data_dir: &Path, meta: &TopicMeta) -> Result<(), TopicError> {
     Ok(())
 }
 
+/// Rewrites the file of an existing topic (its configs altered), crash-safely: a reader sees the
+/// old file or the new one, never a mix, and the new one is durable once this returns.
+pub fn replace(data_dir: &Path, meta: &TopicMeta) -> Result<(), TopicError> {
+    validate_name(&meta.name)?;
+    let bytes = serde_json::to_vec_pretty(meta).map_err(|e| TopicError::Parse(PathBuf::from(&meta.name), e))?;
+    write_atomic(&topics_dir(data_dir).join(format!("{}.json", meta.name)), &bytes)?;
+    Ok(())
+}
+
 /// What start-up may serve: at most `max_partitions` partitions are started (the rest of a
 /// topic left by an older kaas is not served), so the broker's memory stays bounded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -431,6 +440,17 @@ mod tests {
         remove(dir.path(), &meta, &[0, 1, 2]).unwrap();
         assert!(load_all(dir.path()).unwrap().is_empty());
         assert!(!partition_dir(dir.path(), "t", 1).exists());
+    }
+
+    #[test]
+    fn replacing_a_topic_file_keeps_one_file_with_the_new_configs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut meta = meta_t();
+        save(dir.path(), &meta).unwrap();
+        meta.configs.insert("retention.ms".into(), "1000".into());
+        replace(dir.path(), &meta).unwrap();
+        assert_eq!(load_all(dir.path()).unwrap(), vec![meta]);
+        assert_eq!(std::fs::read_dir(topics_dir(dir.path())).unwrap().count(), 1, "no temporary file left");
     }
 
     #[test]

@@ -108,6 +108,13 @@ pub struct FenceEpoch {
     pub epoch: i16,
 }
 
+/// The topic's configs changed: the leader's log uses these settings from now on.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct SetLogConfig {
+    pub config: crate::store::log::LogConfig,
+}
+
 /// Flush, snapshot producer state and stop.
 #[derive(Message)]
 #[rtype(result = "()")]

@@ -1,20 +1,21 @@
-//! DescribeConfigs (key 32): topic configs (explicit ones plus the broker defaults that apply)
-//! and the broker's own settings, enough for admin tools.
+//! DescribeConfigs (key 32): every Kafka topic config with its value, source, synonyms and
+//! documentation (store::topic_config::describe), and the broker's own settings.
 
 use std::rc::Rc;
 
-use kafka_protocol::messages::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult};
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
+};
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
+use crate::store::topic_config::describe::{describe_topic, Described};
 
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
-/// ConfigSource values of DescribeConfigs v1+.
-const SOURCE_TOPIC: i8 = 1;
+/// ConfigSource of DescribeConfigs v1+.
 const SOURCE_STATIC_BROKER: i8 = 4;
-const SOURCE_DEFAULT: i8 = 5;
 
 fn entry(name: &str, value: &str, source: i8, read_only: bool) -> DescribeConfigsResourceResult {
     let mut e = DescribeConfigsResourceResult::default();
@@ -25,22 +26,40 @@ fn entry(name: &str, value: &str, source: i8, read_only: bool) -> DescribeConfig
     e
 }
 
-fn wanted(keys: &Option<Vec<kafka_protocol::protocol::StrBytes>>, name: &str) -> bool {
-    keys.as_ref().is_none_or(|k| k.iter().any(|x| x.as_str() == name))
+/// One topic config; synonyms when asked for, type and documentation from v3 (earlier versions
+/// cannot carry them).
+fn topic_entry(d: Described, synonyms: bool, documentation: bool, version: i16) -> DescribeConfigsResourceResult {
+    let mut e = entry(d.name, &d.value, d.source, false);
+    if synonyms {
+        e.synonyms = d
+            .synonyms
+            .into_iter()
+            .map(|syn| {
+                let mut out = DescribeConfigsSynonym::default();
+                out.name = str_bytes(&syn.name);
+                out.value = Some(str_bytes(&syn.value));
+                out.source = syn.source;
+                out
+            })
+            .collect();
+    }
+    if version >= 3 {
+        e.config_type = d.config_type;
+        if documentation {
+            e.documentation = Some(str_bytes(d.doc));
+        }
+    }
+    e
 }
 
-pub async fn handle(s: Rc<Session>, _version: i16, req: DescribeConfigsRequest) -> DescribeConfigsResponse {
+/// Kafka describes every config when the key list is null or empty.
+fn wanted(keys: &Option<Vec<kafka_protocol::protocol::StrBytes>>, name: &str) -> bool {
+    keys.as_ref().is_none_or(|k| k.is_empty() || k.iter().any(|x| x.as_str() == name))
+}
+
+pub async fn handle(s: Rc<Session>, version: i16, req: DescribeConfigsRequest) -> DescribeConfigsResponse {
     let st = &s.settings;
-    let defaults = [
-        ("cleanup.policy", "delete".to_string()),
-        ("retention.ms", st.retention_ms.to_string()),
-        ("retention.bytes", st.retention_bytes.to_string()),
-        ("segment.bytes", st.segment_bytes.to_string()),
-        ("max.message.bytes", st.max_message_bytes.to_string()),
-        ("message.timestamp.type", "CreateTime".to_string()),
-        ("min.insync.replicas", "1".to_string()),
-        ("compression.type", "producer".to_string()),
-    ];
+    let defaults = st.topic_defaults();
     let mut resp = DescribeConfigsResponse::default();
     for res in req.resources {
         let mut r = DescribeConfigsResult::default();
@@ -49,13 +68,9 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: DescribeConfigsRequest) 
         match res.resource_type {
             RESOURCE_TOPIC => match s.lookup(&res.resource_name, false).await {
                 Ok(h) => {
-                    for (name, default) in &defaults {
-                        if !wanted(&res.configuration_keys, name) {
-                            continue;
-                        }
-                        match h.meta.configs.get(*name) {
-                            Some(v) => r.configs.push(entry(name, v, SOURCE_TOPIC, false)),
-                            None => r.configs.push(entry(name, default, SOURCE_DEFAULT, false)),
+                    for d in describe_topic(&defaults, &h.meta.configs) {
+                        if wanted(&res.configuration_keys, d.name) {
+                            r.configs.push(topic_entry(d, req.include_synonyms, req.include_documentation, version));
                         }
                     }
                 }

@@ -44,27 +44,13 @@ fn err(code: i16) -> Slot {
     Slot::Done(AppendAck { error_code: code, base_offset: -1, log_append_time: -1, log_start_offset: -1 })
 }
 
-fn timestamp_policy(s: &Session) -> TimestampPolicy {
-    TimestampPolicy {
-        log_append_time: s.settings.log_message_timestamp_type == "LogAppendTime",
-        before_max_ms: s.settings.log_message_timestamp_before_max_ms,
-        after_max_ms: s.settings.log_message_timestamp_after_max_ms,
-    }
-}
-
 /// Kafka's LogValidator on the batch, then the append. The records are walked by streaming
 /// decompression (bounded memory, see store::records), never decoded whole.
-async fn validate_and_append(
-    s: &Session,
-    leader: &actix::Addr<PartitionLeader>,
-    name: &str,
-    records: &[u8],
-    header: BatchHeader,
-    verified: Verified,
-    acks: i16,
-) -> Slot {
+async fn validate_and_append(s: &Session, name: &str, ready: Ready, acks: i16) -> Slot {
+    let Ready { leader, header, records, verified, timestamp } = ready;
+    let leader = &leader;
     let now = now_ms();
-    let validated = match validate::validate_client_batch(records, &header, &timestamp_policy(s), now) {
+    let validated = match validate::validate_client_batch(&records, &header, &timestamp, now) {
         Ok(v) => v,
         Err(e) => {
             tracing::debug!(topic = name, "produce refused by the record validator: {e}");
@@ -76,7 +62,7 @@ async fn validate_and_append(
             return Slot::Rejected(ack, details);
         }
     };
-    let mut data = BytesMut::from(records);
+    let mut data = BytesMut::from(&records[..]);
     let mut header = header;
     if validated.needs_patch(&header) {
         batch::patch_max_timestamp(&mut data, validated.max_timestamp, validated.log_append_time.is_some());
@@ -111,6 +97,8 @@ struct Ready {
     header: BatchHeader,
     records: bytes::Bytes,
     verified: Verified,
+    /// The topic's timestamp rules (its configs, else the broker's).
+    timestamp: TimestampPolicy,
 }
 
 enum Prepared {
@@ -130,13 +118,13 @@ fn prepare_partition(
         Ok(leader) => leader,
         Err(code) => return Prepared::Done(err(code)),
     };
-    let header = match check_parsed_partition_data(p.records.as_deref(), parsed, s.settings.max_message_bytes, version)
-    {
+    let limits = topic.produce_limits();
+    let header = match check_parsed_partition_data(p.records.as_deref(), parsed, limits.max_message_bytes, version) {
         Ok(header) => header,
         Err(e) => return Prepared::Done(err(e.code())),
     };
     let records = p.records.unwrap_or_default();
-    Prepared::Ready(Ready { leader, header, records, verified: Verified::No })
+    Prepared::Ready(Ready { leader, header, records, verified: Verified::No, timestamp: limits.timestamp })
 }
 
 /// Enqueues every append now; the returned future completes with the response (None for acks=0).
@@ -188,9 +176,7 @@ pub async fn dispatch(
         for (index, part) in parts {
             let slot = match part {
                 Prepared::Done(slot) => slot,
-                Prepared::Ready(r) => {
-                    validate_and_append(&s, &r.leader, &name, &r.records, r.header, r.verified, acks).await
-                }
+                Prepared::Ready(r) => validate_and_append(&s, &name, r, acks).await,
             };
             slots.push((index, slot));
         }

@@ -238,6 +238,11 @@ impl Log {
         Ok(())
     }
 
+    /// New settings (a topic config altered): appends and retention use them from now on.
+    pub fn set_config(&mut self, config: LogConfig) {
+        self.config = config;
+    }
+
     /// A log that could not be opened: it holds no segment and no open file, answers every read
     /// and write with [`LogError::Offline`], and leaves whatever is on disk untouched.
     pub fn offline(dir: &Path, config: LogConfig) -> Log {

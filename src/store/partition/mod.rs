@@ -108,6 +108,11 @@ impl Partition {
         self.log.set_leader_epoch(epoch);
     }
 
+    /// The topic's log settings changed (AlterConfigs): used from the next append on.
+    pub fn set_log_config(&mut self, config: LogConfig) {
+        self.log.set_config(config);
+    }
+
     /// A partition whose log could not be opened: it owns no file, refuses every read and write
     /// with `Offline`, and never writes a snapshot, so what is on disk stays as it was.
     pub fn offline(dir: PathBuf, log_config: LogConfig) -> Partition {

@@ -1,0 +1,157 @@
+//! The resources of AlterConfigs and IncrementalAlterConfigs other than a topic's configs, as
+//! Kafka's broker preprocesses them (ConfigAdminManager): duplicate resources, resource types,
+//! BROKER configs (kaas has none it can change at runtime) and BROKER_LOGGER (kaas has no Log4j
+//! loggers). Pure functions, no I/O.
+
+use std::collections::HashMap;
+
+use thiserror::Error;
+
+use super::topic_config::alter::{check_shape, AlterError, AlterOp, OP_APPEND, OP_DELETE, OP_SUBTRACT};
+use crate::error_code::ResponseError;
+
+/// ConfigResource.Type ids.
+pub const RESOURCE_TOPIC: i8 = 2;
+pub const RESOURCE_BROKER: i8 = 4;
+pub const RESOURCE_BROKER_LOGGER: i8 = 8;
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ResourceError {
+    #[error("Each resource must appear at most once.")]
+    Duplicate,
+    #[error("Unknown resource type {0}")]
+    UnknownType(i8),
+    #[error("Node id must be an integer, but it is: {0}")]
+    NodeIdNotInt(String),
+    #[error("Unexpected broker id, expected {expected}, but received {got}")]
+    WrongNode { expected: i32, got: String },
+    #[error("Default topic resources are not allowed.")]
+    DefaultTopic,
+    /// Kafka's answer for a broker config it cannot change at runtime; kaas can change none.
+    #[error("Cannot update these configs dynamically: [{}]", .0.join(", "))]
+    NotDynamic(Vec<String>),
+    #[error("Logger {0} does not exist!")]
+    NoLogger(String),
+    #[error("{0} operation is not allowed for the BROKER_LOGGER resource")]
+    LoggerOp(&'static str),
+    #[error("{0}")]
+    Shape(#[from] AlterError),
+}
+
+impl ResourceError {
+    pub fn code(&self) -> i16 {
+        match self {
+            ResourceError::NoLogger(_) => ResponseError::InvalidConfig.code(),
+            ResourceError::Shape(e) => e.code(),
+            _ => ResponseError::InvalidRequest.code(),
+        }
+    }
+}
+
+/// For each resource, whether another one has the same (type, name): all of them are refused.
+pub fn duplicates(keys: &[(i8, String)]) -> Vec<bool> {
+    let mut count: HashMap<&(i8, String), usize> = HashMap::new();
+    for k in keys {
+        *count.entry(k).or_default() += 1;
+    }
+    keys.iter().map(|k| count[k] > 1).collect()
+}
+
+/// A per-broker resource must name this broker.
+fn check_node(name: &str, node_id: i32) -> Result<(), ResourceError> {
+    let id: i32 = name.parse().map_err(|_| ResourceError::NodeIdNotInt(name.to_string()))?;
+    if id == node_id {
+        Ok(())
+    } else {
+        Err(ResourceError::WrongNode { expected: node_id, got: name.to_string() })
+    }
+}
+
+/// A topic resource must name a topic.
+pub fn check_topic_name(name: &str) -> Result<(), ResourceError> {
+    if name.is_empty() {
+        Err(ResourceError::DefaultTopic)
+    } else {
+        Ok(())
+    }
+}
+
+/// BROKER (`name` empty: the cluster default). kaas reads its settings at start only, so any
+/// change is refused as Kafka refuses a config it cannot update dynamically; deleting is a no-op
+/// (no dynamic value is ever set).
+pub fn broker_change(node_id: i32, name: &str, ops: &[AlterOp]) -> Result<(), ResourceError> {
+    if !name.is_empty() {
+        check_node(name, node_id)?;
+    }
+    check_shape(ops)?;
+    let changed: Vec<String> = ops.iter().filter(|o| o.op != OP_DELETE).map(|o| o.name.clone()).collect();
+    if changed.is_empty() {
+        Ok(())
+    } else {
+        Err(ResourceError::NotDynamic(changed))
+    }
+}
+
+/// BROKER_LOGGER: kaas logs through `tracing` (RUST_LOG), with no Log4j loggers to name.
+pub fn logger_change(node_id: i32, name: &str, ops: &[AlterOp]) -> Result<(), ResourceError> {
+    check_node(name, node_id)?;
+    check_shape(ops)?;
+    // The first operation decides: every logger name is unknown here.
+    match ops.first() {
+        None => Ok(()),
+        Some(o) if o.op == OP_APPEND => Err(ResourceError::LoggerOp("APPEND")),
+        Some(o) if o.op == OP_SUBTRACT => Err(ResourceError::LoggerOp("SUBTRACT")),
+        Some(o) => Err(ResourceError::NoLogger(o.name.clone())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::topic_config::alter::OP_SET;
+
+    fn op(name: &str, op: i8) -> AlterOp {
+        AlterOp { name: name.into(), op, value: Some("1".into()) }
+    }
+
+    #[test]
+    fn duplicate_resources_are_all_refused() {
+        let keys = vec![(2, "a".to_string()), (2, "b".into()), (2, "a".into()), (4, "a".into())];
+        assert_eq!(duplicates(&keys), [true, false, true, false]);
+        assert_eq!(ResourceError::Duplicate.code(), ResponseError::InvalidRequest.code());
+    }
+
+    #[test]
+    fn broker_configs_cannot_be_changed_at_runtime() {
+        let e = broker_change(1, "1", &[op("log.retention.ms", OP_SET), op("x", OP_DELETE)]).unwrap_err();
+        assert_eq!(e.to_string(), "Cannot update these configs dynamically: [log.retention.ms]");
+        assert_eq!(e.code(), ResponseError::InvalidRequest.code());
+        assert!(broker_change(1, "", &[op("message.max.bytes", OP_SET)]).is_err());
+        assert_eq!(broker_change(1, "", &[op("message.max.bytes", OP_DELETE)]), Ok(()));
+    }
+
+    #[test]
+    fn a_broker_resource_must_name_this_broker() {
+        assert_eq!(broker_change(1, "2", &[]), Err(ResourceError::WrongNode { expected: 1, got: "2".into() }));
+        assert_eq!(broker_change(1, "x", &[]), Err(ResourceError::NodeIdNotInt("x".into())));
+        assert_eq!(logger_change(1, "", &[]), Err(ResourceError::NodeIdNotInt(String::new())));
+    }
+
+    #[test]
+    fn kaas_has_no_log4j_loggers() {
+        let e = logger_change(1, "1", &[op("kafka.server", OP_SET)]).unwrap_err();
+        assert_eq!(
+            (e.code(), e.to_string()),
+            (ResponseError::InvalidConfig.code(), "Logger kafka.server does not exist!".into())
+        );
+        let e = logger_change(1, "1", &[op("kafka.server", OP_APPEND)]).unwrap_err();
+        assert_eq!(e.to_string(), "APPEND operation is not allowed for the BROKER_LOGGER resource");
+        assert_eq!(logger_change(1, "1", &[]), Ok(()));
+    }
+
+    #[test]
+    fn a_topic_resource_must_name_a_topic() {
+        assert_eq!(check_topic_name(""), Err(ResourceError::DefaultTopic));
+        assert_eq!(check_topic_name("t"), Ok(()));
+    }
+}

@@ -1,0 +1,103 @@
+//! DescribeConfigs of a topic: every Kafka topic config with its value, source and synonyms, as
+//! Kafka 4.4 answers (a topic's own value, else kaas's broker setting, else Kafka's default).
+
+use std::collections::BTreeMap;
+
+use super::table::{self, ConfigDef};
+use super::{check_value, BrokerDefaults};
+
+/// DescribeConfigs ConfigSource ids.
+pub const SOURCE_DYNAMIC_TOPIC: i8 = 1;
+pub const SOURCE_STATIC_BROKER: i8 = 4;
+pub const SOURCE_DEFAULT: i8 = 5;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Synonym {
+    pub name: String,
+    pub value: String,
+    pub source: i8,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Described {
+    pub name: &'static str,
+    pub value: String,
+    pub source: i8,
+    pub config_type: i8,
+    /// Most specific first, as Kafka lists them.
+    pub synonyms: Vec<Synonym>,
+    pub doc: &'static str,
+}
+
+fn same(def: &ConfigDef, a: &str, b: &str) -> bool {
+    a == b || check_value(def, a).ok() == check_value(def, b).ok()
+}
+
+fn describe_one(def: &'static ConfigDef, defaults: &BrokerDefaults, topic_value: Option<&String>) -> Described {
+    let mut synonyms = Vec::new();
+    if let Some(v) = topic_value {
+        synonyms.push(Synonym { name: def.name.into(), value: v.clone(), source: SOURCE_DYNAMIC_TOPIC });
+    }
+    // kaas's own setting shows as a static broker config where it differs from Kafka's default.
+    let broker = defaults.value(def.name).filter(|v| !same(def, v, def.default));
+    if let Some(v) = &broker {
+        let name = def.synonym.unwrap_or(def.name).to_string();
+        synonyms.push(Synonym { name, value: v.clone(), source: SOURCE_STATIC_BROKER });
+    }
+    // Kafka's retention.ms default derives from log.retention.hours, so it names no synonym.
+    if let Some(name) = def.synonym.filter(|_| def.name != "retention.ms") {
+        synonyms.push(Synonym { name: name.into(), value: def.default.into(), source: SOURCE_DEFAULT });
+    }
+    let (value, source) = match (topic_value, broker) {
+        (Some(v), _) => (v.clone(), SOURCE_DYNAMIC_TOPIC),
+        (None, Some(v)) => (v, SOURCE_STATIC_BROKER),
+        (None, None) => (def.default.to_string(), SOURCE_DEFAULT),
+    };
+    Described { name: def.name, value, source, config_type: def.kind as i8, synonyms, doc: def.doc }
+}
+
+/// Every topic config of Kafka, in its order.
+pub fn describe_topic(defaults: &BrokerDefaults, configs: &BTreeMap<String, String>) -> Vec<Described> {
+    table::TOPIC_CONFIGS.iter().map(|d| describe_one(d, defaults, configs.get(d.name))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn find<'a>(all: &'a [Described], name: &str) -> &'a Described {
+        all.iter().find(|d| d.name == name).unwrap()
+    }
+
+    #[test]
+    fn unset_configs_are_kafkas_defaults_with_the_broker_synonym() {
+        let all = describe_topic(&BrokerDefaults::default(), &BTreeMap::new());
+        assert_eq!(all.len(), 37);
+        let d = find(&all, "max.message.bytes");
+        assert_eq!((d.value.as_str(), d.source, d.config_type), ("1048588", SOURCE_DEFAULT, 3));
+        assert_eq!(
+            d.synonyms,
+            vec![Synonym { name: "message.max.bytes".into(), value: "1048588".into(), source: SOURCE_DEFAULT }]
+        );
+        assert!(find(&all, "retention.ms").synonyms.is_empty());
+    }
+
+    #[test]
+    fn a_topic_value_is_dynamic_topic_config_listed_first() {
+        let set = BTreeMap::from([("max.message.bytes".to_string(), "3000000".to_string())]);
+        let d = find(&describe_topic(&BrokerDefaults::default(), &set), "max.message.bytes").clone();
+        assert_eq!((d.value.as_str(), d.source), ("3000000", SOURCE_DYNAMIC_TOPIC));
+        assert_eq!(d.synonyms.iter().map(|s| s.source).collect::<Vec<_>>(), [SOURCE_DYNAMIC_TOPIC, SOURCE_DEFAULT]);
+    }
+
+    #[test]
+    fn a_broker_setting_other_than_kafkas_default_is_static_broker_config() {
+        let defaults = BrokerDefaults { retention_ms: 1000, ..BrokerDefaults::default() };
+        let d = find(&describe_topic(&defaults, &BTreeMap::new()), "retention.ms").clone();
+        assert_eq!((d.value.as_str(), d.source), ("1000", SOURCE_STATIC_BROKER));
+        assert_eq!(
+            d.synonyms,
+            vec![Synonym { name: "log.retention.ms".into(), value: "1000".into(), source: SOURCE_STATIC_BROKER }]
+        );
+    }
+}

@@ -1,0 +1,83 @@
+"""Apache Kafka's kafka-configs tool (org.apache.kafka.tools.ConfigCommand in 4.4) against kaas:
+altering a topic's max.message.bytes up and down changes what Produce accepts (confluent-kafka
+producer), --describe shows the value as DYNAMIC_TOPIC_CONFIG, --delete-config restores the
+default, and the value survives a broker restart."""
+import os
+
+from confluent_kafka import KafkaError, Producer
+
+import javaharness
+import kaashelpers
+
+TWO_MIB = 2 * 1024 * 1024
+
+
+def configs(bootstrap, *args, ok=True):
+    run = javaharness.run_java("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", bootstrap,
+                               "--entity-type", "topics", *args, timeout=120)
+    if ok:
+        assert run.returncode == 0, run.describe()
+    return run
+
+
+def described(bootstrap, topic, name):
+    """The `name=value sensitive=... synonyms={...}` line of --describe --all."""
+    out = configs(bootstrap, "--entity-name", topic, "--describe", "--all").stdout
+    lines = [line.strip() for line in out.splitlines() if line.strip().startswith(name + "=")]
+    assert len(lines) == 1, out
+    return lines[0]
+
+
+def send(bootstrap, topic, size):
+    """Produces one record of `size` random bytes; returns the delivery error code or None."""
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "message.max.bytes": 10 * 1024 * 1024,
+                  "enable.idempotence": False, "retries": 0})
+    result = []
+    p.produce(topic, value=os.urandom(size), on_delivery=lambda err, msg: result.append(err))
+    assert p.flush(30) == 0 and len(result) == 1
+    return None if result[0] is None else result[0].code()
+
+
+def test_max_message_bytes_altered_with_kafka_configs(broker):
+    bs = broker.bootstrap
+    topic = kaashelpers.unique_topic("cfg")
+    kaashelpers.create_topic(bs, topic, 1)
+    assert send(bs, topic, TWO_MIB) == KafkaError.MSG_SIZE_TOO_LARGE
+    assert "DEFAULT_CONFIG:message.max.bytes=1048588" in described(bs, topic, "max.message.bytes")
+
+    run = configs(bs, "--entity-name", topic, "--alter", "--add-config", "max.message.bytes=5000000")
+    assert "Completed updating config" in run.stdout, run.describe()
+    assert send(bs, topic, TWO_MIB) is None
+    line = described(bs, topic, "max.message.bytes")
+    assert line.startswith("max.message.bytes=5000000 ") and "DYNAMIC_TOPIC_CONFIG:max.message.bytes=5000000" in line
+    dynamic = configs(bs, "--entity-name", topic, "--describe").stdout
+    assert "max.message.bytes=5000000" in dynamic, dynamic
+
+    # Down: a 5 kB record no longer fits.
+    configs(bs, "--entity-name", topic, "--alter", "--add-config", "max.message.bytes=1000")
+    assert send(bs, topic, 5000) == KafkaError.MSG_SIZE_TOO_LARGE
+
+    configs(bs, "--entity-name", topic, "--alter", "--add-config", "max.message.bytes=5000000")
+    broker.restart()
+    assert described(bs, topic, "max.message.bytes").startswith("max.message.bytes=5000000 ")
+    assert send(bs, topic, TWO_MIB) is None
+
+    configs(bs, "--entity-name", topic, "--alter", "--delete-config", "max.message.bytes")
+    assert described(bs, topic, "max.message.bytes").startswith("max.message.bytes=1048588 ")
+    assert send(bs, topic, TWO_MIB) == KafkaError.MSG_SIZE_TOO_LARGE
+    kaashelpers.assert_no_panic(broker)
+
+
+def test_kafka_configs_refusals(broker):
+    bs = broker.bootstrap
+    topic = kaashelpers.unique_topic("cfgbad")
+    kaashelpers.create_topic(bs, topic, 1)
+    run = configs(bs, "--entity-name", topic, "--alter", "--add-config", "cleanup.policy=compact", ok=False)
+    assert run.returncode != 0 and "InvalidConfigurationException" in run.stdout + run.stderr, run.describe()
+    run = configs(bs, "--entity-name", topic, "--alter", "--add-config", "retention.ms=abc", ok=False)
+    assert "Not a number of type LONG" in run.stdout + run.stderr, run.describe()
+    run = configs(bs, "--entity-name", topic + "-missing", "--alter", "--add-config", "retention.ms=1", ok=False)
+    assert "UnknownTopicOrPartitionException" in run.stdout + run.stderr, run.describe()
+    configs(bs, "--entity-name", topic, "--alter", "--add-config", "retention.ms=60000")
+    line = described(bs, topic, "retention.ms")
+    assert line.startswith("retention.ms=60000 ") and "DYNAMIC_TOPIC_CONFIG" in line, line
