@@ -6,6 +6,7 @@
 //! live peer should. Runs on its own arbiter, so its file I/O never blocks a connection thread.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -29,18 +30,39 @@ use crate::store::placement;
 use crate::store::topic_config;
 use crate::store::topics::{self, TopicMeta};
 
+mod growth;
+
 /// A topic and the partition-leader actors of the partitions this broker leads.
 #[derive(Debug, Clone)]
 pub struct TopicHandle {
     pub meta: TopicMeta,
     /// One slot per served partition; empty while a peer (or nobody) leads it.
     pub partitions: Arc<Vec<Slot<PartitionLeader>>>,
+    /// Set when partitions were added (CreatePartitions): handles cached per connection then
+    /// ask the registry again instead of serving the old partition count.
+    superseded: Arc<AtomicBool>,
 }
 
 impl TopicHandle {
     fn new(meta: TopicMeta) -> TopicHandle {
         let slots = (0..meta.partitions).map(|_| Slot::default()).collect();
-        TopicHandle { meta, partitions: Arc::new(slots) }
+        TopicHandle { meta, partitions: Arc::new(slots), superseded: Arc::default() }
+    }
+
+    /// The handle of the topic with `meta.partitions` partitions: the existing partitions keep
+    /// their slots (their leaders serve on untouched), the new ones start empty; this handle is
+    /// superseded.
+    fn grown(&self, meta: TopicMeta) -> TopicHandle {
+        let mut slots: Vec<Slot<PartitionLeader>> = self.partitions.iter().cloned().collect();
+        let count = usize::try_from(meta.partitions).unwrap_or(0);
+        slots.resize_with(count.max(slots.len()), Slot::default);
+        self.superseded.store(true, Ordering::Release);
+        TopicHandle { meta, partitions: Arc::new(slots), superseded: Arc::default() }
+    }
+
+    /// False once partitions were added to the topic: ask the registry for the current handle.
+    pub fn is_current(&self) -> bool {
+        !self.superseded.load(Ordering::Acquire)
     }
 
     /// The leader of partition `p` while this broker leads it.
@@ -251,10 +273,16 @@ impl TopicRegistry {
             }
         }
         for meta in on_disk {
-            if self.deleting.contains(&meta.name) || self.topics.get(&meta.name).is_some_and(|h| h.meta.id == meta.id) {
+            if self.deleting.contains(&meta.name) {
                 continue;
             }
-            self.register(meta);
+            match self.topics.get(&meta.name) {
+                // Partitions a peer added (CreatePartitions): served from this tick on.
+                Some(h) if h.meta.id == meta.id => self.grow(meta, true),
+                _ => {
+                    self.register(meta);
+                }
+            }
         }
         Ok(deleted)
     }
@@ -513,7 +541,14 @@ impl TopicRegistry {
         let partitions = topics::resolve_partitions(msg.partitions, self.settings.num_partitions).map_err(limit)?;
         let configs = topic_config::validate(&msg.configs).map_err(|e| fail(e.code(), e.to_string()))?;
         topics::check_broker_limit(self.partition_count(), partitions, self.settings.max_partitions).map_err(limit)?;
-        let meta = TopicMeta { name: msg.name, id: Uuid::new_v4(), partitions, configs, placed_on: self.live.clone() };
+        let meta = TopicMeta {
+            name: msg.name,
+            id: Uuid::new_v4(),
+            partitions,
+            configs,
+            placed_on: self.live.clone(),
+            added: Vec::new(),
+        };
         if msg.validate_only {
             return Ok(meta);
         }

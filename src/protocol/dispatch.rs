@@ -160,6 +160,7 @@ pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
         ListOffsets => list_offsets,
         Metadata => metadata,
         CreateTopics => create_topics,
+        CreatePartitions => create_partitions,
         DeleteTopics => delete_topics,
         InitProducerId => init_producer_id,
         OffsetForLeaderEpoch => offset_for_leader_epoch,

@@ -38,6 +38,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListTransactions, 0, 1),
     (ApiKey::DescribeProducers, 0, 0),
     (ApiKey::WriteTxnMarkers, 1, 2),
+    (ApiKey::CreatePartitions, 0, 3),
 ];
 
 /// What this broker's settings take out of [`SUPPORTED`].

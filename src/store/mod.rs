@@ -4,6 +4,7 @@ pub mod batch;
 pub mod clock;
 pub mod control;
 pub mod coordinator_key;
+pub mod create_partitions;
 pub mod durable;
 pub mod fence_log;
 pub mod fence_watch;
