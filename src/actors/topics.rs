@@ -49,17 +49,6 @@ impl TopicHandle {
         TopicHandle { meta, partitions: Arc::new(slots), superseded: Arc::default() }
     }
 
-    /// The handle of the topic with `meta.partitions` partitions: the existing partitions keep
-    /// their slots (their leaders serve on untouched), the new ones start empty; this handle is
-    /// superseded.
-    fn grown(&self, meta: TopicMeta) -> TopicHandle {
-        let mut slots: Vec<Slot<PartitionLeader>> = self.partitions.iter().cloned().collect();
-        let count = usize::try_from(meta.partitions).unwrap_or(0);
-        slots.resize_with(count.max(slots.len()), Slot::default);
-        self.superseded.store(true, Ordering::Release);
-        TopicHandle { meta, partitions: Arc::new(slots), superseded: Arc::default() }
-    }
-
     /// False once partitions were added to the topic: ask the registry for the current handle.
     pub fn is_current(&self) -> bool {
         !self.superseded.load(Ordering::Acquire)

@@ -3,9 +3,12 @@
 //! take) and the new partitions this broker should lead are opened at once. Peers learn the new
 //! count from the file on their next membership tick (`grow`).
 
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
 use actix::{Context, Handler};
 
-use super::TopicRegistry;
+use super::{PartitionLeader, Slot, TopicHandle, TopicRegistry};
 use crate::actors::messages::{CreatePartitions, TopicFailure};
 use crate::error_code::ResponseError;
 use crate::store::create_partitions::{self as rules, CreatePartitionsError};
@@ -18,6 +21,19 @@ fn refused(e: CreatePartitionsError) -> TopicFailure {
 
 fn storage(what: &str, e: impl std::fmt::Display) -> TopicFailure {
     TopicFailure { error_code: ResponseError::KafkaStorageError.code(), message: format!("{what}: {e}") }
+}
+
+impl TopicHandle {
+    /// The handle of the topic with `meta.partitions` partitions: the existing partitions keep
+    /// their slots (their leaders serve on untouched), the new ones start empty; this handle is
+    /// superseded.
+    fn grown(&self, meta: TopicMeta) -> TopicHandle {
+        let mut slots: Vec<Slot<PartitionLeader>> = self.partitions.iter().cloned().collect();
+        let count = usize::try_from(meta.partitions).unwrap_or(0);
+        slots.resize_with(count.max(slots.len()), Slot::default);
+        self.superseded.store(true, Ordering::Release);
+        TopicHandle { meta, partitions: Arc::new(slots), superseded: Arc::default() }
+    }
 }
 
 impl TopicRegistry {
