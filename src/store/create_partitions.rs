@@ -17,6 +17,7 @@ pub enum CreatePartitionsError {
     /// Kafka's ControllerApis answers every repeated name once, before anything else.
     #[error("Duplicate topic name.")]
     DuplicateTopic,
+    /// Kafka answers it without a message.
     #[error("This server does not host this topic-partition.")]
     UnknownTopic,
     #[error("Topic already has {current} partition(s).")]
@@ -49,6 +50,14 @@ pub enum CreatePartitionsError {
 }
 
 impl CreatePartitionsError {
+    /// The answer's error message, as Kafka's controller gives it (none for an unknown topic).
+    pub fn message(&self) -> Option<String> {
+        match self {
+            CreatePartitionsError::UnknownTopic => None,
+            e => Some(e.to_string()),
+        }
+    }
+
     pub fn code(&self) -> i16 {
         use CreatePartitionsError::*;
         match self {
@@ -197,6 +206,8 @@ mod tests {
     #[test]
     fn an_unknown_topic_is_unknown_topic_or_partition() {
         assert_eq!(CreatePartitionsError::UnknownTopic.code(), ResponseError::UnknownTopicOrPartition.code());
+        assert_eq!(CreatePartitionsError::UnknownTopic.message(), None, "Kafka sends no message");
+        assert_eq!(CreatePartitionsError::DuplicateTopic.message().as_deref(), Some("Duplicate topic name."));
     }
 
     #[test]

@@ -15,8 +15,9 @@ use crate::store::create_partitions::{self as rules, CreatePartitionsError};
 use crate::store::leases;
 use crate::store::topics::{self, TopicMeta, TopicsLock, TOPICS_LOCK_WAIT};
 
+/// An empty message is answered as none (store::create_partitions::CreatePartitionsError::message).
 fn refused(e: CreatePartitionsError) -> TopicFailure {
-    TopicFailure { error_code: e.code(), message: e.to_string() }
+    TopicFailure { error_code: e.code(), message: e.message().unwrap_or_default() }
 }
 
 fn storage(what: &str, e: impl std::fmt::Display) -> TopicFailure {

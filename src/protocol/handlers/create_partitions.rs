@@ -29,7 +29,7 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: CreatePartitionsRequest)
         if duplicates.contains(&name) {
             if answered_duplicates.insert(name) {
                 let e = CreatePartitionsError::DuplicateTopic;
-                resp.results.push(answer(t.name, e.code(), Some(e.to_string())));
+                resp.results.push(answer(t.name, e.code(), e.message()));
             }
             continue;
         }
@@ -43,7 +43,8 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: CreatePartitionsRequest)
         };
         let result = match s.directory.topics().send(msg).await {
             Ok(Ok(_)) => answer(t.name.clone(), 0, None),
-            Ok(Err(f)) => answer(t.name.clone(), f.error_code, Some(f.message)),
+            // An unknown topic is answered without a message, as Kafka does.
+            Ok(Err(f)) => answer(t.name.clone(), f.error_code, Some(f.message).filter(|m| !m.is_empty())),
             Err(e) => answer(t.name.clone(), ResponseError::UnknownServerError.code(), Some(e.to_string())),
         };
         // Connections that cached the topic ask the registry again (TopicHandle::is_current);
