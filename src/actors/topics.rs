@@ -518,9 +518,12 @@ impl TopicRegistry {
         let fail = |code: i16, message: String| TopicFailure { error_code: code, message };
         topics::validate_name(&msg.name)
             .map_err(|e| fail(ResponseError::InvalidTopicException.code(), e.to_string()))?;
-        // The file counts too: a peer on the shared disk may have created it (and its partition
+        // The file counts too; an internal topic always exists (store::topics::INTERNAL_TOPICS): a peer on the shared disk may have created it (and its partition
         // directories are then not left-overs to remove).
-        if self.topics.contains_key(&msg.name) || topics::exists_on_disk(&self.settings.data_dir, &msg.name) {
+        if self.topics.contains_key(&msg.name)
+            || topics::is_internal(&msg.name)
+            || topics::exists_on_disk(&self.settings.data_dir, &msg.name)
+        {
             return Err(fail(
                 ResponseError::TopicAlreadyExists.code(),
                 format!("Topic '{}' already exists.", msg.name),
@@ -646,7 +649,8 @@ impl Handler<GetTopic> for TopicRegistry {
             self.start_acquired(acquired);
             return Ok(h);
         }
-        if !(msg.auto_create && self.settings.auto_create_topics) {
+        // An internal topic is never made into a log (store::topics::INTERNAL_TOPICS).
+        if !(msg.auto_create && self.settings.auto_create_topics) || topics::is_internal(&msg.name) {
             return Err(ResponseError::UnknownTopicOrPartition.code());
         }
         let create = CreateTopic { name: msg.name.clone(), partitions: -1, configs: Vec::new(), validate_only: false };

@@ -146,6 +146,15 @@ pub fn validate_name(name: &str) -> Result<(), TopicError> {
     }
 }
 
+/// Kafka's internal topics. kaas keeps what they hold elsewhere (group offsets and transaction
+/// state in the coordinators' sled databases), so they always exist, as they do on a Kafka
+/// cluster that has served a group or a transaction, and no log of that name is ever made.
+pub const INTERNAL_TOPICS: [&str; 2] = ["__consumer_offsets", "__transaction_state"];
+
+pub fn is_internal(name: &str) -> bool {
+    INTERNAL_TOPICS.contains(&name)
+}
+
 pub fn topics_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("__cluster").join("topics")
 }
@@ -392,6 +401,14 @@ pub fn remove_partitions(data_dir: &Path, topic: &str, partitions: &[i32]) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn internal_topics_are_kafkas_two() {
+        assert!(is_internal("__consumer_offsets"));
+        assert!(is_internal("__transaction_state"));
+        assert!(!is_internal("__cluster_metadata"), "KRaft's log is not a topic clients see");
+        assert!(!is_internal("__consumer_offsets2"));
+    }
 
     #[test]
     fn topic_names_follow_kafka_rules() {

@@ -28,7 +28,7 @@ pub fn handle(
         // eos-rules 60: Java switches to TV2 only when the finalized level is >= 2.
         let mut supported = SupportedFeatureKey::default();
         supported.name = str_bytes("transaction.version");
-        supported.min_version = 0;
+        supported.min_version = supported_min_version(version, 0);
         supported.max_version = 2;
         r.supported_features = vec![supported];
         let mut finalized = FinalizedFeatureKey::default();
@@ -39,6 +39,16 @@ pub fn handle(
         r.finalized_features_epoch = 1;
     }
     r
+}
+
+/// A supported feature's lowest level as a client of `version` may be told it: before v4 the
+/// Java client refused 0 (KAFKA-17011), so Kafka reports 1 there; v4 carries 0 as it is.
+fn supported_min_version(version: i16, min: i16) -> i16 {
+    if version < 4 {
+        min.max(1)
+    } else {
+        min
+    }
 }
 
 /// Apache Kafka answers a too-new ApiVersions with a v0 response carrying code 35 and only the
@@ -61,6 +71,14 @@ mod tests {
         let r = unsupported();
         assert_eq!(r.error_code, ResponseError::UnsupportedVersion.code());
         let keys: Vec<_> = r.api_keys.iter().map(|k| (k.api_key, k.min_version, k.max_version)).collect();
-        assert_eq!(keys, vec![(ApiKey::ApiVersions as i16, 0, 3)]);
+        assert_eq!(keys, vec![(ApiKey::ApiVersions as i16, 0, 4)]);
+    }
+
+    #[test]
+    fn supported_feature_level_0_is_reported_as_1_before_v4() {
+        let min =
+            |version| handle(version, 2, Offered::ALL, ApiVersionsRequest::default()).supported_features[0].min_version;
+        assert_eq!(min(3), 1);
+        assert_eq!(min(4), 0);
     }
 }

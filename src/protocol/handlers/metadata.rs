@@ -11,21 +11,75 @@ use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, Topi
 use crate::actors::messages::ListTopics;
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
+use crate::store::coordinator_key::OFFSETS_PARTITIONS;
 use crate::store::ownership::Owned;
-use crate::store::topics::{validate_name, TopicMeta};
+use crate::store::topics::{validate_name, TopicMeta, INTERNAL_TOPICS};
+use crate::store::txn::CONSUMER_OFFSETS_TOPIC;
+use uuid::Uuid;
+
+/// Kafka's transaction-state topic (store::topics::INTERNAL_TOPICS).
+const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
 
 fn topic_entry(s: &Session, version: i16, meta: &TopicMeta) -> MetadataResponseTopic {
+    let name = meta.name.clone();
+    let owned = |p| Owned::Partition { topic: name.clone(), partition: p };
+    partitions_entry(s, &meta.name, meta.id, version, meta.partitions, owned)
+}
+
+/// Kafka's internal topics as kaas serves what they stand for (store::topics::INTERNAL_TOPICS):
+/// `__consumer_offsets` has Kafka's 50 partitions, each led by the broker running its group
+/// coordinator; `__transaction_state` has one partition per transaction-coordinator shard, led
+/// by the shard's owner. IsInternal is set, so clients skip them in pattern subscriptions.
+fn internal_entry(s: &Session, version: i16, name: &str) -> Option<MetadataResponseTopic> {
+    let mut t = match name {
+        CONSUMER_OFFSETS_TOPIC => partitions_entry(
+            s,
+            name,
+            internal_topic_id(&s.cluster_id, name),
+            version,
+            OFFSETS_PARTITIONS,
+            Owned::GroupShard,
+        ),
+        TRANSACTION_STATE_TOPIC => {
+            let shards = i32::try_from(s.settings.txn_shards).unwrap_or(i32::MAX);
+            let owned = |p: i32| Owned::TxnShard(p.unsigned_abs());
+            partitions_entry(s, name, internal_topic_id(&s.cluster_id, name), version, shards, owned)
+        }
+        _ => return None,
+    };
+    t.is_internal = true;
+    Some(t)
+}
+
+/// A topic id for an internal topic, the same on every broker of the cluster and across restarts.
+fn internal_topic_id(cluster_id: &str, name: &str) -> Uuid {
+    let mut h: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
+    for b in cluster_id.bytes().chain([0]).chain(name.bytes()) {
+        h ^= u128::from(b);
+        h = h.wrapping_mul(0x0000_0000_0100_0000_0000_0000_0000_013b);
+    }
+    Uuid::from_u128(h)
+}
+
+fn partitions_entry(
+    s: &Session,
+    name: &str,
+    id: Uuid,
+    version: i16,
+    partitions: i32,
+    owned: impl Fn(i32) -> Owned,
+) -> MetadataResponseTopic {
     let table = s.directory.ownership();
     let mut t = MetadataResponseTopic::default();
-    t.name = Some(TopicName(str_bytes(&meta.name)));
+    t.name = Some(TopicName(str_bytes(name)));
     if version >= 10 {
-        t.topic_id = meta.id;
+        t.topic_id = id;
     }
-    t.partitions = (0..meta.partitions)
+    t.partitions = (0..partitions)
         .map(|p| {
             let mut e = MetadataResponsePartition::default();
             e.partition_index = p;
-            let what = Owned::Partition { topic: meta.name.clone(), partition: p };
+            let what = owned(p);
             match (table.lease(&what), table.owner(&what)) {
                 (Some(lease), Some(leader)) => {
                     // One copy on the shared disk: the leader is the only replica and the ISR.
@@ -79,6 +133,7 @@ pub async fn handle(s: Rc<Session>, version: i16, req: MetadataRequest) -> Metad
     if all {
         let metas = s.directory.topics().send(ListTopics).await.unwrap_or_default();
         r.topics = metas.iter().map(|m| topic_entry(&s, version, m)).collect();
+        r.topics.extend(INTERNAL_TOPICS.iter().filter_map(|n| internal_entry(&s, version, n)));
         return r;
     }
     // Before v4 there is no flag and Kafka auto-creates.
@@ -91,6 +146,10 @@ pub async fn handle(s: Rc<Session>, version: i16, req: MetadataRequest) -> Metad
         let name = name.0.to_string();
         if validate_name(&name).is_err() {
             r.topics.push(error_entry(Some(&name), ResponseError::InvalidTopicException.code()));
+            continue;
+        }
+        if let Some(internal) = internal_entry(&s, version, &name) {
+            r.topics.push(internal);
             continue;
         }
         match s.lookup(&name, auto_create).await {

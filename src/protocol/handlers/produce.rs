@@ -26,6 +26,7 @@ use crate::store::batch;
 use crate::store::batch::BatchHeader;
 use crate::store::clock::now_ms;
 use crate::store::partition::{check_parsed_partition_data, check_request};
+use crate::store::topics::is_internal;
 use crate::store::txn::{produce_verification_error, ImplicitAddRetry, TopicPartition};
 use crate::store::validate::{self, RecordError, TimestampPolicy};
 
@@ -160,6 +161,8 @@ pub async fn dispatch(
         let name = t.name.0.to_string();
         let handle = match refused {
             Some(e) => Err(e.code()),
+            // Kafka: "Cannot append to internal topic" (store::topics::INTERNAL_TOPICS).
+            None if is_internal(&name) => Err(ResponseError::InvalidTopicException.code()),
             None => s.topic(&name, false).await,
         };
         let parts = t

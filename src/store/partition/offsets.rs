@@ -16,7 +16,8 @@ pub struct Fetched {
     pub aborted: Vec<(i64, i64)>,
 }
 
-/// ListOffsets specials (KIP-734, KIP-1005).
+/// ListOffsets specials (KIP-734, KIP-1005). LATEST_TIERED (-5) finds nothing: kaas keeps no
+/// remote tier, and Kafka answers (-1, -1) for it without one.
 const LATEST: i64 = -1;
 const EARLIEST: i64 = -2;
 const MAX_TIMESTAMP: i64 = -3;

@@ -339,6 +339,8 @@ fn list_offsets_earliest_and_latest() {
     assert_eq!(p.list_offset(-2, 0).unwrap(), (0, -1));
     assert_eq!(p.list_offset(-4, 0).unwrap(), (0, -1));
     assert_eq!(p.list_offset(-1, 0).unwrap(), (4, -1));
+    // KIP-1005 latest-tiered (v9+): nothing is tiered here, as Kafka answers without remote storage.
+    assert_eq!(p.list_offset(-5, 0).unwrap(), (-1, -1));
     assert_eq!(p.list_offset(-7, 0).unwrap(), (-1, -1));
 }
 

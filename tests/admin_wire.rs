@@ -1,0 +1,155 @@
+//! The admin surface over the wire against the real binary: Kafka's internal topics in
+//! Metadata, ApiVersions v4, ListOffsets v8+ specials.
+
+mod common;
+
+use common::{batch, create_topic, Broker, Client};
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+
+fn name(s: &str) -> TopicName {
+    TopicName(StrBytes::from_string(s.to_string()))
+}
+
+fn metadata(c: &mut Client, topics: Option<&[&str]>) -> MetadataResponse {
+    let mut req = MetadataRequest::default();
+    req.allow_auto_topic_creation = true;
+    req.topics = topics.map(|t| {
+        t.iter()
+            .map(|n| {
+                let mut m = MetadataRequestTopic::default();
+                m.name = Some(name(n));
+                m
+            })
+            .collect()
+    });
+    c.call(ApiKey::Metadata, 12, req)
+}
+
+/// (name, is_internal, partitions, partitions with a leader)
+fn internal_view(resp: &MetadataResponse) -> Vec<(String, bool, usize, usize)> {
+    resp.topics
+        .iter()
+        .filter(|t| t.name.as_ref().is_some_and(|n| n.0.starts_with("__")))
+        .map(|t| {
+            let led = t.partitions.iter().filter(|p| p.leader_id.0 >= 0).count();
+            (t.name.as_ref().map(|n| n.0.to_string()).unwrap_or_default(), t.is_internal, t.partitions.len(), led)
+        })
+        .collect()
+}
+
+#[test]
+fn internal_topics_are_listed_as_kafka_lists_them_and_never_made_into_logs() {
+    let broker = Broker::start_with_env(&[("KAAS_TXN_SHARDS", "4")]);
+    let mut c = broker.client();
+    create_topic(&mut c, "plain");
+    let expected =
+        vec![("__consumer_offsets".to_string(), true, 50, 50), ("__transaction_state".to_string(), true, 4, 4)];
+    let all = metadata(&mut c, None);
+    assert_eq!(internal_view(&all), expected);
+    let plain = all.topics.iter().find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == "plain")).expect("plain");
+    assert!(!plain.is_internal);
+    // Asked by name with auto-creation allowed: the internal entry, not a new topic.
+    let by_name = metadata(&mut c, Some(&["__consumer_offsets", "__transaction_state"]));
+    assert_eq!(internal_view(&by_name), expected);
+    assert!(by_name.topics.iter().all(|t| t.error_code == 0 && !t.topic_id.is_nil()));
+    assert_eq!(by_name.topics[0].topic_id, all.topics.iter().find(|t| t.is_internal).expect("internal").topic_id);
+
+    // CreateTopics: they exist already (Kafka, once a group or transaction ran).
+    let mut t = CreatableTopic::default();
+    t.name = name("__consumer_offsets");
+    t.num_partitions = 3;
+    t.replication_factor = 1;
+    let mut req = CreateTopicsRequest::default();
+    req.topics = vec![t];
+    let resp: CreateTopicsResponse = c.call(ApiKey::CreateTopics, 5, req);
+    assert_eq!(resp.topics[0].error_code, 36, "TOPIC_ALREADY_EXISTS");
+
+    // Produce: Kafka refuses appends to internal topics with INVALID_TOPIC_EXCEPTION.
+    let mut p = PartitionProduceData::default();
+    p.index = 0;
+    p.records = Some(batch(-1, -1, -1, 1, "x"));
+    let mut td = TopicProduceData::default();
+    td.name = name("__consumer_offsets");
+    td.partition_data = vec![p];
+    let mut req = ProduceRequest::default();
+    req.acks = -1;
+    req.timeout_ms = 5_000;
+    req.topic_data = vec![td];
+    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
+    assert_eq!(resp.responses[0].partition_responses[0].error_code, 17);
+
+    let dirs: Vec<String> = std::fs::read_dir(broker.data_dir().join("topics"))
+        .expect("topics dir")
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect();
+    assert!(dirs.iter().all(|d| !d.starts_with("__")), "no log was made for an internal topic: {dirs:?}");
+    broker.finish();
+}
+
+#[test]
+fn list_offsets_v10_answers_the_kip_1005_specials() {
+    let broker = Broker::start();
+    let mut c = broker.client();
+    create_topic(&mut c, "lo");
+    let mut p = PartitionProduceData::default();
+    p.index = 0;
+    p.records = Some(batch(900, 0, 0, 5, "x"));
+    let mut td = TopicProduceData::default();
+    td.name = name("lo");
+    td.partition_data = vec![p];
+    let mut req = ProduceRequest::default();
+    req.acks = -1;
+    req.timeout_ms = 5_000;
+    req.topic_data = vec![td];
+    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
+    assert_eq!(resp.responses[0].partition_responses[0].error_code, 0);
+
+    let list = |c: &mut Client, timestamp: i64| {
+        let mut lp = ListOffsetsPartition::default();
+        lp.partition_index = 0;
+        lp.timestamp = timestamp;
+        lp.current_leader_epoch = -1;
+        let mut lt = ListOffsetsTopic::default();
+        lt.name = name("lo");
+        lt.partitions = vec![lp];
+        let mut req = ListOffsetsRequest::default();
+        req.replica_id = BrokerId(-1);
+        req.topics = vec![lt];
+        req.timeout_ms = 5_000;
+        let resp: ListOffsetsResponse = c.call(ApiKey::ListOffsets, 10, req);
+        let r = &resp.topics[0].partitions[0];
+        (r.error_code, r.offset, r.leader_epoch)
+    };
+    assert_eq!(list(&mut c, -1), (0, 5, 0), "latest");
+    assert_eq!(list(&mut c, -2), (0, 0, 0), "earliest");
+    assert_eq!(list(&mut c, -4), (0, 0, 0), "earliest-local: the log start, nothing is tiered");
+    assert_eq!(list(&mut c, -5), (0, -1, -1), "latest-tiered: none, as Kafka without remote storage");
+    let (code, offset, _) = list(&mut c, -3);
+    assert_eq!((code, offset), (0, 4), "max-timestamp: the last record here");
+    broker.finish();
+}
+
+#[test]
+fn api_versions_v4_is_answered_in_v4() {
+    let broker = Broker::start();
+    let mut c = broker.client();
+    let mut req = ApiVersionsRequest::default();
+    req.client_software_name = StrBytes::from_static_str("kaas-test");
+    req.client_software_version = StrBytes::from_static_str("1");
+    let resp: ApiVersionsResponse = c.call(ApiKey::ApiVersions, 4, req.clone());
+    assert_eq!(resp.error_code, 0);
+    let own = resp.api_keys.iter().find(|k| k.api_key == ApiKey::ApiVersions as i16).expect("ApiVersions");
+    assert_eq!((own.min_version, own.max_version), (0, 4));
+    let tv = |r: &ApiVersionsResponse| {
+        r.supported_features.iter().find(|f| f.name.as_str() == "transaction.version").map(|f| f.min_version)
+    };
+    assert_eq!(tv(&resp), Some(0), "v4 carries a supported level 0 as it is");
+    let v3: ApiVersionsResponse = c.call(ApiKey::ApiVersions, 3, req);
+    assert_eq!(tv(&v3), Some(1), "before v4 Kafka reports 1 for 0 (KAFKA-17011)");
+    broker.finish();
+}
