@@ -125,10 +125,9 @@ fn create_partitions_answers_as_kafka_and_new_partitions_are_served_and_recovere
     );
     // Unknown: no message, as Kafka 4.4 answers.
     assert_eq!(grow(&mut c, "nope", 5), (UNKNOWN_TOPIC_OR_PARTITION, String::new()));
-    // kaas serves no internal topics: Kafka checks nothing special for them (and answers
-    // UNKNOWN_TOPIC_OR_PARTITION while they do not exist); here they never do.
-    assert_eq!(grow(&mut c, "__consumer_offsets", 60).0, UNKNOWN_TOPIC_OR_PARTITION);
-    assert_eq!(grow(&mut c, "__transaction_state", 60).0, UNKNOWN_TOPIC_OR_PARTITION);
+    // Kafka's internal topics (in Metadata, served by the coordinators) have fixed partitions here.
+    assert_eq!(grow(&mut c, "__consumer_offsets", 60).0, INVALID_REQUEST);
+    assert_eq!(grow(&mut c, "__transaction_state", 60).0, INVALID_REQUEST);
     // A broker that does not exist, and too few assignments: INVALID_REPLICA_ASSIGNMENT.
     let answers = create_partitions(&mut c, 1, vec![entry("t", 3, Some(vec![vec![7]]))], false);
     assert_eq!(answers[0].1, INVALID_REPLICA_ASSIGNMENT, "{answers:?}");

@@ -45,6 +45,10 @@ pub enum CreatePartitionsError {
          broker {asked}."
     )]
     NotPlacedThere { partition: i32, asked: i32, placed: i32 },
+    /// Kafka would grow them; kaas's coordinators hash onto a fixed number of them (50 offsets
+    /// partitions, one transaction-state partition per shard), so they cannot grow here.
+    #[error("The partitions of internal topic {0} are fixed on kaas (its coordinators hash onto them).")]
+    InternalTopic(String),
     #[error("{0}")]
     Limit(LimitError),
 }
@@ -61,7 +65,7 @@ impl CreatePartitionsError {
     pub fn code(&self) -> i16 {
         use CreatePartitionsError::*;
         match self {
-            DuplicateTopic => ResponseError::InvalidRequest.code(),
+            DuplicateTopic | InternalTopic(_) => ResponseError::InvalidRequest.code(),
             UnknownTopic => ResponseError::UnknownTopicOrPartition.code(),
             AlreadyHas { .. } | NotAnIncrease { .. } => ResponseError::InvalidPartitions.code(),
             AssignmentCount { .. }
@@ -86,6 +90,14 @@ pub fn duplicate_topics<'a>(names: impl IntoIterator<Item = &'a str>) -> HashSet
         }
     }
     repeated
+}
+
+/// Kafka's internal topics (shown in Metadata, served by the coordinators) cannot grow on kaas.
+pub fn check_not_internal(topic: &str) -> Result<(), CreatePartitionsError> {
+    if crate::store::topics::is_internal(topic) {
+        return Err(CreatePartitionsError::InternalTopic(topic.to_string()));
+    }
+    Ok(())
 }
 
 /// The new count must be larger than the current one; returns how many partitions are added.
@@ -273,10 +285,13 @@ mod tests {
     }
 
     #[test]
-    fn internal_topic_names_are_not_special() {
-        // Kafka's controller has no check for __consumer_offsets / __transaction_state here; on
-        // kaas they are not topics, so a request for them finds no topic (UNKNOWN_TOPIC_OR_PARTITION).
-        assert_eq!(partitions_to_add("__consumer_offsets", 50, 60), Ok(10));
+    fn internal_topics_cannot_grow() {
+        for name in ["__consumer_offsets", "__transaction_state"] {
+            let e = check_not_internal(name).unwrap_err();
+            assert_eq!((e.code(), e.message().is_some()), (ResponseError::InvalidRequest.code(), true));
+        }
+        assert_eq!(check_not_internal("__consumer_offsets2"), Ok(()));
+        assert_eq!(check_not_internal("t"), Ok(()));
     }
 
     #[test]

@@ -60,6 +60,7 @@ impl TopicRegistry {
 
     fn create_partitions(&mut self, msg: CreatePartitions) -> Result<TopicMeta, TopicFailure> {
         let data_dir = self.settings.data_dir.clone();
+        rules::check_not_internal(&msg.name).map_err(refused)?;
         if self.deleting.contains(&msg.name) {
             return Err(refused(CreatePartitionsError::UnknownTopic));
         }
