@@ -50,6 +50,18 @@ fn alter_on_disk(
 ) -> Result<Option<BTreeMap<String, String>>, AlterFailure> {
     let storage =
         |e: topics::TopicError| (ResponseError::KafkaStorageError.code(), format!("topic file of {name}: {e}"));
+    // Read, change and rewrite under the topics lock: another broker's alter, CreatePartitions or
+    // deletion of the same file is not interleaved with this one.
+    let lock = match topics::TopicsLock::acquire(data_dir, topics::TOPICS_LOCK_WAIT) {
+        Ok(Some(lock)) => lock,
+        Ok(None) => {
+            return Err((
+                ResponseError::RequestTimedOut.code(),
+                "Another broker is changing the topics; try again.".into(),
+            ))
+        }
+        Err(e) => return Err((ResponseError::KafkaStorageError.code(), format!("topics lock: {e}"))),
+    };
     let meta =
         topics::load_one(data_dir, name).map_err(storage)?.filter(|m| m.id == id).ok_or_else(|| unknown(name))?;
     let configs = match change {
@@ -61,7 +73,7 @@ fn alter_on_disk(
         return Ok(None);
     }
     if configs != meta.configs {
-        topics::replace(data_dir, &TopicMeta { configs: configs.clone(), ..meta }).map_err(storage)?;
+        topics::replace(data_dir, &TopicMeta { configs: configs.clone(), ..meta }, &lock).map_err(storage)?;
     }
     Ok(Some(configs))
 }

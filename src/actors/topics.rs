@@ -6,6 +6,7 @@
 //! live peer should. Runs on its own arbiter, so its file I/O never blocks a connection thread.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -29,6 +30,8 @@ use crate::store::placement;
 use crate::store::topic_config::{self, BrokerDefaults, ProduceLimits};
 use crate::store::topics::{self, TopicMeta};
 
+mod growth;
+
 /// A topic and the partition-leader actors of the partitions this broker leads.
 #[derive(Debug, Clone)]
 pub struct TopicHandle {
@@ -37,13 +40,16 @@ pub struct TopicHandle {
     pub partitions: Arc<Vec<Slot<PartitionLeader>>>,
     /// What Produce checks, shared by every copy of the handle so an alter reaches them all.
     limits: Arc<RwLock<ProduceLimits>>,
+    /// Set when partitions were added (CreatePartitions): handles cached per connection then
+    /// ask the registry again instead of serving the old partition count.
+    superseded: Arc<AtomicBool>,
 }
 
 impl TopicHandle {
     fn new(meta: TopicMeta, defaults: &BrokerDefaults) -> TopicHandle {
         let slots = (0..meta.partitions).map(|_| Slot::default()).collect();
         let limits = Arc::new(RwLock::new(topic_config::produce_limits(defaults, &meta.configs)));
-        TopicHandle { meta, partitions: Arc::new(slots), limits }
+        TopicHandle { meta, partitions: Arc::new(slots), limits, superseded: Arc::default() }
     }
 
     /// The topic's current batch size limit and timestamp rules.
@@ -53,6 +59,11 @@ impl TopicHandle {
 
     pub(super) fn set_produce_limits(&self, limits: ProduceLimits) {
         *self.limits.write().unwrap_or_else(PoisonError::into_inner) = limits;
+    }
+
+    /// False once partitions were added to the topic: ask the registry for the current handle.
+    pub fn is_current(&self) -> bool {
+        !self.superseded.load(Ordering::Acquire)
     }
 
     /// The leader of partition `p` while this broker leads it.
@@ -265,13 +276,18 @@ impl TopicRegistry {
         for meta in on_disk {
             if self.topics.get(&meta.name).is_some_and(|h| h.meta.id == meta.id) {
                 // A peer may have altered its configs.
-                self.apply_configs(&meta.name, meta.configs);
-                continue;
+                self.apply_configs(&meta.name, meta.configs.clone());
             }
             if self.deleting.contains(&meta.name) {
                 continue;
             }
-            self.register(meta);
+            match self.topics.get(&meta.name) {
+                // Partitions a peer added (CreatePartitions): served from this tick on.
+                Some(h) if h.meta.id == meta.id => self.grow(meta, true),
+                _ => {
+                    self.register(meta);
+                }
+            }
         }
         Ok(deleted)
     }
@@ -533,7 +549,14 @@ impl TopicRegistry {
         let partitions = topics::resolve_partitions(msg.partitions, self.settings.num_partitions).map_err(limit)?;
         let configs = topic_config::validate(&msg.configs).map_err(|e| fail(e.code(), e.to_string()))?;
         topics::check_broker_limit(self.partition_count(), partitions, self.settings.max_partitions).map_err(limit)?;
-        let meta = TopicMeta { name: msg.name, id: Uuid::new_v4(), partitions, configs, placed_on: self.live.clone() };
+        let meta = TopicMeta {
+            name: msg.name,
+            id: Uuid::new_v4(),
+            partitions,
+            configs,
+            placed_on: self.live.clone(),
+            added: Vec::new(),
+        };
         if msg.validate_only {
             return Ok(meta);
         }

@@ -160,6 +160,7 @@ pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
         ListOffsets => list_offsets,
         Metadata => metadata,
         CreateTopics => create_topics,
+        CreatePartitions => create_partitions,
         DeleteTopics => delete_topics,
         DeleteRecords => delete_records,
         InitProducerId => init_producer_id,

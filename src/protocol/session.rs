@@ -244,7 +244,7 @@ impl Session {
 
     /// The topic's partition leaders, cached per connection.
     pub async fn topic(&self, name: &str, auto_create: bool) -> Result<TopicHandle, i16> {
-        if let Some(h) = self.topics.borrow().get(name) {
+        if let Some(h) = self.topics.borrow().get(name).filter(|h| h.is_current()) {
             return Ok(h.clone());
         }
         self.lookup(name, auto_create).await

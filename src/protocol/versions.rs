@@ -47,6 +47,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeUserScramCredentials, 0, 0),
     (ApiKey::DescribeLogDirs, 1, 4),
     (ApiKey::DescribeTopicPartitions, 0, 0),
+    (ApiKey::CreatePartitions, 0, 3),
 ];
 
 /// What this broker's settings take out of [`SUPPORTED`].

@@ -94,11 +94,7 @@ pub const MAX_PARTITIONS_PER_PAGE: i32 = 2000;
 /// from `cursor` (a topic and first partition; a topic not listed is INVALID_REQUEST), at most
 /// `limit` partitions (capped as Kafka does). Returns each topic's partition range on this page
 /// and where the next page starts, if anything is left.
-pub fn partitions_page(
-    topics: &[(String, i32)],
-    cursor: Option<(&str, i32)>,
-    limit: i32,
-) -> Result<Page, String> {
+pub fn partitions_page(topics: &[(String, i32)], cursor: Option<(&str, i32)>, limit: i32) -> Result<Page, String> {
     let mut left = limit.clamp(1, MAX_PARTITIONS_PER_PAGE);
     let (start_topic, mut first) = match cursor {
         Some((t, p)) => {

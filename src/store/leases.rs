@@ -251,10 +251,10 @@ fn write_record(path: &Path, node_id: i32, first: Option<LeaseRecord>) -> Result
 }
 
 /// The lease partition `p` of `meta` has before any lease file says otherwise: the broker
-/// placement picked among the brokers live at its creation, at epoch 0 (`TopicMeta::placed_on`).
+/// placement picked among the brokers live at its creation, at epoch 0 (`TopicMeta::placed_on_for`).
 pub fn first_lease(meta: &TopicMeta, p: i32) -> Option<LeaseRecord> {
     let what = Owned::Partition { topic: meta.name.clone(), partition: p };
-    let node_id = placement::desired_owner(&what, &meta.placed_on)?;
+    let node_id = placement::desired_owner(&what, meta.placed_on_for(p))?;
     Some(LeaseRecord { node_id, epoch: 0 })
 }
 

@@ -6,6 +6,7 @@ pub mod clock;
 pub mod config_resources;
 pub mod control;
 pub mod coordinator_key;
+pub mod create_partitions;
 pub mod durable;
 pub mod fence_log;
 pub mod fence_watch;

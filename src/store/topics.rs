@@ -112,6 +112,24 @@ pub struct TopicMeta {
     /// 100,000 partitions writes one file, not 100,000). Empty in topic files of older kaas.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub placed_on: Vec<i32>,
+    /// Partitions added by CreatePartitions, each batch with the brokers live when it was added
+    /// (their first leaders are placed among those, as `placed_on` places the first ones).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub added: Vec<AddedPartitions>,
+}
+
+/// Partitions `from..` (up to the next batch) added to a topic while `placed_on` were live.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AddedPartitions {
+    pub from: i32,
+    pub placed_on: Vec<i32>,
+}
+
+impl TopicMeta {
+    /// The brokers live when partition `p` was created (its first leader is placed among them).
+    pub fn placed_on_for(&self, p: i32) -> &[i32] {
+        self.added.iter().rev().find(|a| a.from <= p).map_or(&self.placed_on, |a| &a.placed_on)
+    }
 }
 
 /// Kafka's legal topic names: 1..=249 chars of [a-zA-Z0-9._-], not "." or "..".
@@ -252,13 +270,49 @@ pub fn save(data_dir: &Path, meta: &TopicMeta) -> Result<(), TopicError> {
     Ok(())
 }
 
-/// Rewrites the file of an existing topic (its configs altered), crash-safely: a reader sees the
-/// old file or the new one, never a mix, and the new one is durable once this returns.
-pub fn replace(data_dir: &Path, meta: &TopicMeta) -> Result<(), TopicError> {
+/// Rewrites the topic file of a topic that exists (CreatePartitions' commit point): durably and
+/// atomically (tmp, fsync, rename, fsync dir), so a crash leaves the old file or the new one.
+/// Only under [`TopicsLock`], which deletions take too, so a topic deleted meanwhile is not
+/// written back.
+pub fn replace(data_dir: &Path, meta: &TopicMeta, _lock: &TopicsLock) -> Result<(), TopicError> {
     validate_name(&meta.name)?;
+    if meta.partitions < 1 {
+        return Err(TopicError::InvalidPartitions(meta.partitions));
+    }
     let bytes = serde_json::to_vec_pretty(meta).map_err(|e| TopicError::Parse(PathBuf::from(&meta.name), e))?;
     write_atomic(&topics_dir(data_dir).join(format!("{}.json", meta.name)), &bytes)?;
     Ok(())
+}
+
+/// The lock brokers sharing the disk take to change or delete an existing topic file
+/// (`__cluster/topics.lock`, an OFD lock dropped with the file, or by the kernel when the
+/// process dies): a read, check and rewrite of a topic file is not interleaved with another.
+#[derive(Debug)]
+pub struct TopicsLock {
+    _file: File,
+}
+
+/// How long a change waits for another broker's change of the topic files (each takes
+/// milliseconds).
+pub const TOPICS_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl TopicsLock {
+    /// Takes the lock, waiting up to `wait` for another holder; None when it is still held.
+    pub fn acquire(data_dir: &Path, wait: std::time::Duration) -> std::io::Result<Option<TopicsLock>> {
+        let path = data_dir.join("__cluster").join("topics.lock");
+        crate::store::durable::create_dir_all_durable(path.parent().unwrap_or(Path::new(".")))?;
+        let file = std::fs::OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&path)?;
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            if crate::store::file_lock::try_lock(&file)? {
+                return Ok(Some(TopicsLock { _file: file }));
+            }
+            if std::time::Instant::now() >= deadline {
+                return Ok(None);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
 }
 
 /// What start-up may serve: at most `max_partitions` partitions are started (the rest of a
@@ -323,7 +377,13 @@ pub fn remove_partition_dirs(data_dir: &Path, topic: &str) -> std::io::Result<us
 /// partitions it led once its leaders stopped (a peer's leader may still be writing its own);
 /// what nobody removed goes when a topic of that name is created again.
 pub fn remove(data_dir: &Path, meta: &TopicMeta, partitions: &[i32]) -> Result<(), TopicError> {
+    // Not while a peer rewrites the file (CreatePartitions), which would bring it back.
+    let lock = TopicsLock::acquire(data_dir, TOPICS_LOCK_WAIT)?;
+    if lock.is_none() {
+        tracing::warn!(topic = %meta.name, "deleting without the topics lock: another broker held it too long");
+    }
     std::fs::remove_file(topics_dir(data_dir).join(format!("{}.json", meta.name)))?;
+    drop(lock);
     remove_partitions(data_dir, &meta.name, partitions)
 }
 
@@ -413,7 +473,14 @@ mod tests {
     }
 
     fn meta_t() -> TopicMeta {
-        TopicMeta { name: "t".into(), id: Uuid::new_v4(), partitions: 3, configs: BTreeMap::new(), placed_on: vec![] }
+        TopicMeta {
+            name: "t".into(),
+            id: Uuid::new_v4(),
+            partitions: 3,
+            configs: BTreeMap::new(),
+            placed_on: vec![],
+            added: vec![],
+        }
     }
 
     #[test]
@@ -448,9 +515,36 @@ mod tests {
         let mut meta = meta_t();
         save(dir.path(), &meta).unwrap();
         meta.configs.insert("retention.ms".into(), "1000".into());
-        replace(dir.path(), &meta).unwrap();
+        let lock = TopicsLock::acquire(dir.path(), TOPICS_LOCK_WAIT).unwrap().unwrap();
+        replace(dir.path(), &meta, &lock).unwrap();
         assert_eq!(load_all(dir.path()).unwrap(), vec![meta]);
         assert_eq!(std::fs::read_dir(topics_dir(dir.path())).unwrap().count(), 1, "no temporary file left");
+    }
+
+    #[test]
+    fn a_topic_file_is_replaced_whole_under_the_topics_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = meta_t();
+        save(dir.path(), &meta).unwrap();
+        let lock = TopicsLock::acquire(dir.path(), TOPICS_LOCK_WAIT).unwrap().unwrap();
+        // A second holder (another broker: another open file) waits, then gives up.
+        assert!(TopicsLock::acquire(dir.path(), std::time::Duration::from_millis(20)).unwrap().is_none());
+        let grown = TopicMeta { partitions: 5, added: vec![AddedPartitions { from: 3, placed_on: vec![0] }], ..meta };
+        replace(dir.path(), &grown, &lock).unwrap();
+        drop(lock);
+        assert_eq!(load_one(dir.path(), "t").unwrap(), Some(grown.clone()));
+        assert!(TopicsLock::acquire(dir.path(), TOPICS_LOCK_WAIT).unwrap().is_some(), "released with its holder");
+        let files: Vec<_> =
+            std::fs::read_dir(topics_dir(dir.path())).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(files.len(), 1, "no temporary file left: {files:?}");
+    }
+
+    #[test]
+    fn topic_files_of_older_kaas_have_no_added_partitions() {
+        let old = br#"{"name":"t","id":"67e55044-10b1-426f-9247-bb680e5fe0c8","partitions":2,"placed_on":[0,1]}"#;
+        let meta: TopicMeta = serde_json::from_slice(old).unwrap();
+        assert!(meta.added.is_empty());
+        assert_eq!(meta.placed_on_for(1), &[0, 1]);
     }
 
     #[test]

@@ -26,6 +26,17 @@ pub struct CreateTopic {
     pub validate_only: bool,
 }
 
+/// CreatePartitions of one topic: grow it to `count` partitions.
+#[derive(Message)]
+#[rtype(result = "Result<TopicMeta, TopicFailure>")]
+pub struct CreatePartitions {
+    pub name: String,
+    pub count: i32,
+    /// A broker list per new partition, when the client chose them.
+    pub assignments: Option<Vec<Vec<i32>>>,
+    pub validate_only: bool,
+}
+
 #[derive(Message)]
 #[rtype(result = "Result<TopicMeta, i16>")]
 pub struct DeleteTopic {
