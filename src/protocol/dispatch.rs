@@ -181,5 +181,7 @@ pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
         ListGroups => list_groups,
         DescribeGroups => describe_groups,
         DeleteGroups => delete_groups,
+        ConsumerGroupHeartbeat => consumer_group_heartbeat,
+        ConsumerGroupDescribe => consumer_group_describe,
     }
 }
