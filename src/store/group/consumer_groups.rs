@@ -15,7 +15,7 @@ use super::consumer::{
 use super::{Group, GroupError, GroupState, Groups};
 
 /// A group's protocol (ListGroups v5 `GroupType`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum GroupType {
     Classic,
     Consumer,

@@ -208,11 +208,12 @@ def producer_performance_with_args(bootstrap: str, topic: str, num_records: int,
 # ----------------------------------------------------------------------------- consumer groups
 
 def group_consume(bootstrap: str, topic: str, group: str, count: int, partitions: int,
-                  timeout: float = 300) -> JsonRun:
-    """kaas.interop.GroupConsume: two cooperative-sticky KafkaConsumers split TOPIC, one leaves,
-    the other takes over; every record consumed, committed offsets == end offsets."""
+                  timeout: float = 300, protocol: str = "classic") -> JsonRun:
+    """kaas.interop.GroupConsume: two KafkaConsumers (cooperative-sticky, or group.protocol
+    `consumer`: KIP-848) split TOPIC, one leaves, the other takes over; every record consumed,
+    committed offsets == end offsets."""
     r = run_java("kaas.interop.GroupConsume", bootstrap, topic, group, str(count), str(partitions),
-                 timeout=timeout)
+                 protocol, timeout=timeout)
     return JsonRun(r, last_json_line(r.stdout))
 
 
