@@ -6,7 +6,7 @@
    member revoking exactly what the second gets), both consume, one leaves and the other takes
    its partitions; every record is read exactly once between them and the committed offsets
    (OffsetCommit v9 with member epochs) equal the end offsets. Admin.describeConsumerGroups
-   (ConsumerGroupDescribe) shows a CONSUMER group, Stable, two members, assignor "uniform".
+   (ConsumerGroupDescribe) shows a Consumer group, Stable, two members, assignor "uniform".
 2. The console consumer with --consumer-property group.protocol=consumer reads N records and
    commits them; kafka-consumer-groups --describe (ConsumerGroupCommand) then shows the group's
    offsets with lag 0, and --list --type consumer lists it.
@@ -47,7 +47,7 @@ def test_java_consumer_protocol_split_and_takeover(broker):
     # Revoke first, then assign: A gave up exactly what B got; B's share came back to A.
     assert s["revoked_from_a_when_b_joined"] == s["split_b"], ctx
     assert s["added_to_a_when_b_left"] == s["split_b"], ctx
-    assert s["described_type"] == "CONSUMER", ctx
+    assert s["described_type"] == "Consumer", ctx
     assert s["described_state"] == "Stable", ctx
     assert s["described_assignor"] == "uniform", ctx
     assert s["described_members"] == 2, ctx
