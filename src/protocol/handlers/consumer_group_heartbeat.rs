@@ -29,7 +29,10 @@ fn request(s: &Session, version: i16, req: &ConsumerGroupHeartbeatRequest) -> Co
         instance_id: req.instance_id.as_ref().map(|i| i.to_string()),
         rack_id: req.rack_id.as_ref().map(|i| i.to_string()),
         rebalance_timeout_ms: req.rebalance_timeout_ms,
-        subscribed_topic_names: req.subscribed_topic_names.as_ref().map(|n| n.iter().map(|t| t.0.to_string()).collect()),
+        subscribed_topic_names: req
+            .subscribed_topic_names
+            .as_ref()
+            .map(|n| n.iter().map(|t| t.0.to_string()).collect()),
         subscribed_topic_regex: req.subscribed_topic_regex.as_ref().map(|r| r.to_string()),
         server_assignor: req.server_assignor.as_ref().map(|a| a.to_string()),
         owned,
@@ -53,7 +56,8 @@ async fn call(
         topics.push((name.0.to_string(), info));
     }
     let (tx, rx) = oneshot::channel();
-    let msg = ConsumerHeartbeat { group_id: group_id.to_string(), request: request(s, version, req), topics, reply: tx };
+    let msg =
+        ConsumerHeartbeat { group_id: group_id.to_string(), request: request(s, version, req), topics, reply: tx };
     let unavailable = || (ResponseError::CoordinatorNotAvailable, None);
     groups.send(msg).await.map_err(|_| unavailable())?;
     rx.await.map_err(|_| unavailable())?.map_err(|e| (e.error(), Some(e.to_string())))

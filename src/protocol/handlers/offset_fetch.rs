@@ -86,7 +86,8 @@ pub async fn handle(s: Rc<Session>, version: i16, req: OffsetFetchRequest) -> Of
         let mut rg = OffsetFetchResponseGroup::default();
         rg.group_id = g.group_id.clone();
         // v9: a consumer group's member says who it is (checked against its member epoch).
-        let member = (version >= 9).then(|| (g.member_id.as_ref().map_or(String::new(), |m| m.to_string()), g.member_epoch));
+        let member =
+            (version >= 9).then(|| (g.member_id.as_ref().map_or(String::new(), |m| m.to_string()), g.member_epoch));
         match fetch(&s, &g.group_id.0, partitions, require_stable, member).await {
             Ok(offsets) => {
                 rg.topics = by_topic(offsets)

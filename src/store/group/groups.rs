@@ -187,7 +187,9 @@ impl Groups {
                     .iter()
                     .filter(|(_, g)| g.state() != GroupState::Dead)
                     .map(|(id, g)| match self.consumer.get(id) {
-                        Some(c) => (id.clone(), "consumer".to_string(), c.state().name().to_string(), GroupType::Consumer),
+                        Some(c) => {
+                            (id.clone(), "consumer".to_string(), c.state().name().to_string(), GroupType::Consumer)
+                        }
                         None => {
                             let (ptype, state) = g.list_entry();
                             (id.clone(), ptype, state.to_string(), GroupType::Classic)

@@ -52,7 +52,13 @@ impl Group {
     }
 
     /// Pending transactional offsets someone else validated (a consumer-protocol group's).
-    pub fn store_txn_offsets(&mut self, now_ms: u64, producer_id: i64, producer_epoch: i16, offsets: Vec<OffsetCommit>) {
+    pub fn store_txn_offsets(
+        &mut self,
+        now_ms: u64,
+        producer_id: i64,
+        producer_epoch: i16,
+        offsets: Vec<OffsetCommit>,
+    ) {
         let entries = self.entries(now_ms, offsets);
         let pending = self.offsets.pending_txn.entry(producer_id).or_default();
         pending.producer_epoch = producer_epoch;

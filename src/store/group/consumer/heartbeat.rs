@@ -71,7 +71,9 @@ pub fn validate(req: &HeartbeatRequest, config: &ConsumerConfig) -> Result<Optio
     }
     if let Some(re) = req.subscribed_topic_regex.as_deref().filter(|r| !r.is_empty()) {
         compile_regex(re).map_err(|e| {
-            ConsumerError::InvalidRegularExpression(format!("SubscribedTopicRegex `{re}` is not a valid regular expression: {e}."))
+            ConsumerError::InvalidRegularExpression(format!(
+                "SubscribedTopicRegex `{re}` is not a valid regular expression: {e}."
+            ))
         })?;
     }
     match req.server_assignor.as_deref() {
@@ -120,10 +122,7 @@ impl ConsumerGroup {
     /// The member a (non-leave) heartbeat is about; a new one when joining.
     fn heartbeat_member(&self, req: &HeartbeatRequest, member_id: &str) -> Result<ConsumerMember, ConsumerError> {
         let unknown = || {
-            ConsumerError::UnknownMemberId(format!(
-                "Member {member_id} is not a member of group {}.",
-                self.group_id
-            ))
+            ConsumerError::UnknownMemberId(format!("Member {member_id} is not a member of group {}.", self.group_id))
         };
         if let Some(instance) = &req.instance_id {
             let holder = self.static_members.get(instance).and_then(|id| self.members.get(id));
@@ -266,8 +265,9 @@ impl ConsumerGroup {
     /// A leave (member epoch -1, or -2 for a static member leaving for a while).
     pub fn leave(&mut self, req: &HeartbeatRequest) -> Result<HeartbeatResponse, ConsumerError> {
         let member_id = req.member_id.as_str();
-        let unknown =
-            || ConsumerError::UnknownMemberId(format!("Member {member_id} is not a member of group {}.", self.group_id));
+        let unknown = || {
+            ConsumerError::UnknownMemberId(format!("Member {member_id} is not a member of group {}.", self.group_id))
+        };
         let member = match &req.instance_id {
             Some(instance) => {
                 let m = self.static_members.get(instance).and_then(|id| self.members.get(id)).ok_or_else(unknown)?;
@@ -315,9 +315,6 @@ impl ConsumerGroup {
 
     /// The earliest session or rebalance deadline of a member.
     pub fn next_deadline(&self) -> Option<u64> {
-        self.members
-            .values()
-            .flat_map(|m| std::iter::once(m.session_deadline_ms).chain(m.rebalance_deadline_ms))
-            .min()
+        self.members.values().flat_map(|m| std::iter::once(m.session_deadline_ms).chain(m.rebalance_deadline_ms)).min()
     }
 }

@@ -114,8 +114,8 @@ fn greater_member_epoch_is_fenced() {
 fn smaller_epoch_is_fenced_unless_previous_with_a_subset() {
     let mut g = groups(2);
     hb(&mut g, 0, join("a", &["t"])).unwrap(); // epoch 1, previous 0
-    // epoch 0 is not a join here (join has epoch 0 and empty owned: it is a rejoin, accepted);
-    // a leftover epoch below previous is fenced.
+                                               // epoch 0 is not a join here (join has epoch 0 and empty owned: it is a rejoin, accepted);
+                                               // a leftover epoch below previous is fenced.
     hb(&mut g, 1, join("b", &["t"])).unwrap(); // group epoch 2
     let a = hb(&mut g, 2, beat("a", 1, &owned(&BTreeSet::from([0, 1])))).unwrap();
     let keep = parts(&a.assignment);
