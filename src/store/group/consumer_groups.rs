@@ -179,12 +179,11 @@ impl Groups {
         &self,
         group_id: &str,
         member_id: &str,
-        instance_id: Option<&str>,
         epoch: i32,
         transactional: bool,
     ) -> Option<Result<(), GroupError>> {
         let g = self.consumer.get(group_id)?;
-        Some(g.validate_offset_commit(member_id, instance_id, epoch, transactional))
+        Some(g.validate_offset_commit(member_id, epoch, transactional))
     }
 
     /// The partitions of topics a non-empty consumer group subscribes to (OffsetDelete refuses them).

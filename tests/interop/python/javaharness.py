@@ -218,11 +218,11 @@ def group_consume(bootstrap: str, topic: str, group: str, count: int, partitions
 
 
 def ctp(bootstrap: str, in_topic: str, out_topic: str, group: str, transactional_id: str,
-        count: int, partitions: int, timeout: float = 300) -> JsonRun:
+        count: int, partitions: int, timeout: float = 300, protocol: str = "classic") -> JsonRun:
     """kaas.interop.Ctp: exactly-once consume-transform-produce with sendOffsetsToTransaction,
     a second instance with the same transactional.id fences the first halfway."""
     r = run_java("kaas.interop.Ctp", bootstrap, in_topic, out_topic, group, transactional_id,
-                 str(count), str(partitions), timeout=timeout)
+                 str(count), str(partitions), protocol, timeout=timeout)
     return JsonRun(r, last_json_line(r.stdout))
 
 

@@ -7,13 +7,19 @@
    its partitions; every record is read exactly once between them and the committed offsets
    (OffsetCommit v9 with member epochs) equal the end offsets. Admin.describeConsumerGroups
    (ConsumerGroupDescribe) shows a Consumer group, Stable, two members, assignor "uniform".
-2. The console consumer with --consumer-property group.protocol=consumer reads N records and
+2. kaas.interop.Ctp with group.protocol=consumer: exactly-once consume-transform-produce
+   (sendOffsetsToTransaction with the consumer's group metadata: TxnOffsetCommit carries the
+   member id and member epoch); a second instance with the same transactional.id fences the
+   first halfway; the output holds every input record exactly once and the group's committed
+   offsets equal the input end offsets.
+3. The console consumer with --consumer-property group.protocol=consumer reads N records and
    commits them; kafka-consumer-groups --describe (ConsumerGroupCommand) then shows the group's
    offsets with lag 0, and --list --type consumer lists it.
 """
 import re
 
 import javaharness as jh
+from conftest import Broker, free_port
 from kaashelpers import assert_no_panic, create_topic, log_tail, produce_confluent, unique_topic, watermarks
 
 
@@ -99,3 +105,28 @@ def test_console_consumer_and_groups_tool_with_consumer_protocol(broker):
     assert re.search(r"\bEmpty\b", state.stdout), ctx
     assert broker.alive(), ctx
     assert_no_panic(broker)
+
+
+def test_java_consume_transform_produce_with_consumer_protocol(tmp_path):
+    env = {"RUST_LOG": "info,kaas::protocol::connection=trace"}
+    broker = Broker(tmp_path / "data", free_port(), extra_env=env).start()
+    try:
+        count, partitions = 4_000, 4
+        res = jh.ctp(broker.bootstrap, unique_topic("ctp848-in"), unique_topic("ctp848-out"),
+                     unique_topic("ctp848-g"), "ctp848", count, partitions, protocol="consumer")
+        ctx = _ctx(broker, res.run)
+        s = res.summary
+        assert s is not None, "Ctp printed no JSON summary\n" + ctx
+        assert res.run.returncode == 0 and s["ok"] is True, f"Ctp failed: {s['errors']}\n{ctx}"
+        assert s["instance1_commit_error"] == "ProducerFencedException", ctx
+        assert s["instance1_records"] + s["instance2_records"] == count, ctx
+        assert s["output_read_committed"] == count, ctx
+        assert s["output_missing"] == 0 and s["output_duplicated"] == 0, ctx
+        assert s["group_committed"] == s["input_end_offsets"], ctx
+        log = re.sub(r"\x1b\[[0-9;]*m", "", broker.log_text())
+        assert re.search(r"api=ConsumerGroupHeartbeat", log), "the consumers did not use KIP-848\n" + ctx
+        assert re.search(r"api=TxnOffsetCommit", log), ctx
+        assert broker.alive(), ctx
+        assert_no_panic(broker)
+    finally:
+        broker.stop()

@@ -6,21 +6,18 @@ use crate::store::group::GroupError;
 
 impl ConsumerGroup {
     /// OffsetCommit (and TxnOffsetCommit with `transactional`): a member epoch below zero is
-    /// accepted while the group has no member (admin client, manual assignment); a
-    /// transactional commit without member id, epoch and instance id is accepted; otherwise
-    /// the member must exist (UNKNOWN_MEMBER_ID) and the epoch match (STALE_MEMBER_EPOCH, or
-    /// ILLEGAL_GENERATION for TxnOffsetCommit, which has no STALE_MEMBER_EPOCH).
+    /// accepted while the group has no member (admin client, manual assignment); otherwise the
+    /// member must exist (UNKNOWN_MEMBER_ID) and the epoch match (STALE_MEMBER_EPOCH, or
+    /// ILLEGAL_GENERATION for TxnOffsetCommit, which has no STALE_MEMBER_EPOCH: Kafka's
+    /// OffsetMetadataManager converts it). Unlike a classic group, a consumer group does not
+    /// accept a transactional commit without member id and epoch while it has members.
     pub fn validate_offset_commit(
         &self,
         member_id: &str,
-        instance_id: Option<&str>,
         member_epoch: i32,
         transactional: bool,
     ) -> Result<(), GroupError> {
         if member_epoch < 0 && self.members.is_empty() {
-            return Ok(());
-        }
-        if transactional && member_epoch == -1 && member_id.is_empty() && instance_id.is_none() {
             return Ok(());
         }
         let member = self.members.get(member_id).ok_or(GroupError::UnknownMemberId)?;

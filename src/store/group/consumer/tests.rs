@@ -325,7 +325,7 @@ fn txn_offset_commit_with_a_stale_epoch_is_illegal_generation() {
     hb(&mut g, 0, join("a", &["t"])).unwrap();
     assert_eq!(g.commit_offsets(0, "g", 0, "a", None, commit(), Some((7, 0))), Err(GroupError::IllegalGeneration));
     assert_eq!(g.commit_offsets(0, "g", 1, "a", None, commit(), Some((7, 0))), Ok(()));
-    assert_eq!(g.commit_offsets(0, "g", -1, "", None, commit(), Some((8, 0))), Ok(()));
+    assert_eq!(g.commit_offsets(0, "g", -1, "", None, commit(), Some((8, 0))), Err(GroupError::UnknownMemberId));
 }
 
 #[test]
