@@ -11,6 +11,7 @@ use std::time::Duration;
 use common::{Broker, Client};
 use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::metadata_request as metadata_request_topic;
 use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
 use kafka_protocol::messages::*;
@@ -210,5 +211,27 @@ fn two_members_revoke_then_assign_leave_fence_and_time_out() {
     std::thread::sleep(Duration::from_millis(3600));
     assert_eq!(heartbeat(&mut c, "member-a", 3, Some((id, &all)), false).error_code, 25);
     assert_eq!(describe(&mut c).group_state.as_str(), "Empty");
+    broker.finish();
+}
+
+#[test]
+fn metadata_answers_topics_asked_by_id() {
+    // librdkafka resolves the topic ids of a KIP-848 assignment with Metadata by id.
+    let broker = Broker::start();
+    let mut c = broker.client();
+    let id = create(&mut c, "t848", 2);
+    let mut known = metadata_request_topic::MetadataRequestTopic::default();
+    known.topic_id = id;
+    known.name = None;
+    let mut unknown = metadata_request_topic::MetadataRequestTopic::default();
+    unknown.topic_id = Uuid::from_u128(42);
+    unknown.name = None;
+    let mut req = MetadataRequest::default();
+    req.topics = Some(vec![known, unknown]);
+    let resp: MetadataResponse = c.call(ApiKey::Metadata, 12, req);
+    assert_eq!(resp.topics[0].error_code, 0);
+    assert_eq!(resp.topics[0].name.as_ref().map(|n| n.0.as_str()), Some("t848"));
+    assert_eq!(resp.topics[0].partitions.len(), 2);
+    assert_eq!((resp.topics[1].error_code, resp.topics[1].topic_id), (100, Uuid::from_u128(42)));
     broker.finish();
 }
