@@ -74,6 +74,9 @@ pub struct Settings {
     /// Finalized transaction.version advertised to clients: 1 (legacy) or 2 (KIP-890, the
     /// default of new Apache Kafka 4.x clusters).
     pub transaction_version: i16,
+    /// Finalized group.version advertised to clients: 1 (the default of Apache Kafka 4.x) serves
+    /// the consumer group protocol (KIP-848); 0 hides ConsumerGroupHeartbeat/Describe.
+    pub group_version: i16,
     /// Highest WriteTxnMarkers version this broker advertises, accepts and sends to peers:
     /// 2 carries KIP-1228's TransactionVersion per marker, 1 is the legacy request (eos-rules 43).
     pub write_txn_markers_max_version: i16,
@@ -97,6 +100,15 @@ pub struct Settings {
     /// hands over partitions and the coordinators (actors::membership). A dead broker's share
     /// is taken over within about this long after the kernel releases its locks.
     pub cluster_tick_ms: u64,
+    /// Kafka's group.consumer.heartbeat.interval.ms (KIP-848 consumer groups).
+    pub group_consumer_heartbeat_interval_ms: i32,
+    /// Kafka's group.consumer.session.timeout.ms: a member silent this long is removed.
+    pub group_consumer_session_timeout_ms: i32,
+    /// Kafka's group.consumer.max.size. Kafka's default is 2147483647; kaas bounds the members
+    /// one group may hold (memory) at 10,000 by default.
+    pub group_consumer_max_size: u32,
+    /// Kafka's group.consumer.assignors: `uniform` and/or `range`, the first the default.
+    pub group_consumer_assignors: Vec<String>,
     /// Kafka's offsets.retention.minutes: committed offsets of an Empty group expire after this.
     pub offsets_retention_minutes: u64,
     /// Kafka's offsets.retention.check.interval.ms.
@@ -149,6 +161,7 @@ impl Default for Settings {
             transactional_id_expiration_ms: 7 * 24 * 3600 * 1000,
             transaction_abort_check_interval_ms: 10_000,
             transaction_version: 2,
+            group_version: 1,
             write_txn_markers_max_version: 2,
             group_initial_rebalance_delay_ms: 3000,
             max_connections: 10_000,
@@ -158,6 +171,10 @@ impl Default for Settings {
             queued_max_response_bytes: 512 * 1024 * 1024,
             max_incremental_fetch_session_cache_slots: 1000,
             cluster_tick_ms: 500,
+            group_consumer_heartbeat_interval_ms: 5000,
+            group_consumer_session_timeout_ms: 45_000,
+            group_consumer_max_size: 10_000,
+            group_consumer_assignors: vec!["uniform".into(), "range".into()],
             offsets_retention_minutes: 10_080,
             offsets_retention_check_interval_ms: 600_000,
             debug_skip_fsync: false,
@@ -202,7 +219,43 @@ impl Settings {
         Ok(s)
     }
 
+    /// The consumer group protocol's settings (KIP-848).
+    pub fn consumer_group_config(&self) -> crate::store::group::consumer::ConsumerConfig {
+        use crate::store::group::consumer::{Assignor, ConsumerConfig};
+        let assignors: Vec<Assignor> =
+            self.group_consumer_assignors.iter().filter_map(|n| Assignor::from_name(n)).collect();
+        ConsumerConfig {
+            heartbeat_interval_ms: self.group_consumer_heartbeat_interval_ms,
+            session_timeout_ms: self.group_consumer_session_timeout_ms,
+            max_size: self.group_consumer_max_size as usize,
+            assignors: if assignors.is_empty() { ConsumerConfig::default().assignors } else { assignors },
+        }
+    }
+
     fn validate(&self) -> Result<(), ConfigError> {
+        // Kafka's group.consumer.*: intervals of at least 1 ms, the interval below the timeout,
+        // known assignors.
+        if self.group_consumer_heartbeat_interval_ms < 1
+            || self.group_consumer_session_timeout_ms <= self.group_consumer_heartbeat_interval_ms
+        {
+            return Err(ConfigError::Invalid(
+                "group_consumer_session_timeout_ms",
+                format!(
+                    "{} (must be above group_consumer_heartbeat_interval_ms {}, which must be >= 1)",
+                    self.group_consumer_session_timeout_ms, self.group_consumer_heartbeat_interval_ms
+                ),
+            ));
+        }
+        if self.group_consumer_max_size < 1 {
+            return Err(ConfigError::Invalid("group_consumer_max_size", "0".into()));
+        }
+        let known = |n: &String| crate::store::group::consumer::Assignor::from_name(n).is_some();
+        if self.group_consumer_assignors.is_empty() || !self.group_consumer_assignors.iter().all(known) {
+            return Err(ConfigError::Invalid(
+                "group_consumer_assignors",
+                format!("{:?} (known: uniform, range)", self.group_consumer_assignors),
+            ));
+        }
         if self.num_partitions < 1 {
             return Err(ConfigError::Invalid("num_partitions", self.num_partitions.to_string()));
         }
@@ -274,6 +327,9 @@ impl Settings {
         }
         if self.txn_shards == 0 {
             return Err(ConfigError::Invalid("txn_shards", "0".into()));
+        }
+        if !(0..=1).contains(&self.group_version) {
+            return Err(ConfigError::Invalid("group_version", self.group_version.to_string()));
         }
         if !(1..=2).contains(&self.transaction_version) {
             return Err(ConfigError::Invalid("transaction_version", self.transaction_version.to_string()));

@@ -141,10 +141,12 @@ impl Coordinators {
                 let config = GroupConfig {
                     initial_rebalance_delay_ms: s.group_initial_rebalance_delay_ms,
                     offsets_retention_ms: s.offsets_retention_minutes.saturating_mul(60_000),
+                    consumer: s.consumer_group_config(),
                     ..GroupConfig::default()
                 };
                 let retention_check = Duration::from_millis(s.offsets_retention_check_interval_ms.max(10));
-                let g = GroupCoordinator::open(&s.data_dir, config, retention_check)?;
+                let topics = Some(self.directory.topics().clone().recipient());
+                let g = GroupCoordinator::open(&s.data_dir, config, retention_check, topics)?;
                 self.groups.set(Some(GroupCoordinator::start_in_arbiter(&self.arbiter, move |_| g)));
             }
             CoordinatorUnit::Txn(shard) => {

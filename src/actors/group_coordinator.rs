@@ -12,6 +12,7 @@ use actix::{Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler,
 
 use super::messages::*;
 use crate::store::clock::now_ms;
+use crate::store::group::consumer::{TopicImage, TopicInfo};
 use crate::store::group::{unwritten, GroupConfig, GroupSnapshot, Groups, MemberAnswer};
 
 pub struct GroupCoordinator {
@@ -23,10 +24,19 @@ pub struct GroupCoordinator {
     next_token: u64,
     /// Kafka's offsets.retention.check.interval.ms.
     retention_check: Duration,
+    /// The topic registry, read for the consumer groups' topic metadata.
+    topics: Option<actix::Recipient<ListTopics>>,
+    /// A topic refresh is under way.
+    refreshing: bool,
 }
 
 impl GroupCoordinator {
-    pub fn open(data_dir: &Path, config: GroupConfig, retention_check: Duration) -> Result<GroupCoordinator, String> {
+    pub fn open(
+        data_dir: &Path,
+        config: GroupConfig,
+        retention_check: Duration,
+        topics: Option<actix::Recipient<ListTopics>>,
+    ) -> Result<GroupCoordinator, String> {
         let path = data_dir.join("__cluster").join("groups");
         let (db, db_file) = crate::store::durable::open_sled(&path)?;
         let db_file = std::sync::Arc::new(db_file);
@@ -38,7 +48,16 @@ impl GroupCoordinator {
                 serde_json::from_slice(&v).map_err(|e| format!("corrupt group {id} in {}: {e}", path.display()))?;
             groups.restore(id, snap);
         }
-        Ok(GroupCoordinator { db, db_file, groups, waiting: HashMap::new(), next_token: 1, retention_check })
+        Ok(GroupCoordinator {
+            db,
+            db_file,
+            groups,
+            waiting: HashMap::new(),
+            next_token: 1,
+            retention_check,
+            topics,
+            refreshing: false,
+        })
     }
 
     /// Offset expiration (rules in `Groups::expire`); the changed groups are written.
@@ -91,15 +110,87 @@ impl GroupCoordinator {
     }
 }
 
+/// How often the consumer groups' topic metadata is read again (Kafka's metadata image
+/// updates): created and deleted topics and added partitions bump the group epochs.
+const TOPIC_REFRESH: Duration = Duration::from_millis(1000);
+
+impl GroupCoordinator {
+    /// Reads the topics from the registry while a consumer group has members.
+    fn refresh_topics(&mut self, ctx: &mut Context<Self>) {
+        let Some(topics) = self.topics.clone() else { return };
+        if self.refreshing || !self.groups.has_consumer_members() {
+            return;
+        }
+        self.refreshing = true;
+        ctx.spawn(topics.send(ListTopics).into_actor(self).map(|res, act, _| {
+            act.refreshing = false;
+            if let Ok(all) = res {
+                let image = TopicImage {
+                    topics: all
+                        .into_iter()
+                        .map(|t| (t.name, TopicInfo { id: t.id, partitions: t.partitions }))
+                        .collect(),
+                };
+                for id in act.groups.set_topics(image) {
+                    tracing::info!(group = %id, "consumer group epoch bumped: subscribed topics changed");
+                }
+            }
+        }));
+    }
+}
+
+impl Handler<ConsumerHeartbeat> for GroupCoordinator {
+    type Result = ();
+
+    fn handle(&mut self, msg: ConsumerHeartbeat, ctx: &mut Self::Context) {
+        self.groups.merge_topics(msg.topics);
+        let before = self.groups.consumer_group(&msg.group_id).map(|g| g.group_epoch());
+        let unique = || uuid::Uuid::new_v4().to_string();
+        let answer = self.groups.consumer_heartbeat(now_ms() as u64, &msg.group_id, msg.request, unique);
+        let after = self.groups.consumer_group(&msg.group_id).map(|g| g.group_epoch());
+        if before.is_none() && after.is_some() {
+            // A new consumer group: its type and epoch are written (not awaited: membership
+            // itself is not durable, as for classic groups).
+            let flush = self.persist(&msg.group_id);
+            ctx.spawn(
+                async move {
+                    if let Err(e) = flush.await {
+                        tracing::error!("consumer group not written: {e}");
+                    }
+                }
+                .into_actor(self),
+            );
+        }
+        let _ = msg.reply.send(answer);
+    }
+}
+
+impl Handler<DescribeConsumerGroups> for GroupCoordinator {
+    type Result = ();
+
+    fn handle(&mut self, msg: DescribeConsumerGroups, _: &mut Self::Context) {
+        let groups = msg.group_ids.into_iter().map(|id| {
+            let d = self.groups.consumer_describe(&id);
+            (id, d)
+        });
+        let groups = groups.collect();
+        let topic_names = self.groups.topic_image().names();
+        let _ = msg.reply.send(DescribedConsumerGroups { groups, topic_names });
+    }
+}
+
 impl Actor for GroupCoordinator {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(1024);
         ctx.run_interval(Duration::from_millis(100), |act, _| {
-            let replies = act.groups.tick(now_ms() as u64);
+            let now = now_ms() as u64;
+            let replies = act.groups.tick(now);
             act.deliver(replies);
+            act.groups.consumer_tick(now);
         });
+        ctx.run_interval(TOPIC_REFRESH, |act, ctx| act.refresh_topics(ctx));
         ctx.run_interval(self.retention_check, |act, ctx| act.expire(ctx));
     }
 }
@@ -150,8 +241,9 @@ impl Handler<FetchOffsets> for GroupCoordinator {
     type Result = ();
 
     fn handle(&mut self, msg: FetchOffsets, _: &mut Self::Context) {
-        let answer = self.groups.fetch_offsets(&msg.group_id, msg.partitions.as_deref(), msg.require_stable);
-        let _ = msg.reply.send(Ok(answer));
+        let member = msg.member.as_ref().map(|(id, epoch)| (id.as_str(), *epoch));
+        let answer = self.groups.fetch_offsets(&msg.group_id, msg.partitions.as_deref(), msg.require_stable, member);
+        let _ = msg.reply.send(answer);
     }
 }
 

@@ -48,6 +48,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeLogDirs, 1, 4),
     (ApiKey::DescribeTopicPartitions, 0, 0),
     (ApiKey::CreatePartitions, 0, 3),
+    (ApiKey::ConsumerGroupHeartbeat, 0, 1),
+    (ApiKey::ConsumerGroupDescribe, 0, 1),
 ];
 
 /// What this broker's settings take out of [`SUPPORTED`].
@@ -57,16 +59,19 @@ pub struct Offered {
     pub tv2: bool,
     /// `write_txn_markers_max_version`: 1 hides and refuses KIP-1228's v2 (eos-rules 43).
     pub write_txn_markers_max: i16,
+    /// The finalized group.version: 1 serves the consumer group protocol (KIP-848).
+    pub group_version: i16,
 }
 
 impl Offered {
     /// Everything kaas implements.
-    pub const ALL: Offered = Offered { tv2: true, write_txn_markers_max: 2 };
+    pub const ALL: Offered = Offered { tv2: true, write_txn_markers_max: 2, group_version: 1 };
 
     pub fn from_settings(settings: &Settings) -> Offered {
         Offered {
             tv2: settings.transaction_version >= 2,
             write_txn_markers_max: settings.write_txn_markers_max_version,
+            group_version: settings.group_version,
         }
     }
 
@@ -74,7 +79,9 @@ impl Offered {
     /// accepted (Java caps itself), but a WriteTxnMarkers version above the setting is refused
     /// like any unsupported version.
     pub fn accepts(&self, key: ApiKey, version: i16) -> bool {
-        is_supported(key, version) && !(key == ApiKey::WriteTxnMarkers && version > self.write_txn_markers_max)
+        is_supported(key, version)
+            && !(key == ApiKey::WriteTxnMarkers && version > self.write_txn_markers_max)
+            && (self.group_version >= 1 || !is_consumer_group_api(key))
     }
 }
 
@@ -84,6 +91,7 @@ pub fn advertised(offered: Offered) -> Vec<(ApiKey, i16, i16)> {
     let tv2 = offered.tv2;
     SUPPORTED
         .iter()
+        .filter(|(k, _, _)| offered.group_version >= 1 || !is_consumer_group_api(*k))
         .map(|&(k, min, max)| match k {
             ApiKey::Produce if !tv2 => (k, min, 11),
             ApiKey::EndTxn if !tv2 => (k, min, 4),
@@ -92,6 +100,11 @@ pub fn advertised(offered: Offered) -> Vec<(ApiKey, i16, i16)> {
             _ => (k, min, max),
         })
         .collect()
+}
+
+/// The KIP-848 APIs, served only with group.version 1 (as Kafka's ApiVersions filters them).
+fn is_consumer_group_api(key: ApiKey) -> bool {
+    matches!(key, ApiKey::ConsumerGroupHeartbeat | ApiKey::ConsumerGroupDescribe)
 }
 
 pub fn supported_range(key: ApiKey) -> Option<(i16, i16)> {
@@ -141,6 +154,16 @@ mod tests {
             let lib = key.valid_versions();
             assert!(*min >= lib.min && *max <= lib.max, "{key:?} {min}..{max} outside {lib}");
         }
+    }
+
+    #[test]
+    fn consumer_group_apis_only_with_group_version_1() {
+        let listed = |o: Offered| advertised(o).iter().any(|(k, _, _)| *k == ApiKey::ConsumerGroupHeartbeat);
+        let gv0 = Offered { group_version: 0, ..Offered::ALL };
+        assert!(listed(Offered::ALL));
+        assert!(!listed(gv0));
+        assert!(!gv0.accepts(ApiKey::ConsumerGroupDescribe, 0));
+        assert!(Offered::ALL.accepts(ApiKey::ConsumerGroupHeartbeat, 1));
     }
 
     #[test]

@@ -4,6 +4,10 @@ use actix::Message;
 
 use super::Reply;
 
+pub use crate::store::group::consumer::{
+    ConsumerError, DescribedConsumerGroup, HeartbeatRequest as ConsumerHeartbeatRequest,
+    HeartbeatResponse as ConsumerHeartbeatResponse, TopicInfo,
+};
 pub use crate::store::group::{
     FetchedOffset, GroupAdminAnswer, GroupAdminOp, GroupDescription, GroupError, GroupOp, JoinRequest, LeaveMember,
     OffsetCommit, Response as GroupResponse, SyncRequest,
@@ -38,6 +42,8 @@ pub struct FetchOffsets {
     /// None = every committed partition.
     pub partitions: Option<Vec<(String, i32)>>,
     pub require_stable: bool,
+    /// OffsetFetch v9's member id and member epoch (checked for consumer groups).
+    pub member: Option<(String, i32)>,
     pub reply: Reply<Result<Vec<FetchedOffset>, GroupError>>,
 }
 
@@ -58,4 +64,28 @@ pub struct CompleteTxnOffsets {
     pub producer_id: i64,
     pub commit: bool,
     pub reply: Reply<i16>,
+}
+
+/// ConsumerGroupHeartbeat, with the topics of its subscription as the handler just looked them
+/// up (None: no such topic).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ConsumerHeartbeat {
+    pub group_id: String,
+    pub request: ConsumerHeartbeatRequest,
+    pub topics: Vec<(String, Option<TopicInfo>)>,
+    pub reply: Reply<Result<ConsumerHeartbeatResponse, ConsumerError>>,
+}
+
+/// ConsumerGroupDescribe; answered with the topic names of the assigned topic ids.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct DescribeConsumerGroups {
+    pub group_ids: Vec<String>,
+    pub reply: Reply<DescribedConsumerGroups>,
+}
+
+pub struct DescribedConsumerGroups {
+    pub groups: Vec<(String, Result<DescribedConsumerGroup, ConsumerError>)>,
+    pub topic_names: std::collections::HashMap<uuid::Uuid, String>,
 }

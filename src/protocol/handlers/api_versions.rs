@@ -16,7 +16,7 @@ fn ranges(offered: Offered) -> Vec<ApiVersion> {
 }
 
 /// `transaction_version`: the finalized transaction.version (1 or 2); `offered`: what the
-/// settings advertise (eos-rules 43, 60).
+/// settings advertise (eos-rules 43, 60) and the finalized group.version.
 pub fn handle(
     version: i16,
     transaction_version: i16,
@@ -26,16 +26,22 @@ pub fn handle(
     let mut r = ApiVersionsResponse::default().with_api_keys(ranges(offered));
     if version >= 3 {
         // eos-rules 60: Java switches to TV2 only when the finalized level is >= 2.
-        let mut supported = SupportedFeatureKey::default();
-        supported.name = str_bytes("transaction.version");
-        supported.min_version = supported_min_version(version, 0);
-        supported.max_version = 2;
-        r.supported_features = vec![supported];
-        let mut finalized = FinalizedFeatureKey::default();
-        finalized.name = str_bytes("transaction.version");
-        finalized.min_version_level = transaction_version;
-        finalized.max_version_level = transaction_version;
-        r.finalized_features = vec![finalized];
+        let feature = |name: &str, max: i16, level: i16| {
+            let mut supported = SupportedFeatureKey::default();
+            supported.name = str_bytes(name);
+            supported.min_version = supported_min_version(version, 0);
+            supported.max_version = max;
+            let mut finalized = FinalizedFeatureKey::default();
+            finalized.name = str_bytes(name);
+            (finalized.min_version_level, finalized.max_version_level) = (level, level);
+            (supported, finalized)
+        };
+        let (s_tv, f_tv) = feature("transaction.version", 2, transaction_version);
+        // KIP-848: Apache Kafka 4.x finalizes group.version 1 (the consumer group protocol).
+        let (s_gv, f_gv) = feature("group.version", 1, offered.group_version);
+        r.supported_features = vec![s_tv, s_gv];
+        // A level-0 feature is not finalized (Kafka omits it).
+        r.finalized_features = [f_tv, f_gv].into_iter().filter(|f| f.max_version_level > 0).collect();
         r.finalized_features_epoch = 1;
     }
     r

@@ -25,11 +25,11 @@ pub async fn handle(s: Rc<Session>, version: i16, req: ListGroupsRequest) -> Lis
     };
     let states: Vec<String> = req.states_filter.iter().map(|s| s.to_lowercase()).collect();
     let types: Vec<String> = req.types_filter.iter().map(|s| s.to_lowercase()).collect();
-    for (id, protocol_type, state) in groups {
+    for (id, protocol_type, state, group_type) in groups {
         if version >= 4 && !states.is_empty() && !states.contains(&state.to_lowercase()) {
             continue;
         }
-        if version >= 5 && !types.is_empty() && !types.contains(&"classic".to_string()) {
+        if version >= 5 && !types.is_empty() && !types.iter().any(|t| t == group_type.name()) {
             continue;
         }
         let mut g = ListedGroup::default();
@@ -39,7 +39,7 @@ pub async fn handle(s: Rc<Session>, version: i16, req: ListGroupsRequest) -> Lis
             g.group_state = str_bytes(&state);
         }
         if version >= 5 {
-            g.group_type = str_bytes("classic");
+            g.group_type = str_bytes(group_type.name());
         }
         r.groups.push(g);
     }

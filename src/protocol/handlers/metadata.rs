@@ -138,9 +138,21 @@ pub async fn handle(s: Rc<Session>, version: i16, req: MetadataRequest) -> Metad
     }
     // Before v4 there is no flag and Kafka auto-creates.
     let auto_create = version < 4 || req.allow_auto_topic_creation;
+    // v10+: topics asked by id (librdkafka resolves KIP-848 assignments this way).
+    let mut by_id: Option<Vec<TopicMeta>> = None;
     for t in req.topics.unwrap_or_default() {
         let Some(name) = t.name else {
-            r.topics.push(error_entry(None, ResponseError::UnknownTopicId.code()));
+            if by_id.is_none() && !t.topic_id.is_nil() {
+                by_id = Some(s.directory.topics().send(ListTopics).await.unwrap_or_default());
+            }
+            match by_id.iter().flatten().find(|m| m.id == t.topic_id && !t.topic_id.is_nil()) {
+                Some(m) => r.topics.push(topic_entry(&s, version, m)),
+                None => {
+                    let mut e = error_entry(None, ResponseError::UnknownTopicId.code());
+                    e.topic_id = t.topic_id;
+                    r.topics.push(e);
+                }
+            }
             continue;
         };
         let name = name.0.to_string();

@@ -19,9 +19,10 @@ async fn fetch(
     group_id: &str,
     partitions: Option<Vec<(String, i32)>>,
     require_stable: bool,
+    member: Option<(String, i32)>,
 ) -> Result<Vec<FetchedOffset>, GroupError> {
     let (tx, rx) = oneshot::channel();
-    let msg = FetchOffsets { group_id: group_id.to_string(), partitions, require_stable, reply: tx };
+    let msg = FetchOffsets { group_id: group_id.to_string(), partitions, require_stable, member, reply: tx };
     s.group_coordinator(group_id)?.send(msg).await.map_err(|_| GroupError::CoordinatorNotAvailable)?;
     rx.await.map_err(|_| GroupError::CoordinatorNotAvailable)?
 }
@@ -45,7 +46,7 @@ pub async fn handle(s: Rc<Session>, version: i16, req: OffsetFetchRequest) -> Of
         let partitions = req.topics.as_ref().map(|ts| {
             ts.iter().flat_map(|t| t.partition_indexes.iter().map(move |p| (t.name.0.to_string(), *p))).collect()
         });
-        match fetch(&s, &req.group_id.0, partitions, require_stable).await {
+        match fetch(&s, &req.group_id.0, partitions, require_stable, None).await {
             Ok(offsets) => {
                 r.topics = by_topic(offsets)
                     .into_iter()
@@ -84,7 +85,10 @@ pub async fn handle(s: Rc<Session>, version: i16, req: OffsetFetchRequest) -> Of
         });
         let mut rg = OffsetFetchResponseGroup::default();
         rg.group_id = g.group_id.clone();
-        match fetch(&s, &g.group_id.0, partitions, require_stable).await {
+        // v9: a consumer group's member says who it is (checked against its member epoch).
+        let member =
+            (version >= 9).then(|| (g.member_id.as_ref().map_or(String::new(), |m| m.to_string()), g.member_epoch));
+        match fetch(&s, &g.group_id.0, partitions, require_stable, member).await {
             Ok(offsets) => {
                 rg.topics = by_topic(offsets)
                     .into_iter()

@@ -4,10 +4,11 @@
 
 use std::collections::HashMap;
 
-use super::membership::{JoinRequest, LeaveMember, MemberAnswer, SyncRequest};
+use super::consumer::{ConsumerGroup, TopicImage};
+use super::membership::{JoinRequest, JoinResponse, LeaveMember, MemberAnswer, Response, SyncRequest};
 use super::{
     subscribed_topics, FetchedOffset, Group, GroupConfig, GroupDescription, GroupError, GroupSnapshot, GroupState,
-    OffsetCommit,
+    GroupType, OffsetCommit,
 };
 use crate::store::coordinator_key::offsets_partition;
 
@@ -31,8 +32,8 @@ pub enum GroupAdminOp {
 
 #[derive(Debug)]
 pub enum GroupAdminAnswer {
-    /// (group id, protocol type, state)
-    List(Vec<(String, String, String)>),
+    /// (group id, protocol type, state, type)
+    List(Vec<(String, String, String, super::GroupType)>),
     Describe(Vec<(String, Result<GroupDescription, GroupError>)>),
     Delete(Vec<(String, i16)>),
     DeleteOffsets(Result<Vec<(String, i32, i16)>, GroupError>),
@@ -51,17 +52,24 @@ pub struct Expired {
 /// The groups of one coordinator, by group id.
 #[derive(Debug, Default)]
 pub struct Groups {
-    config: GroupConfig,
-    groups: HashMap<String, Group>,
+    pub(super) config: GroupConfig,
+    pub(super) groups: HashMap<String, Group>,
+    /// The consumer-protocol groups (their offsets are in `groups`).
+    pub(super) consumer: HashMap<String, ConsumerGroup>,
+    /// The cluster's topics, for the consumer groups' assignors.
+    pub(super) image: TopicImage,
 }
 
 impl Groups {
     pub fn new(config: GroupConfig) -> Self {
-        Groups { config, groups: HashMap::new() }
+        Groups { config, groups: HashMap::new(), consumer: HashMap::new(), image: TopicImage::default() }
     }
 
     /// A group read back after a restart: Empty, generation and offsets kept.
     pub fn restore(&mut self, group_id: String, snap: GroupSnapshot) {
+        if let Some(epoch) = snap.consumer_group_epoch {
+            self.consumer.insert(group_id.clone(), ConsumerGroup::restored(group_id.clone(), epoch));
+        }
         let group = Group::from_snapshot(group_id.clone(), self.config.clone(), snap);
         self.groups.insert(group_id, group);
     }
@@ -72,7 +80,9 @@ impl Groups {
 
     /// What to write for `group_id`: its snapshot, or None when the group is gone (delete it).
     pub fn snapshot(&self, group_id: &str) -> Option<GroupSnapshot> {
-        self.groups.get(group_id).map(Group::snapshot)
+        let mut snap = self.groups.get(group_id).map(Group::snapshot)?;
+        snap.consumer_group_epoch = self.consumer.get(group_id).map(ConsumerGroup::group_epoch);
+        Some(snap)
     }
 
     fn group(&mut self, group_id: &str) -> &mut Group {
@@ -91,6 +101,12 @@ impl Groups {
         op: GroupOp,
         unique: impl FnOnce() -> String,
     ) -> Vec<MemberAnswer> {
+        if let GroupOp::Join(req) = &op {
+            if let Err(e) = self.classic_join_allowed(group_id) {
+                let response = Response::Join(JoinResponse::err(&req.member_id, e));
+                return vec![MemberAnswer { token, response }];
+            }
+        }
         let mut scratch;
         let group = match (&op, self.groups.contains_key(group_id)) {
             (GroupOp::Join(_), _) | (_, true) => self.group(group_id),
@@ -125,7 +141,16 @@ impl Groups {
         offsets: Vec<OffsetCommit>,
         txn: Option<(i64, i16)>,
     ) -> Result<(), GroupError> {
+        let consumer = self.consumer_commit_check(group_id, member_id, generation_id, txn.is_some());
         let g = self.group(group_id);
+        if let Some(check) = consumer {
+            check?;
+            match txn {
+                None => g.store_offsets(now_ms, offsets),
+                Some((pid, epoch)) => g.store_txn_offsets(now_ms, pid, epoch, offsets),
+            }
+            return Ok(());
+        }
         match txn {
             None => g.commit_offsets(now_ms, generation_id, member_id, group_instance_id, offsets),
             Some((pid, epoch)) => {
@@ -135,16 +160,21 @@ impl Groups {
     }
 
     /// OffsetFetch. An unknown group has no offsets: every asked partition answers -1.
+    /// `member` (v9: member id and epoch) is checked against a consumer group's members.
     pub fn fetch_offsets(
         &self,
         group_id: &str,
         partitions: Option<&[(String, i32)]>,
         require_stable: bool,
-    ) -> Vec<FetchedOffset> {
-        match self.groups.get(group_id) {
+        member: Option<(&str, i32)>,
+    ) -> Result<Vec<FetchedOffset>, GroupError> {
+        if let Some(g) = self.consumer.get(group_id) {
+            g.validate_offset_fetch(member)?;
+        }
+        Ok(match self.groups.get(group_id) {
             Some(g) => g.fetch_offsets(partitions, require_stable),
             None => Group::new(group_id, self.config.clone()).fetch_offsets(partitions, false),
-        }
+        })
     }
 
     /// ListGroups, DescribeGroups, DeleteGroups, OffsetDelete; also the groups whose snapshot
@@ -156,15 +186,24 @@ impl Groups {
                 self.groups
                     .iter()
                     .filter(|(_, g)| g.state() != GroupState::Dead)
-                    .map(|(id, g)| {
-                        let (ptype, state) = g.list_entry();
-                        (id.clone(), ptype, state.to_string())
+                    .map(|(id, g)| match self.consumer.get(id) {
+                        Some(c) => {
+                            (id.clone(), "consumer".to_string(), c.state().name().to_string(), GroupType::Consumer)
+                        }
+                        None => {
+                            let (ptype, state) = g.list_entry();
+                            (id.clone(), ptype, state.to_string(), GroupType::Classic)
+                        }
                     })
                     .collect(),
             ),
             GroupAdminOp::Describe(ids) => GroupAdminAnswer::Describe(
                 ids.into_iter()
                     .map(|id| {
+                        if self.consumer.contains_key(&id) {
+                            // Apache Kafka: DescribeGroups is for classic groups.
+                            return (id, Err(GroupError::GroupIdNotFound));
+                        }
                         let d = match self.groups.get(&id) {
                             Some(g) => g.describe(),
                             // Apache Kafka describes an unknown group as Dead, without an error.
@@ -182,11 +221,16 @@ impl Groups {
             GroupAdminOp::Delete(ids) => {
                 let mut out = Vec::new();
                 for id in ids {
+                    if self.consumer.get(&id).is_some_and(|c| !c.is_empty()) {
+                        out.push((id, GroupError::NonEmptyGroup.code()));
+                        continue;
+                    }
                     let code = match self.groups.get_mut(&id) {
                         None => GroupError::GroupIdNotFound.code(),
                         Some(g) => match g.delete_group() {
                             Ok(()) => {
                                 self.groups.remove(&id);
+                                self.consumer.remove(&id);
                                 changed.push(id.clone());
                                 0
                             }
@@ -198,9 +242,13 @@ impl Groups {
                 GroupAdminAnswer::Delete(out)
             }
             GroupAdminOp::DeleteOffsets { group_id, partitions } => {
+                let subscribed = self.consumer_subscribed(&group_id);
                 let result = match self.groups.get_mut(&group_id) {
                     None => Err(GroupError::GroupIdNotFound),
-                    Some(g) => g.delete_offsets(&partitions, subscribed_topics),
+                    Some(g) => match subscribed {
+                        Some(topics) => consumer_delete_offsets(g, &partitions, &topics),
+                        None => g.delete_offsets(&partitions, subscribed_topics),
+                    },
                 };
                 if result.is_ok() {
                     changed.push(group_id);
@@ -232,6 +280,11 @@ impl Groups {
     pub fn expire(&mut self, now_ms: u64) -> Vec<Expired> {
         let mut changed = Vec::new();
         for (id, g) in self.groups.iter_mut() {
+            // A consumer group's offsets stay while it has members.
+            let active = self.consumer.get(id).is_some_and(|c| !c.is_empty());
+            if active {
+                continue;
+            }
             let offsets = g.expire_offsets(now_ms);
             let removed = g.is_removable();
             if offsets > 0 || removed {
@@ -240,6 +293,7 @@ impl Groups {
         }
         for e in changed.iter().filter(|e| e.removed) {
             self.groups.remove(&e.group_id);
+            self.consumer.remove(&e.group_id);
         }
         changed
     }
@@ -267,4 +321,17 @@ pub fn unwritten(answer: GroupAdminAnswer) -> GroupAdminAnswer {
         GroupAdminAnswer::DeleteOffsets(Ok(_)) => GroupAdminAnswer::DeleteOffsets(Err(failed)),
         other => other,
     }
+}
+
+/// OffsetDelete on a consumer group with members: partitions of topics it subscribes to are
+/// refused (GROUP_SUBSCRIBED_TO_TOPIC), the others deleted.
+fn consumer_delete_offsets(
+    g: &mut Group,
+    partitions: &[(String, i32)],
+    subscribed: &std::collections::BTreeSet<String>,
+) -> Result<Vec<(String, i32, Option<GroupError>)>, GroupError> {
+    let (refused, free): (Vec<_>, Vec<_>) = partitions.iter().cloned().partition(|(t, _)| subscribed.contains(t));
+    let mut out = g.delete_offsets(&free, |_| Some(Vec::new()))?;
+    out.extend(refused.into_iter().map(|(t, p)| (t, p, Some(GroupError::GroupSubscribedToTopic))));
+    Ok(out)
 }

@@ -8,6 +8,8 @@
 //! * [`offsets`]: OffsetCommit / OffsetFetch / OffsetDelete and offset expiration;
 //!   [`txn_commit`]: TxnOffsetCommit's pending offsets (eos-rules 56-59);
 //! * [`admin`]: ListGroups / DescribeGroups / DeleteGroups;
+//! * [`consumer`]: the consumer group protocol (KIP-848), and [`consumer_groups`] its place
+//!   among the groups;
 //! * [`consumer_protocol`]: the consumer protocol's Subscription, as far as the coordinator reads it;
 //! * [`groups`]: every group of the coordinator, which group a request goes to, what changed.
 //!
@@ -23,6 +25,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub mod admin;
+pub mod consumer;
+pub mod consumer_groups;
 pub mod consumer_protocol;
 pub mod groups;
 pub mod join;
@@ -35,6 +39,7 @@ pub mod txn_commit;
 mod tests;
 
 pub use admin::{GroupDescription, MemberDescription};
+pub use consumer_groups::GroupType;
 pub use consumer_protocol::subscribed_topics;
 pub use groups::{unwritten, Expired, GroupAdminAnswer, GroupAdminOp, GroupOp, Groups};
 pub use membership::{
@@ -77,6 +82,7 @@ group_errors! {
     FencedInstanceId, "FENCED_INSTANCE_ID";
     GroupSubscribedToTopic, "GROUP_SUBSCRIBED_TO_TOPIC";
     UnstableOffsetCommit, "UNSTABLE_OFFSET_COMMIT";
+    StaleMemberEpoch, "STALE_MEMBER_EPOCH";
 }
 
 /// Wire code of an optional error (0 = NONE).
@@ -121,6 +127,8 @@ pub struct GroupConfig {
     /// offsets.retention.minutes, in ms: committed offsets of an Empty group expire this long
     /// after their commit.
     pub offsets_retention_ms: u64,
+    /// The consumer group protocol's settings (group.consumer.*).
+    pub consumer: consumer::ConsumerConfig,
 }
 
 impl Default for GroupConfig {
@@ -132,6 +140,7 @@ impl Default for GroupConfig {
             max_size: usize::MAX,
             new_member_join_timeout_ms: 300_000,
             offsets_retention_ms: 7 * 24 * 3600 * 1000,
+            consumer: consumer::ConsumerConfig::default(),
         }
     }
 }
@@ -142,6 +151,9 @@ pub struct GroupSnapshot {
     pub generation_id: i32,
     pub protocol_type: Option<String>,
     pub offsets: OffsetStore,
+    /// Set for a consumer-protocol group: its group epoch (its members are not kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumer_group_epoch: Option<i32>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -173,7 +185,7 @@ impl Group {
 
     /// Rebuild a group after a restart: Empty, generation and offsets kept.
     pub fn from_snapshot(group_id: impl Into<String>, config: GroupConfig, snap: GroupSnapshot) -> Self {
-        let GroupSnapshot { generation_id, protocol_type, offsets } = snap;
+        let GroupSnapshot { generation_id, protocol_type, offsets, .. } = snap;
         Group { group_id: group_id.into(), config, generation_id, protocol_type, offsets, ..Default::default() }
     }
 
@@ -182,6 +194,7 @@ impl Group {
             generation_id: self.generation_id,
             protocol_type: self.protocol_type.clone(),
             offsets: self.offsets.clone(),
+            consumer_group_epoch: None,
         }
     }
 

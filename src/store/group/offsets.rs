@@ -110,10 +110,15 @@ impl Group {
         if let Some(i) = idx {
             self.members[i].touch(now_ms);
         }
+        self.store_offsets(now_ms, offsets);
+        Ok(())
+    }
+
+    /// Stores committed offsets someone else validated (a consumer-protocol group's commit).
+    pub fn store_offsets(&mut self, now_ms: u64, offsets: Vec<OffsetCommit>) {
         for (t, p, e) in self.entries(now_ms, offsets) {
             self.offsets.committed.entry(t).or_default().insert(p, e);
         }
-        Ok(())
     }
 
     /// OffsetFetch. `partitions: None` = all committed partitions.

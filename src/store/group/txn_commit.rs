@@ -47,13 +47,24 @@ impl Group {
         // eos-rules 57: member, generation and static-member fencing (the caller passes
         // generation -1 and no member below v3, which skips them).
         self.validate_offset_commit(generation_id, member_id, group_instance_id, true)?;
+        self.store_txn_offsets(now_ms, producer_id, producer_epoch, offsets);
+        Ok(())
+    }
+
+    /// Pending transactional offsets someone else validated (a consumer-protocol group's).
+    pub fn store_txn_offsets(
+        &mut self,
+        now_ms: u64,
+        producer_id: i64,
+        producer_epoch: i16,
+        offsets: Vec<OffsetCommit>,
+    ) {
         let entries = self.entries(now_ms, offsets);
         let pending = self.offsets.pending_txn.entry(producer_id).or_default();
         pending.producer_epoch = producer_epoch;
         for (t, p, e) in entries {
             pending.offsets.entry(t).or_default().insert(p, e);
         }
-        Ok(())
     }
 
     /// eos-rules 59: the transaction marker. Commit moves the producer's pending offsets into the committed

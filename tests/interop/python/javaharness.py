@@ -208,20 +208,21 @@ def producer_performance_with_args(bootstrap: str, topic: str, num_records: int,
 # ----------------------------------------------------------------------------- consumer groups
 
 def group_consume(bootstrap: str, topic: str, group: str, count: int, partitions: int,
-                  timeout: float = 300) -> JsonRun:
-    """kaas.interop.GroupConsume: two cooperative-sticky KafkaConsumers split TOPIC, one leaves,
-    the other takes over; every record consumed, committed offsets == end offsets."""
+                  timeout: float = 300, protocol: str = "classic") -> JsonRun:
+    """kaas.interop.GroupConsume: two KafkaConsumers (cooperative-sticky, or group.protocol
+    `consumer`: KIP-848) split TOPIC, one leaves, the other takes over; every record consumed,
+    committed offsets == end offsets."""
     r = run_java("kaas.interop.GroupConsume", bootstrap, topic, group, str(count), str(partitions),
-                 timeout=timeout)
+                 protocol, timeout=timeout)
     return JsonRun(r, last_json_line(r.stdout))
 
 
 def ctp(bootstrap: str, in_topic: str, out_topic: str, group: str, transactional_id: str,
-        count: int, partitions: int, timeout: float = 300) -> JsonRun:
+        count: int, partitions: int, timeout: float = 300, protocol: str = "classic") -> JsonRun:
     """kaas.interop.Ctp: exactly-once consume-transform-produce with sendOffsetsToTransaction,
     a second instance with the same transactional.id fences the first halfway."""
     r = run_java("kaas.interop.Ctp", bootstrap, in_topic, out_topic, group, transactional_id,
-                 str(count), str(partitions), timeout=timeout)
+                 str(count), str(partitions), protocol, timeout=timeout)
     return JsonRun(r, last_json_line(r.stdout))
 
 

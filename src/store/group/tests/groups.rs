@@ -34,9 +34,9 @@ fn offset_commit_creates_the_group() {
 #[test]
 fn unknown_group_fetches_no_offsets() {
     let gs = groups();
-    let f = gs.fetch_offsets("nope", Some(&[("t".to_string(), 0)]), true);
+    let f = gs.fetch_offsets("nope", Some(&[("t".to_string(), 0)]), true, None).unwrap();
     assert_eq!((f[0].offset, f[0].error), (-1, None));
-    assert!(gs.fetch_offsets("nope", None, false).is_empty());
+    assert!(gs.fetch_offsets("nope", None, false, None).unwrap().is_empty());
 }
 
 #[test]
@@ -56,8 +56,8 @@ fn list_groups_leaves_out_nothing_but_dead_groups() {
     let (GroupAdminAnswer::List(mut l), _) = gs.admin(GroupAdminOp::List) else { panic!() };
     l.sort();
     let expected = vec![
-        ("a".to_string(), String::new(), "Empty".to_string()),
-        ("b".to_string(), "consumer".to_string(), "CompletingRebalance".to_string()),
+        ("a".to_string(), String::new(), "Empty".to_string(), GroupType::Classic),
+        ("b".to_string(), "consumer".to_string(), "CompletingRebalance".to_string(), GroupType::Classic),
     ];
     assert_eq!(l, expected);
 }
@@ -91,7 +91,7 @@ fn txn_marker_ends_pending_offsets_of_groups_on_its_offsets_partition() {
     let p = crate::store::coordinator_key::offsets_partition("g");
     assert!(gs.complete_txn(p + 1, 7, true).is_empty(), "another offsets partition");
     assert_eq!(gs.complete_txn(p, 7, true), vec!["g".to_string()]);
-    assert_eq!(gs.fetch_offsets("g", Some(&[("t".to_string(), 0)]), true)[0].offset, 5);
+    assert_eq!(gs.fetch_offsets("g", Some(&[("t".to_string(), 0)]), true, None).unwrap()[0].offset, 5);
     assert!(gs.complete_txn(p, 7, true).is_empty(), "nothing pending any more");
 }
 

@@ -70,8 +70,12 @@ public final class Ctp {
             cp.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
             cp.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "100");
             cp.put(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, "2048"); // polls mix partitions
-            cp.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
-            cp.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
+            if ("consumer".equals(protocol)) {
+                cp.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer"); // KIP-848
+            } else {
+                cp.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
+                cp.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
+            }
             consumer = new KafkaConsumer<>(cp);
             Properties pp = new Properties();
             pp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -140,10 +144,16 @@ public final class Ctp {
         }
     }
 
+    /** group.protocol of the instances' consumers. */
+    static volatile String protocol = "classic";
+
     public static void main(String[] args) {
         if (args.length < 7) {
-            System.err.println("usage: Ctp BOOTSTRAP IN_TOPIC OUT_TOPIC GROUP TRANSACTIONAL_ID COUNT PARTITIONS");
+            System.err.println("usage: Ctp BOOTSTRAP IN_TOPIC OUT_TOPIC GROUP TRANSACTIONAL_ID COUNT PARTITIONS [PROTOCOL]");
             System.exit(2);
+        }
+        if (args.length > 7) {
+            protocol = args[7]; // the consumers' group.protocol: classic (default) or consumer
         }
         GroupSupport.Summary s = new GroupSupport.Summary();
         try {

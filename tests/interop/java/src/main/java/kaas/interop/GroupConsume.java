@@ -29,7 +29,12 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
 /**
- * kaas.interop.GroupConsume BOOTSTRAP TOPIC GROUP COUNT PARTITIONS
+ * kaas.interop.GroupConsume BOOTSTRAP TOPIC GROUP COUNT PARTITIONS [PROTOCOL]
+ *
+ * PROTOCOL is the consumers' group.protocol: "classic" (the default, as below) or "consumer"
+ * (KIP-848: the broker assigns with its default server assignor "uniform"; the client may not
+ * set an assignor, session timeout or heartbeat interval). The steps and checks are the same:
+ * both protocols are incremental.
  *
  * Two KafkaConsumers of one group (classic protocol, partition.assignment.strategy =
  * CooperativeStickyAssignor, manual commitSync after every poll), each in its own thread:
@@ -53,6 +58,8 @@ import java.util.function.BooleanSupplier;
  */
 public final class GroupConsume {
     private static final long STEP_TIMEOUT_MS = 60_000;
+    /** group.protocol of both members. */
+    static volatile String protocol = "classic";
 
     /** One consumer thread. Its KafkaConsumer is only touched from that thread. */
     static final class Member implements Runnable {
@@ -92,9 +99,13 @@ public final class GroupConsume {
         @Override
         public void run() {
             Properties p = GroupSupport.consumerProps(bootstrap, "group-consume-" + name, group);
-            p.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, CooperativeStickyAssignor.class.getName());
-            p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
-            p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
+            if ("consumer".equals(protocol)) {
+                p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+            } else {
+                p.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, CooperativeStickyAssignor.class.getName());
+                p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
+                p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
+            }
             p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "200");
             try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
                 c.subscribe(List.of(topic), new ConsumerRebalanceListener() {
@@ -150,6 +161,9 @@ public final class GroupConsume {
             System.exit(2);
         }
         GroupSupport.Summary s = new GroupSupport.Summary();
+        if (args.length > 5) {
+            protocol = args[5];
+        }
         try {
             run(args[0], args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]), s);
         } catch (Throwable t) {
@@ -245,8 +259,10 @@ public final class GroupConsume {
                 if (d.groupState() != GroupState.STABLE) {
                     s.error("DescribeGroups state " + d.groupState() + " with two settled members, expected STABLE");
                 }
-                if (!"cooperative-sticky".equals(d.partitionAssignor())) {
-                    s.error("DescribeGroups protocol " + d.partitionAssignor() + ", expected cooperative-sticky");
+                String expected = "consumer".equals(protocol) ? "uniform" : "cooperative-sticky";
+                s.putString("described_type", String.valueOf(d.type()));
+                if (!expected.equals(d.partitionAssignor())) {
+                    s.error("DescribeGroups protocol " + d.partitionAssignor() + ", expected " + expected);
                 }
                 if (d.members().size() != 2) {
                     s.error("DescribeGroups shows " + d.members().size() + " members, expected 2");

@@ -1,0 +1,73 @@
+//! A member of a consumer group (Kafka's ConsumerGroupMember): who it is, what it subscribes
+//! to, its epochs and where its reconciliation stands.
+
+use std::collections::BTreeSet;
+
+use super::{Assignment, Assignor, TopicImage};
+
+/// Kafka's MemberState.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MemberState {
+    /// Has its target assignment (at the assignment epoch).
+    #[default]
+    Stable,
+    /// Must give partitions up before it moves on (it keeps its epoch until it does).
+    UnrevokedPartitions,
+    /// At the assignment epoch, but some of its target partitions are still owned by others.
+    UnreleasedPartitions,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConsumerMember {
+    pub member_id: String,
+    pub instance_id: Option<String>,
+    pub rack_id: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    pub subscribed_topic_names: Vec<String>,
+    pub subscribed_topic_regex: Option<String>,
+    pub server_assignor: Option<Assignor>,
+    pub rebalance_timeout_ms: i32,
+    pub member_epoch: i32,
+    pub previous_member_epoch: i32,
+    pub state: MemberState,
+    /// The partitions it owns (and is told it owns).
+    pub assigned: Assignment,
+    /// The partitions it must revoke; still its own until it says it let them go.
+    pub pending_revocation: Assignment,
+    /// When it is removed unless it heartbeats.
+    pub session_deadline_ms: u64,
+    /// When it is removed unless it revoked what it must (set while UnrevokedPartitions).
+    pub rebalance_deadline_ms: Option<u64>,
+}
+
+/// Compiles a subscription regex with a bounded program size (a client's regex must not make
+/// the coordinator build an unbounded automaton).
+pub fn compile_regex(pattern: &str) -> Result<regex::Regex, regex::Error> {
+    regex::RegexBuilder::new(&format!("^(?:{pattern})$")).size_limit(1 << 20).dfa_size_limit(1 << 20).build()
+}
+
+impl ConsumerMember {
+    pub fn new(member_id: String) -> Self {
+        ConsumerMember { member_id, ..Default::default() }
+    }
+
+    /// The topics of `image` it subscribes to: its names, and the names its regex matches.
+    pub fn subscribed_topics(&self, image: &TopicImage) -> BTreeSet<String> {
+        let mut out: BTreeSet<String> =
+            self.subscribed_topic_names.iter().filter(|n| image.topics.contains_key(*n)).cloned().collect();
+        if let Some(re) = self.subscribed_topic_regex.as_deref().and_then(|p| compile_regex(p).ok()) {
+            out.extend(image.topics.keys().filter(|n| re.is_match(n)).cloned());
+        }
+        out
+    }
+
+    /// Whether it has its target assignment at `assignment_epoch`.
+    pub fn is_reconciled_to(&self, assignment_epoch: i32) -> bool {
+        self.state == MemberState::Stable && self.member_epoch == assignment_epoch
+    }
+
+    pub fn assigned_count(&self) -> usize {
+        self.assigned.values().map(|p| p.len()).sum()
+    }
+}

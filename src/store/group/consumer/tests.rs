@@ -1,0 +1,425 @@
+//! Unit tests of the consumer group protocol, one per rule.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use uuid::Uuid;
+
+use super::*;
+use crate::store::group::{GroupConfig, GroupError, GroupOp, Groups, OffsetCommit};
+
+const T: Uuid = Uuid::from_u128(1);
+const U: Uuid = Uuid::from_u128(2);
+
+fn image(parts: i32) -> TopicImage {
+    let mut topics = BTreeMap::new();
+    topics.insert("t".to_string(), TopicInfo { id: T, partitions: parts });
+    topics.insert("u".to_string(), TopicInfo { id: U, partitions: 2 });
+    TopicImage { topics }
+}
+
+fn groups(parts: i32) -> Groups {
+    let mut g = Groups::new(GroupConfig::default());
+    g.set_topics(image(parts));
+    g
+}
+
+fn join(member: &str, topics: &[&str]) -> HeartbeatRequest {
+    HeartbeatRequest {
+        version: 1,
+        member_id: member.into(),
+        member_epoch: 0,
+        rebalance_timeout_ms: 30_000,
+        subscribed_topic_names: Some(topics.iter().map(|t| t.to_string()).collect()),
+        owned: Some(Assignment::new()),
+        ..Default::default()
+    }
+}
+
+fn beat(member: &str, epoch: i32, owned: &Assignment) -> HeartbeatRequest {
+    HeartbeatRequest {
+        version: 1,
+        member_id: member.into(),
+        member_epoch: epoch,
+        rebalance_timeout_ms: -1,
+        owned: Some(owned.clone()),
+        ..Default::default()
+    }
+}
+
+fn parts(a: &Option<Assignment>) -> BTreeSet<i32> {
+    a.as_ref().and_then(|a| a.get(&T)).cloned().unwrap_or_default()
+}
+
+fn hb(g: &mut Groups, now: u64, req: HeartbeatRequest) -> Result<HeartbeatResponse, ConsumerError> {
+    g.consumer_heartbeat(now, "g", req, || "generated".to_string())
+}
+
+fn owned(ps: &BTreeSet<i32>) -> Assignment {
+    Assignment::from([(T, ps.clone())])
+}
+
+#[test]
+fn join_alone_gets_every_partition_and_the_group_epoch() {
+    let mut g = groups(6);
+    let r = hb(&mut g, 0, join("a", &["t"])).unwrap();
+    assert_eq!(r.member_id, "a");
+    assert_eq!(r.member_epoch, 1);
+    assert_eq!(r.heartbeat_interval_ms, 5000);
+    assert_eq!(parts(&r.assignment), (0..6).collect());
+    let cg = g.consumer_group("g").unwrap();
+    assert_eq!((cg.group_epoch(), cg.assignment_epoch()), (1, 1));
+    assert_eq!(cg.state(), ConsumerGroupState::Stable);
+}
+
+#[test]
+fn second_member_causes_revocation_first_then_assignment() {
+    let mut g = groups(6);
+    let a = hb(&mut g, 0, join("a", &["t"])).unwrap();
+    let a_all = parts(&a.assignment);
+    // b joins: its target partitions are still a's, so it gets nothing yet, at epoch 2.
+    let b = hb(&mut g, 1, join("b", &["t"])).unwrap();
+    assert_eq!(b.member_epoch, 2);
+    assert!(parts(&b.assignment).is_empty(), "unreleased partitions are not given: {b:?}");
+    assert_eq!(g.consumer_group("g").unwrap().state(), ConsumerGroupState::Reconciling);
+    // a heartbeats: it must revoke half, and stays at epoch 1 until it does.
+    let a2 = hb(&mut g, 2, beat("a", 1, &owned(&a_all))).unwrap();
+    assert_eq!(a2.member_epoch, 1);
+    let a_keep = parts(&a2.assignment);
+    assert_eq!(a_keep.len(), 3);
+    // b is still waiting while a owns them.
+    let b2 = hb(&mut g, 3, beat("b", 2, &Assignment::new())).unwrap();
+    assert!(b2.assignment.is_none() || parts(&b2.assignment).is_empty());
+    // a acknowledges the revocation: epoch 2.
+    let a3 = hb(&mut g, 4, beat("a", 1, &owned(&a_keep))).unwrap();
+    assert_eq!(a3.member_epoch, 2);
+    // now b gets the released partitions.
+    let b3 = hb(&mut g, 5, beat("b", 2, &Assignment::new())).unwrap();
+    let b_got = parts(&b3.assignment);
+    assert_eq!(b_got.len(), 3);
+    assert!(b_got.is_disjoint(&a_keep));
+    let b4 = hb(&mut g, 6, beat("b", 2, &owned(&b_got))).unwrap();
+    assert_eq!(b4.assignment, None, "no assignment when nothing changed");
+    assert_eq!(g.consumer_group("g").unwrap().state(), ConsumerGroupState::Stable);
+}
+
+#[test]
+fn greater_member_epoch_is_fenced() {
+    let mut g = groups(2);
+    hb(&mut g, 0, join("a", &["t"])).unwrap();
+    let e = hb(&mut g, 1, beat("a", 5, &Assignment::new())).unwrap_err();
+    assert_eq!(e.code(), 110);
+}
+
+#[test]
+fn smaller_epoch_is_fenced_unless_previous_with_a_subset() {
+    let mut g = groups(2);
+    hb(&mut g, 0, join("a", &["t"])).unwrap(); // epoch 1, previous 0
+                                               // epoch 0 is not a join here (join has epoch 0 and empty owned: it is a rejoin, accepted);
+                                               // a leftover epoch below previous is fenced.
+    hb(&mut g, 1, join("b", &["t"])).unwrap(); // group epoch 2
+    let a = hb(&mut g, 2, beat("a", 1, &owned(&BTreeSet::from([0, 1])))).unwrap();
+    let keep = parts(&a.assignment);
+    let a2 = hb(&mut g, 3, beat("a", 1, &owned(&keep))).unwrap();
+    assert_eq!(a2.member_epoch, 2);
+    // The answer with epoch 2 was lost: epoch 1 (previous) with a subset is accepted.
+    assert!(hb(&mut g, 4, beat("a", 1, &owned(&keep))).is_ok());
+    // With a partition it is not assigned: fenced.
+    let e = hb(&mut g, 5, beat("a", 1, &owned(&BTreeSet::from([0, 1])))).unwrap_err();
+    assert_eq!(e.code(), 110);
+}
+
+#[test]
+fn heartbeat_of_an_unknown_member_is_unknown_member_id() {
+    let mut g = groups(2);
+    hb(&mut g, 0, join("a", &["t"])).unwrap();
+    assert_eq!(hb(&mut g, 1, beat("zz", 1, &Assignment::new())).unwrap_err().code(), 25);
+}
+
+#[test]
+fn heartbeat_to_an_unknown_group_is_group_id_not_found() {
+    let mut g = groups(2);
+    assert_eq!(hb(&mut g, 1, beat("a", 1, &Assignment::new())).unwrap_err().code(), 69);
+}
+
+#[test]
+fn leave_removes_the_member_and_frees_its_partitions() {
+    let mut g = groups(4);
+    hb(&mut g, 0, join("a", &["t"])).unwrap();
+    let mut leave = beat("a", LEAVE_EPOCH, &Assignment::new());
+    leave.owned = None;
+    let r = hb(&mut g, 1, leave).unwrap();
+    assert_eq!(r.member_epoch, -1);
+    let cg = g.consumer_group("g").unwrap();
+    assert!(cg.is_empty());
+    assert_eq!(cg.group_epoch(), 2);
+    assert_eq!(cg.partition_epoch(T, 0), -1);
+    assert_eq!(cg.state(), ConsumerGroupState::Empty);
+}
+
+#[test]
+fn remaining_member_takes_the_partitions_of_one_that_left() {
+    let mut g = groups(4);
+    hb(&mut g, 0, join("a", &["t"])).unwrap();
+    hb(&mut g, 0, join("b", &["t"])).unwrap();
+    let a = hb(&mut g, 1, beat("a", 1, &owned(&(0..4).collect()))).unwrap();
+    let keep = parts(&a.assignment);
+    hb(&mut g, 2, beat("a", 1, &owned(&keep))).unwrap();
+    hb(&mut g, 3, beat("b", 2, &Assignment::new())).unwrap();
+    let mut leave = beat("b", LEAVE_EPOCH, &Assignment::new());
+    leave.owned = None;
+    hb(&mut g, 4, leave).unwrap();
+    let a2 = hb(&mut g, 5, beat("a", 2, &owned(&keep))).unwrap();
+    assert_eq!(a2.member_epoch, 3);
+    assert_eq!(parts(&a2.assignment), (0..4).collect());
+}
+
+#[test]
+fn session_timeout_removes_a_silent_member() {
+    let mut g = groups(2);
+    hb(&mut g, 0, join("a", &["t"])).unwrap();
+    assert!(g.consumer_tick(44_999).is_empty());
+    assert_eq!(g.consumer_tick(45_000), vec!["g".to_string()]);
+    assert!(g.consumer_group("g").unwrap().is_empty());
+    assert_eq!(hb(&mut g, 45_001, beat("a", 1, &Assignment::new())).unwrap_err().code(), 25);
+}
+
+#[test]
+fn rebalance_timeout_removes_a_member_that_does_not_revoke() {
+    let mut g = groups(2);
+    hb(&mut g, 0, join("a", &["t"])).unwrap();
+    hb(&mut g, 0, join("b", &["t"])).unwrap();
+    hb(&mut g, 100, beat("a", 1, &owned(&BTreeSet::from([0, 1])))).unwrap(); // must revoke one
+    g.consumer_heartbeat(20_000, "g", beat("b", 2, &Assignment::new()), String::new).unwrap();
+    assert!(g.consumer_tick(30_099).is_empty());
+    // a keeps heartbeating without revoking: its rebalance timeout (30 s) fences it.
+    hb(&mut g, 30_000, beat("a", 1, &owned(&BTreeSet::from([0, 1])))).unwrap();
+    assert_eq!(g.consumer_tick(30_100), vec!["g".to_string()]);
+    assert!(g.consumer_group("g").unwrap().member("a").is_none());
+}
+
+#[test]
+fn join_without_subscription_is_invalid_request() {
+    let mut g = groups(2);
+    let mut r = join("a", &[]);
+    r.subscribed_topic_names = Some(vec![]);
+    assert_eq!(hb(&mut g, 0, r).unwrap_err().code(), 42);
+    let mut r = join("a", &["t"]);
+    r.rebalance_timeout_ms = -1;
+    assert_eq!(hb(&mut g, 0, r).unwrap_err().code(), 42);
+    let mut r = join("a", &["t"]);
+    r.owned = None;
+    assert_eq!(hb(&mut g, 0, r).unwrap_err().code(), 42);
+    let mut r = join("a", &["t"]);
+    r.member_epoch = -3;
+    assert_eq!(hb(&mut g, 0, r).unwrap_err().code(), 42);
+}
+
+#[test]
+fn member_id_is_required_from_v1_and_generated_for_a_v0_join() {
+    let mut g = groups(2);
+    assert_eq!(hb(&mut g, 0, join("", &["t"])).unwrap_err().code(), 42);
+    let mut r = join("", &["t"]);
+    r.version = 0;
+    assert_eq!(hb(&mut g, 0, r).unwrap().member_id, "generated");
+}
+
+#[test]
+fn unsupported_assignor_is_refused() {
+    let mut g = groups(2);
+    let mut r = join("a", &["t"]);
+    r.server_assignor = Some("sticky".into());
+    assert_eq!(hb(&mut g, 0, r).unwrap_err().code(), 112);
+}
+
+#[test]
+fn invalid_regex_is_invalid_regular_expression() {
+    let mut g = groups(2);
+    let mut r = join("a", &[]);
+    r.subscribed_topic_names = None;
+    r.subscribed_topic_regex = Some("(".into());
+    assert_eq!(hb(&mut g, 0, r).unwrap_err().code(), 128);
+}
+
+#[test]
+fn regex_subscription_assigns_matching_topics() {
+    let mut g = groups(2);
+    let mut r = join("a", &[]);
+    r.subscribed_topic_names = None;
+    r.subscribed_topic_regex = Some("t|u".into());
+    let got = hb(&mut g, 0, r).unwrap().assignment.unwrap();
+    assert_eq!(got.keys().copied().collect::<Vec<_>>(), vec![T, U]);
+}
+
+#[test]
+fn group_max_size_is_enforced() {
+    let mut cfg = GroupConfig::default();
+    cfg.consumer.max_size = 1;
+    let mut g = Groups::new(cfg);
+    g.set_topics(image(2));
+    hb(&mut g, 0, join("a", &["t"])).unwrap();
+    assert_eq!(hb(&mut g, 0, join("b", &["t"])).unwrap_err().code(), 81);
+}
+
+#[test]
+fn classic_group_in_use_is_not_a_consumer_group() {
+    use crate::store::group::JoinRequest;
+    let mut g = groups(2);
+    let req = JoinRequest {
+        version: 3,
+        member_id: String::new(),
+        group_instance_id: None,
+        client_id: "c".into(),
+        client_host: "h".into(),
+        session_timeout_ms: 10_000,
+        rebalance_timeout_ms: 10_000,
+        protocol_type: "consumer".into(),
+        protocols: vec![("range".into(), vec![])],
+    };
+    g.call(0, 1, "g", GroupOp::Join(req), || "x".into());
+    assert_eq!(hb(&mut g, 0, join("a", &["t"])).unwrap_err().code(), 69);
+}
+
+#[test]
+fn classic_join_on_a_consumer_group_with_members_is_inconsistent_group_protocol() {
+    use crate::store::group::{JoinRequest, Response};
+    let mut g = groups(2);
+    hb(&mut g, 0, join("a", &["t"])).unwrap();
+    let req = JoinRequest {
+        version: 9,
+        member_id: String::new(),
+        group_instance_id: None,
+        client_id: "c".into(),
+        client_host: "h".into(),
+        session_timeout_ms: 10_000,
+        rebalance_timeout_ms: 10_000,
+        protocol_type: "consumer".into(),
+        protocols: vec![("range".into(), vec![])],
+    };
+    let out = g.call(0, 7, "g", GroupOp::Join(req), || "x".into());
+    match &out[0].response {
+        Response::Join(j) => assert_eq!(j.error, Some(GroupError::InconsistentGroupProtocol)),
+        r => panic!("{r:?}"),
+    }
+}
+
+fn commit() -> Vec<OffsetCommit> {
+    vec![OffsetCommit { topic: "t".into(), partition: 0, offset: 5, leader_epoch: -1, metadata: String::new() }]
+}
+
+#[test]
+fn offset_commit_needs_the_current_member_epoch() {
+    let mut g = groups(2);
+    hb(&mut g, 0, join("a", &["t"])).unwrap();
+    assert_eq!(g.commit_offsets(0, "g", 0, "a", None, commit(), None), Err(GroupError::StaleMemberEpoch));
+    assert_eq!(g.commit_offsets(0, "g", 1, "b", None, commit(), None), Err(GroupError::UnknownMemberId));
+    assert_eq!(g.commit_offsets(0, "g", 1, "a", None, commit(), None), Ok(()));
+    let f = g.fetch_offsets("g", None, false, Some(("a", 1))).unwrap();
+    assert_eq!(f[0].offset, 5);
+    assert_eq!(g.fetch_offsets("g", None, false, Some(("a", 0))).unwrap_err(), GroupError::StaleMemberEpoch);
+    assert!(g.fetch_offsets("g", None, false, Some(("", -1))).is_ok());
+}
+
+#[test]
+fn txn_offset_commit_with_a_stale_epoch_is_illegal_generation() {
+    let mut g = groups(2);
+    hb(&mut g, 0, join("a", &["t"])).unwrap();
+    assert_eq!(g.commit_offsets(0, "g", 0, "a", None, commit(), Some((7, 0))), Err(GroupError::IllegalGeneration));
+    assert_eq!(g.commit_offsets(0, "g", 1, "a", None, commit(), Some((7, 0))), Ok(()));
+    assert_eq!(g.commit_offsets(0, "g", -1, "", None, commit(), Some((8, 0))), Err(GroupError::UnknownMemberId));
+}
+
+#[test]
+fn commit_without_member_is_accepted_only_by_an_empty_group() {
+    let mut g = groups(2);
+    hb(&mut g, 0, join("a", &["t"])).unwrap();
+    assert_eq!(g.commit_offsets(0, "g", -1, "", None, commit(), None), Err(GroupError::UnknownMemberId));
+    g.consumer_tick(100_000);
+    assert_eq!(g.commit_offsets(0, "g", -1, "", None, commit(), None), Ok(()));
+}
+
+#[test]
+fn new_partitions_bump_the_group_epoch() {
+    let mut g = groups(2);
+    hb(&mut g, 0, join("a", &["t"])).unwrap();
+    assert_eq!(g.set_topics(image(4)), vec!["g".to_string()]);
+    assert_eq!(g.consumer_group("g").unwrap().group_epoch(), 2);
+    let r = hb(&mut g, 1, beat("a", 1, &owned(&BTreeSet::from([0, 1])))).unwrap();
+    assert_eq!((r.member_epoch, parts(&r.assignment)), (2, (0..4).collect()));
+    assert!(g.set_topics(image(4)).is_empty(), "no change, no bump");
+}
+
+#[test]
+fn static_member_instance_held_by_another_is_unreleased_instance_id() {
+    let mut g = groups(2);
+    let mut a = join("a", &["t"]);
+    a.instance_id = Some("i".into());
+    hb(&mut g, 0, a).unwrap();
+    let mut b = join("b", &["t"]);
+    b.instance_id = Some("i".into());
+    assert_eq!(hb(&mut g, 0, b.clone()).unwrap_err().code(), 111);
+    // a leaves for a while (-2): b takes its place and its partitions.
+    let mut leave = beat("a", LEAVE_STATIC_EPOCH, &Assignment::new());
+    leave.instance_id = Some("i".into());
+    assert_eq!(hb(&mut g, 1, leave).unwrap().member_epoch, -2);
+    let r = hb(&mut g, 2, b).unwrap();
+    assert_eq!(parts(&r.assignment), BTreeSet::from([0, 1]));
+    assert!(g.consumer_group("g").unwrap().member("a").is_none());
+}
+
+#[test]
+fn uniform_assignor_balances_and_keeps_partitions_where_they_are() {
+    let img = image(7);
+    let subs: BTreeMap<String, BTreeSet<String>> =
+        ["a", "b", "c"].iter().map(|m| (m.to_string(), BTreeSet::from(["t".to_string()]))).collect();
+    let first = Assignor::Uniform.assign(&subs, &img, &BTreeMap::new());
+    let counts: Vec<usize> = first.values().map(|a| a.get(&T).map_or(0, |s| s.len())).collect();
+    assert_eq!(counts.iter().sum::<usize>(), 7);
+    assert!(counts.iter().max().unwrap() - counts.iter().min().unwrap() <= 1, "{counts:?}");
+    // A fourth member: the others keep all but what moves to it.
+    let mut subs4 = subs.clone();
+    subs4.insert("d".into(), BTreeSet::from(["t".to_string()]));
+    let second = Assignor::Uniform.assign(&subs4, &img, &first);
+    for m in ["a", "b", "c"] {
+        let before = &first[m][&T];
+        let after = second[m].get(&T).cloned().unwrap_or_default();
+        assert!(after.is_subset(before), "{m}: {before:?} -> {after:?}");
+    }
+    assert!(!second["d"].get(&T).cloned().unwrap_or_default().is_empty());
+}
+
+#[test]
+fn uniform_assignor_gives_only_subscribed_topics() {
+    let img = image(2);
+    let mut subs = BTreeMap::new();
+    subs.insert("a".to_string(), BTreeSet::from(["t".to_string()]));
+    subs.insert("b".to_string(), BTreeSet::from(["u".to_string()]));
+    let out = Assignor::Uniform.assign(&subs, &img, &BTreeMap::new());
+    assert_eq!(out["a"].keys().copied().collect::<Vec<_>>(), vec![T]);
+    assert_eq!(out["b"].keys().copied().collect::<Vec<_>>(), vec![U]);
+}
+
+#[test]
+fn range_assignor_gives_contiguous_ranges_in_member_order() {
+    let img = image(7);
+    let subs: BTreeMap<String, BTreeSet<String>> =
+        ["a", "b", "c"].iter().map(|m| (m.to_string(), BTreeSet::from(["t".to_string()]))).collect();
+    let out = Assignor::Range.assign(&subs, &img, &BTreeMap::new());
+    assert_eq!(out["a"][&T], BTreeSet::from([0, 1, 2]));
+    assert_eq!(out["b"][&T], BTreeSet::from([3, 4]));
+    assert_eq!(out["c"][&T], BTreeSet::from([5, 6]));
+}
+
+#[test]
+fn client_picks_the_assignor_with_server_assignor() {
+    let mut g = groups(4);
+    let mut r = join("a", &["t"]);
+    r.server_assignor = Some("range".into());
+    hb(&mut g, 0, r).unwrap();
+    assert_eq!(g.consumer_describe("g").unwrap().assignor, "range");
+}
+
+#[test]
+fn describe_of_a_classic_or_unknown_group_is_group_id_not_found() {
+    let g = groups(2);
+    assert_eq!(g.consumer_describe("nope").unwrap_err().code(), 69);
+}

@@ -1,0 +1,194 @@
+//! The consumer-protocol side of [`Groups`]: which group id is a consumer group, the classic /
+//! consumer type rules between them, ConsumerGroupHeartbeat and ConsumerGroupDescribe, the
+//! member-epoch checks of the offset APIs, and the topic metadata the assignors read.
+//!
+//! A consumer group's committed offsets stay in its [`Group`] entry (whose classic state stays
+//! Empty); its membership is the [`ConsumerGroup`] beside it.
+
+use std::collections::BTreeSet;
+
+use super::consumer::heartbeat::validate;
+use super::consumer::{
+    ConsumerError, ConsumerGroup, DescribedConsumerGroup, HeartbeatRequest, HeartbeatResponse, TopicImage, TopicInfo,
+    LEAVE_EPOCH, LEAVE_STATIC_EPOCH,
+};
+use super::{Group, GroupError, GroupState, Groups};
+
+/// A group's protocol (ListGroups v5 `GroupType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum GroupType {
+    Classic,
+    Consumer,
+}
+
+impl GroupType {
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupType::Classic => "classic",
+            GroupType::Consumer => "consumer",
+        }
+    }
+}
+
+impl Groups {
+    pub fn consumer_group(&self, group_id: &str) -> Option<&ConsumerGroup> {
+        self.consumer.get(group_id)
+    }
+
+    pub fn group_type(&self, group_id: &str) -> GroupType {
+        if self.consumer.contains_key(group_id) {
+            GroupType::Consumer
+        } else {
+            GroupType::Classic
+        }
+    }
+
+    /// Whether any consumer group has members (the caller then keeps the topic image fresh).
+    pub fn has_consumer_members(&self) -> bool {
+        self.consumer.values().any(|g| !g.is_empty())
+    }
+
+    /// The names the consumer groups subscribe to by name (what to look up for them).
+    pub fn consumer_topic_names(&self) -> BTreeSet<String> {
+        let members = self.consumer.values().flat_map(|g| g.members().values());
+        members.flat_map(|m| m.subscribed_topic_names.iter().cloned()).collect()
+    }
+
+    /// A fresh image of the cluster's topics: groups whose subscribed topics changed (created,
+    /// deleted, more partitions) get a new group epoch. Returns those groups.
+    pub fn set_topics(&mut self, image: TopicImage) -> Vec<String> {
+        self.image = image;
+        let mut bumped = Vec::new();
+        for (id, g) in self.consumer.iter_mut() {
+            if g.on_metadata(&self.image) {
+                bumped.push(id.clone());
+            }
+        }
+        bumped
+    }
+
+    /// Topics a heartbeat's handler looked up just now: present (Some) or gone (None).
+    pub fn merge_topics(&mut self, looked_up: Vec<(String, Option<TopicInfo>)>) {
+        for (name, info) in looked_up {
+            match info {
+                Some(t) => self.image.topics.insert(name, t),
+                None => self.image.topics.remove(&name),
+            };
+        }
+    }
+
+    pub fn topic_image(&self) -> &TopicImage {
+        &self.image
+    }
+
+    /// The consumer group a non-leave heartbeat may use (Kafka's getOrMaybeCreateConsumerGroup):
+    /// created by a join (epoch 0); an Empty classic group becomes a consumer group; a classic
+    /// group in use is not a consumer group (GROUP_ID_NOT_FOUND).
+    fn consumer_group_for(&mut self, group_id: &str, create: bool) -> Result<&mut ConsumerGroup, ConsumerError> {
+        let not_consumer = || ConsumerError::GroupIdNotFound(format!("Group {group_id} is not a consumer group."));
+        if !self.consumer.contains_key(group_id) {
+            match self.groups.get(group_id) {
+                Some(g) if !(g.state() == GroupState::Empty && g.members().is_empty()) => return Err(not_consumer()),
+                Some(_) if create => {}
+                Some(_) => return Err(not_consumer()),
+                None if create => {
+                    let g = Group::new(group_id, self.config.clone());
+                    self.groups.insert(group_id.to_string(), g);
+                }
+                None => {
+                    return Err(ConsumerError::GroupIdNotFound(format!("Consumer group {group_id} not found.")));
+                }
+            }
+            // A converted classic group continues from its generation.
+            let epoch = self.groups.get(group_id).map_or(0, |g| g.generation_id().max(0));
+            self.consumer.insert(group_id.to_string(), ConsumerGroup::restored(group_id, epoch));
+        }
+        self.consumer.get_mut(group_id).ok_or_else(not_consumer)
+    }
+
+    /// ConsumerGroupHeartbeat. `unique()` makes the member id of a v0 join without one.
+    pub fn consumer_heartbeat(
+        &mut self,
+        now_ms: u64,
+        group_id: &str,
+        req: HeartbeatRequest,
+        unique: impl FnOnce() -> String,
+    ) -> Result<HeartbeatResponse, ConsumerError> {
+        let config = self.config.consumer.clone();
+        let assignor = validate(&req, &config)?;
+        if req.member_epoch == LEAVE_EPOCH || req.member_epoch == LEAVE_STATIC_EPOCH {
+            let g = self
+                .consumer
+                .get_mut(group_id)
+                .ok_or_else(|| ConsumerError::GroupIdNotFound(format!("Group {group_id} is not a consumer group.")))?;
+            return g.leave(&req);
+        }
+        let member_id = if req.member_id.is_empty() { unique() } else { req.member_id.clone() };
+        let image = std::mem::take(&mut self.image);
+        let result = self
+            .consumer_group_for(group_id, req.member_epoch == 0)
+            .and_then(|g| g.heartbeat(now_ms, &req, &member_id, assignor, &image, &config));
+        self.image = image;
+        result
+    }
+
+    /// ConsumerGroupDescribe of one group: a classic or unknown group is GROUP_ID_NOT_FOUND.
+    pub fn consumer_describe(&self, group_id: &str) -> Result<DescribedConsumerGroup, ConsumerError> {
+        let default = self.config.consumer.assignors.first().map_or("uniform", |a| a.name());
+        match self.consumer.get(group_id) {
+            Some(g) => Ok(g.describe(default)),
+            None if self.groups.contains_key(group_id) => {
+                Err(ConsumerError::GroupIdNotFound(format!("Group {group_id} is not a consumer group.")))
+            }
+            None => Err(ConsumerError::GroupIdNotFound(format!("Group {group_id} not found."))),
+        }
+    }
+
+    /// Fires the session and rebalance timers of the consumer groups; returns the groups that
+    /// lost members.
+    pub fn consumer_tick(&mut self, now_ms: u64) -> Vec<String> {
+        let mut changed = Vec::new();
+        for (id, g) in self.consumer.iter_mut() {
+            if g.next_deadline().is_some_and(|d| d <= now_ms) {
+                let gone = g.expire_members(now_ms);
+                if !gone.is_empty() {
+                    tracing::info!(group = %id, members = ?gone, "consumer group members expired (session or rebalance timeout)");
+                    changed.push(id.clone());
+                }
+            }
+        }
+        changed
+    }
+
+    /// A classic JoinGroup on a consumer group: refused while it has members
+    /// (INCONSISTENT_GROUP_PROTOCOL); an Empty consumer group becomes a classic group.
+    pub(super) fn classic_join_allowed(&mut self, group_id: &str) -> Result<(), GroupError> {
+        match self.consumer.get(group_id) {
+            Some(g) if !g.is_empty() => Err(GroupError::InconsistentGroupProtocol),
+            Some(_) => {
+                self.consumer.remove(group_id);
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// The member-epoch check of OffsetCommit / TxnOffsetCommit on a consumer group (None: the
+    /// group is classic, its own checks apply).
+    pub(super) fn consumer_commit_check(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        epoch: i32,
+        transactional: bool,
+    ) -> Option<Result<(), GroupError>> {
+        let g = self.consumer.get(group_id)?;
+        Some(g.validate_offset_commit(member_id, epoch, transactional))
+    }
+
+    /// The partitions of topics a non-empty consumer group subscribes to (OffsetDelete refuses them).
+    pub(super) fn consumer_subscribed(&self, group_id: &str) -> Option<BTreeSet<String>> {
+        let g = self.consumer.get(group_id).filter(|g| !g.is_empty())?;
+        Some(g.members().values().flat_map(|m| m.subscribed_topics(&self.image)).collect())
+    }
+}
