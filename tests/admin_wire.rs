@@ -30,6 +30,22 @@ fn metadata(c: &mut Client, topics: Option<&[&str]>) -> MetadataResponse {
     c.call(ApiKey::Metadata, 12, req)
 }
 
+/// The error code of one Produce v9 (acks=all) of `records` to partition 0 of `topic`.
+fn produce(c: &mut Client, topic: &str, records: bytes::Bytes) -> i16 {
+    let mut p = PartitionProduceData::default();
+    p.index = 0;
+    p.records = Some(records);
+    let mut td = TopicProduceData::default();
+    td.name = name(topic);
+    td.partition_data = vec![p];
+    let mut req = ProduceRequest::default();
+    req.acks = -1;
+    req.timeout_ms = 5_000;
+    req.topic_data = vec![td];
+    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
+    resp.responses[0].partition_responses[0].error_code
+}
+
 /// (name, is_internal, partitions, partitions with a leader)
 fn internal_view(resp: &MetadataResponse) -> Vec<(String, bool, usize, usize)> {
     resp.topics
@@ -70,18 +86,7 @@ fn internal_topics_are_listed_as_kafka_lists_them_and_never_made_into_logs() {
     assert_eq!(resp.topics[0].error_code, 36, "TOPIC_ALREADY_EXISTS");
 
     // Produce: Kafka refuses appends to internal topics with INVALID_TOPIC_EXCEPTION.
-    let mut p = PartitionProduceData::default();
-    p.index = 0;
-    p.records = Some(batch(-1, -1, -1, 1, "x"));
-    let mut td = TopicProduceData::default();
-    td.name = name("__consumer_offsets");
-    td.partition_data = vec![p];
-    let mut req = ProduceRequest::default();
-    req.acks = -1;
-    req.timeout_ms = 5_000;
-    req.topic_data = vec![td];
-    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
-    assert_eq!(resp.responses[0].partition_responses[0].error_code, 17);
+    assert_eq!(produce(&mut c, "__consumer_offsets", batch(-1, -1, -1, 1, "x")), 17);
 
     let dirs: Vec<String> = std::fs::read_dir(broker.data_dir().join("topics"))
         .expect("topics dir")
@@ -96,18 +101,7 @@ fn list_offsets_v10_answers_the_kip_1005_specials() {
     let broker = Broker::start();
     let mut c = broker.client();
     create_topic(&mut c, "lo");
-    let mut p = PartitionProduceData::default();
-    p.index = 0;
-    p.records = Some(batch(900, 0, 0, 5, "x"));
-    let mut td = TopicProduceData::default();
-    td.name = name("lo");
-    td.partition_data = vec![p];
-    let mut req = ProduceRequest::default();
-    req.acks = -1;
-    req.timeout_ms = 5_000;
-    req.topic_data = vec![td];
-    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
-    assert_eq!(resp.responses[0].partition_responses[0].error_code, 0);
+    assert_eq!(produce(&mut c, "lo", batch(900, 0, 0, 5, "x")), 0);
 
     let list = |c: &mut Client, timestamp: i64| {
         let mut lp = ListOffsetsPartition::default();
@@ -151,5 +145,54 @@ fn api_versions_v4_is_answered_in_v4() {
     assert_eq!(tv(&resp), Some(0), "v4 carries a supported level 0 as it is");
     let v3: ApiVersionsResponse = c.call(ApiKey::ApiVersions, 3, req);
     assert_eq!(tv(&v3), Some(1), "before v4 Kafka reports 1 for 0 (KAFKA-17011)");
+    broker.finish();
+}
+
+#[test]
+fn describe_topic_partitions_pages_with_a_cursor() {
+    use kafka_protocol::messages::describe_topic_partitions_request::{Cursor, TopicRequest};
+    let broker = Broker::start();
+    let mut c = broker.client();
+    common::create_topic_with(&mut c, "dtp-a", 3);
+    common::create_topic_with(&mut c, "dtp-b", 2);
+    let ask = |c: &mut Client, cursor: Option<(&str, i32)>| {
+        let mut req = DescribeTopicPartitionsRequest::default();
+        req.topics = ["dtp-b", "dtp-a", "nope"]
+            .iter()
+            .map(|n| {
+                let mut t = TopicRequest::default();
+                t.name = name(n);
+                t
+            })
+            .collect();
+        req.response_partition_limit = 4;
+        req.cursor = cursor.map(|(t, p)| {
+            let mut cur = Cursor::default();
+            cur.topic_name = name(t);
+            cur.partition_index = p;
+            cur
+        });
+        let resp: DescribeTopicPartitionsResponse = c.call(ApiKey::DescribeTopicPartitions, 0, req);
+        let topics: Vec<(String, i16, Vec<i32>)> = resp
+            .topics
+            .iter()
+            .map(|t| {
+                let n = t.name.as_ref().map(|n| n.0.to_string()).unwrap_or_default();
+                (n, t.error_code, t.partitions.iter().map(|p| p.partition_index).collect())
+            })
+            .collect();
+        (topics, resp.next_cursor.map(|c| (c.topic_name.0.to_string(), c.partition_index)))
+    };
+    let (first, next) = ask(&mut c, None);
+    assert_eq!(
+        first,
+        vec![("dtp-a".into(), 0, vec![0, 1, 2]), ("dtp-b".into(), 0, vec![0]), ("nope".into(), 3, vec![])]
+    );
+    assert_eq!(next, Some(("dtp-b".to_string(), 1)));
+    let (second, next) = ask(&mut c, Some(("dtp-b", 1)));
+    assert_eq!(second, vec![("dtp-b".into(), 0, vec![1]), ("nope".into(), 3, vec![])]);
+    assert_eq!(next, None);
+    let (refused, _) = ask(&mut c, Some(("dtp-z", 0)));
+    assert!(refused.iter().all(|(_, code, _)| *code == 42), "a cursor outside the topics asked: {refused:?}");
     broker.finish();
 }

@@ -10,9 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use common::cluster::{self, wait_for, NOT_LEADER_OR_FOLLOWER, PARTITIONS, TICK, TOPIC};
-use common::{batch, Broker, Client};
+use common::{batch, create_topic_with as create_topic, Broker, Client};
 use kafka_protocol::messages::create_partitions_request::{CreatePartitionsAssignment, CreatePartitionsTopic};
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::*;
 
@@ -61,18 +60,6 @@ fn create_partitions(
 fn grow(c: &mut Client, topic: &str, count: i32) -> (i16, String) {
     let (_, code, message) = create_partitions(c, 3, vec![entry(topic, count, None)], false).remove(0);
     (code, message)
-}
-
-fn create_topic(c: &mut Client, topic: &str, partitions: i32) {
-    let mut t = CreatableTopic::default();
-    t.name = cluster::name(topic);
-    t.num_partitions = partitions;
-    t.replication_factor = 1;
-    let mut req = CreateTopicsRequest::default();
-    req.topics = vec![t];
-    req.timeout_ms = 10_000;
-    let resp: CreateTopicsResponse = c.call(ApiKey::CreateTopics, 5, req);
-    assert_eq!(resp.topics[0].error_code, 0);
 }
 
 /// partition -> leader of `topic` as `c`'s Metadata says (empty when the topic is unknown).

@@ -5,7 +5,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
@@ -42,15 +41,7 @@ pub fn metadata(c: &mut Client) -> (BTreeMap<i32, u16>, BTreeMap<i32, i32>) {
 }
 
 pub fn create(c: &mut Client) {
-    let mut t = CreatableTopic::default();
-    t.name = name(TOPIC);
-    t.num_partitions = PARTITIONS;
-    t.replication_factor = 1;
-    let mut req = CreateTopicsRequest::default();
-    req.topics = vec![t];
-    req.timeout_ms = 10_000;
-    let resp: CreateTopicsResponse = c.call(ApiKey::CreateTopics, 5, req);
-    assert_eq!(resp.topics[0].error_code, 0);
+    super::create_topic_with(c, TOPIC, PARTITIONS);
 }
 
 /// (error, base offset) of one Produce v9 with acks=all.

@@ -462,14 +462,20 @@ fn build_batch(producer_id: i64, epoch: i16, base_sequence: i32, n: usize, tag: 
 
 /// Creates a one-partition topic and checks it worked.
 pub fn create_topic(c: &mut Client, name: &str) {
+    create_topic_with(c, name, 1);
+}
+
+/// Creates a topic of `partitions` partitions and checks it worked.
+pub fn create_topic_with(c: &mut Client, name: &str, partitions: i32) {
     use kafka_protocol::messages::create_topics_request::CreatableTopic;
     use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse, TopicName};
     let mut t = CreatableTopic::default();
     t.name = TopicName(StrBytes::from_string(name.to_string()));
-    t.num_partitions = 1;
+    t.num_partitions = partitions;
     t.replication_factor = 1;
     let mut req = CreateTopicsRequest::default();
     req.topics = vec![t];
+    req.timeout_ms = 10_000;
     let resp: CreateTopicsResponse = c.call(ApiKey::CreateTopics, 5, req);
     assert_eq!(resp.topics[0].error_code, 0);
 }

@@ -2,6 +2,7 @@
 //! with a cursor (store::admin::partitions_page). kafka-topics --describe asks this first. One
 //! copy per partition: no eligible leader replicas beyond the leader, none offline.
 
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use kafka_protocol::messages::describe_topic_partitions_response::{
@@ -15,7 +16,7 @@ use crate::actors::messages::ListTopics;
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
 use crate::store::admin::partitions_page;
-use crate::store::topics::INTERNAL_TOPICS;
+use crate::store::topics::{TopicMeta, INTERNAL_TOPICS};
 
 fn from_metadata(t: MetadataResponseTopic, range: std::ops::Range<i32>) -> DescribeTopicPartitionsResponseTopic {
     let mut out = DescribeTopicPartitionsResponseTopic::default();
@@ -43,6 +44,21 @@ fn from_metadata(t: MetadataResponseTopic, range: std::ops::Range<i32>) -> Descr
     out
 }
 
+/// A topic found for the request: a log's metadata, or an internal topic's entry (small).
+enum Described {
+    Topic(TopicMeta),
+    Internal(MetadataResponseTopic),
+}
+
+impl Described {
+    fn partitions(&self) -> i32 {
+        match self {
+            Described::Topic(m) => m.partitions,
+            Described::Internal(e) => i32::try_from(e.partitions.len()).unwrap_or(i32::MAX),
+        }
+    }
+}
+
 fn error_topic(name: &str, error: ResponseError) -> DescribeTopicPartitionsResponseTopic {
     let mut t = DescribeTopicPartitionsResponseTopic::default();
     t.name = Some(TopicName(str_bytes(name)));
@@ -59,35 +75,39 @@ pub async fn handle(
     let mut resp = DescribeTopicPartitionsResponse::default();
     // Metadata v12's view (topic ids, internal flags).
     let metadata_version = 12.max(version);
-    let mut entries: Vec<MetadataResponseTopic> = Vec::new();
+    // The topics asked about, by name; only the page's are turned into partition entries (a
+    // request for every topic must not build every partition's entry of a 100,000-partition
+    // broker to answer 2,000).
+    let mut found: BTreeMap<String, Described> = BTreeMap::new();
     let mut unknown = Vec::new();
     if req.topics.is_empty() {
         let metas = s.directory.topics().send(ListTopics).await.unwrap_or_default();
-        entries.extend(metas.iter().map(|m| topic_entry(&s, metadata_version, m)));
-        entries.extend(INTERNAL_TOPICS.iter().filter_map(|n| internal_entry(&s, metadata_version, n)));
+        found.extend(metas.into_iter().map(|m| (m.name.clone(), Described::Topic(m))));
+        for n in INTERNAL_TOPICS {
+            if let Some(e) = internal_entry(&s, metadata_version, n) {
+                found.insert(n.to_string(), Described::Internal(e));
+            }
+        }
     } else {
-        let mut names: Vec<String> = req.topics.iter().map(|t| t.name.0.to_string()).collect();
-        names.sort();
-        names.dedup();
-        for name in names {
+        for t in &req.topics {
+            let name = t.name.0.to_string();
+            if found.contains_key(&name) || unknown.contains(&name) {
+                continue;
+            }
             if let Some(e) = internal_entry(&s, metadata_version, &name) {
-                entries.push(e);
+                found.insert(name, Described::Internal(e));
                 continue;
             }
             match s.topic(&name, false).await {
-                Ok(h) => entries.push(topic_entry(&s, metadata_version, &h.meta)),
+                Ok(h) => {
+                    found.insert(name, Described::Topic(h.meta.clone()));
+                }
                 Err(_) => unknown.push(name),
             }
         }
+        unknown.sort();
     }
-    entries.sort_by(|a, b| a.name.as_ref().map(|n| n.0.as_str()).cmp(&b.name.as_ref().map(|n| n.0.as_str())));
-    let counts: Vec<(String, i32)> = entries
-        .iter()
-        .map(|e| {
-            let name = e.name.as_ref().map(|n| n.0.to_string()).unwrap_or_default();
-            (name, i32::try_from(e.partitions.len()).unwrap_or(i32::MAX))
-        })
-        .collect();
+    let counts: Vec<(String, i32)> = found.iter().map(|(n, d)| (n.clone(), d.partitions())).collect();
     let cursor = req.cursor.as_ref().map(|c| (c.topic_name.0.as_str(), c.partition_index));
     let (page, next) = match partitions_page(&counts, cursor, req.response_partition_limit) {
         Ok(p) => p,
@@ -97,10 +117,16 @@ pub async fn handle(
             return resp;
         }
     };
-    let mut by_name: std::collections::HashMap<String, MetadataResponseTopic> =
-        entries.into_iter().map(|e| (e.name.as_ref().map(|n| n.0.to_string()).unwrap_or_default(), e)).collect();
-    resp.topics =
-        page.into_iter().filter_map(|(name, range)| by_name.remove(&name).map(|e| from_metadata(e, range))).collect();
+    resp.topics = page
+        .into_iter()
+        .filter_map(|(name, range)| {
+            let entry = match found.remove(&name)? {
+                Described::Topic(meta) => topic_entry(&s, metadata_version, &meta),
+                Described::Internal(e) => e,
+            };
+            Some(from_metadata(entry, range))
+        })
+        .collect();
     resp.topics.extend(unknown.iter().map(|n| error_topic(n, ResponseError::UnknownTopicOrPartition)));
     resp.next_cursor = next.map(|(topic, partition)| {
         let mut c = Cursor::default();
