@@ -1,18 +1,48 @@
 #!/usr/bin/env bash
-# Runs every kaas test on a fresh machine: installs what the tests need (kcat from Debian, a
-# Python venv with the Kafka clients, the Maven-built Java harness), builds the broker, then runs
-# the Rust unit and integration tests and the black-box client tests against the real binary.
+# Runs every kaas test on a fresh machine: installs what the tests need (kcat, and Java and Maven
+# when missing, from Debian; Go from the Go module proxy when missing; a Python venv with the
+# Kafka clients; the Maven-built Java harness), builds the broker, then runs the Rust unit and
+# integration tests, the black-box client tests against the real binary and the fuzz targets.
+# Needs: Debian/Ubuntu with apt (root or sudo), Rust (cargo), python3 with venv, curl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
-step "system packages (kcat)"
-if ! command -v kcat >/dev/null 2>&1; then
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+step "system packages (kcat, Java 17+ and Maven when missing)"
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+missing=()
+command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null 2>&1 || missing+=(maven)
+if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq kcat >/dev/null
+  $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+
+step "go (franz-go's tests): the machine's, else Go ${KAAS_GO_VERSION:=1.26.8} from the Go module proxy"
+if ! command -v go >/dev/null 2>&1; then
+  if [ -x /usr/local/go/bin/go ]; then
+    export PATH="/usr/local/go/bin:$PATH"
+  else
+    # The go command fetches toolchains as modules (golang.org/toolchain); without a go command
+    # we take the same zip from the proxy ourselves.
+    gohome="${XDG_CACHE_HOME:-$HOME/.cache}/kaas/go$KAAS_GO_VERSION"
+    if [ ! -x "$gohome/bin/go" ]; then
+      proxy="${GOPROXY:-https://proxy.golang.org}"; proxy="${proxy%%,*}"
+      zip="$(mktemp)"
+      curl -fsSL -o "$zip" "$proxy/golang.org/toolchain/@v/v0.0.1-go$KAAS_GO_VERSION.linux-amd64.zip"
+      rm -rf "$gohome.tmp" && mkdir -p "$gohome.tmp"
+      python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$zip" "$gohome.tmp"
+      rm -f "$zip"
+      src="$gohome.tmp/golang.org/toolchain@v0.0.1-go$KAAS_GO_VERSION.linux-amd64"
+      chmod +x "$src"/bin/* "$src"/pkg/tool/*/*
+      rm -rf "$gohome" && mv "$src" "$gohome" && rm -rf "$gohome.tmp"
+    fi
+    export PATH="$gohome/bin:$PATH"
+  fi
+fi
+go version
 
 step "python venv (.venv) with confluent-kafka, kafka-python, pytest"
 [ -x .venv/bin/python ] || python3 -m venv .venv

@@ -17,18 +17,35 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Start a broker (defaults: data dir ./kaas-data, listener 127.0.0.1:9092, node id 0).
+    ///
+    /// Settings come from the embedded defaults, then --config FILE, then KAAS_* environment
+    /// variables (KAAS_NUM_PARTITIONS=3), then these flags; the README lists every setting.
+    /// Logging follows RUST_LOG (default info); colours only on a terminal, never with NO_COLOR.
+    /// SIGTERM or SIGINT stops it cleanly. To start over, stop it and delete the data directory.
     Serve {
-        /// TOML configuration file; KAAS_* environment variables and these flags override it.
-        #[arg(long)]
+        /// TOML file of settings (same keys as KAAS_* without the prefix, lower case).
+        #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
-        #[arg(long)]
+        /// Directory of all data (topics, logs, coordinator state); brokers given the same
+        /// directory on a shared disk form one cluster. [default: ./kaas-data]
+        #[arg(long, value_name = "DIR")]
         data_dir: Option<PathBuf>,
-        /// HOST:PORT to listen on.
-        #[arg(long)]
+        /// Address to listen on; clients are told this one unless advertised_listener is set.
+        /// [default: 127.0.0.1:9092]
+        #[arg(long, value_name = "HOST:PORT")]
         listen: Option<String>,
-        #[arg(long)]
+        /// This broker's id (0..=1023), unique among the brokers sharing the data directory.
+        /// [default: 0]
+        #[arg(long, value_name = "N")]
         node_id: Option<i32>,
     },
+}
+
+/// Colour codes only where a person reads them: a terminal, unless NO_COLOR is set
+/// (https://no-color.org); never in a file or a pipe.
+fn log_colours() -> bool {
+    use std::io::IsTerminal;
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal()
 }
 
 /// Raises the soft open-file limit to the hard one: connections and the segment-file cache
@@ -51,6 +68,7 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
         .with_writer(std::io::stderr)
+        .with_ansi(log_colours())
         .init();
     match cli.command {
         Command::Serve { config, data_dir, listen, node_id } => {

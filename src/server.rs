@@ -1,5 +1,5 @@
-//! Start-up and shutdown: arbiters for connections and partitions, recovery of every partition
-//! before the listener opens, the accept loop, and a clean stop on SIGTERM / SIGINT.
+//! Start-up and shutdown: the listener is bound first, every partition is recovered before the
+//! first connection is accepted, the accept loop, and a clean stop on SIGTERM / SIGINT.
 
 use std::path::Path;
 use std::sync::{Arc, RwLock};
@@ -40,6 +40,8 @@ pub enum ServerError {
     Io(#[from] std::io::Error),
     #[error("{0}")]
     Startup(String),
+    #[error("cannot listen on {addr}: {source} (another broker on that port? choose one with --listen HOST:PORT)")]
+    Bind { addr: String, source: std::io::Error },
 }
 
 #[derive(Serialize, Deserialize)]
@@ -68,11 +70,21 @@ fn cluster_id(data_dir: &Path) -> Result<String, ServerError> {
 
 pub fn run(settings: Settings) -> Result<(), ServerError> {
     install_panic_hook();
+    // Bound first, so a taken port stops the broker at once, before it touches the data
+    // directory, joins a cluster or reads a partition; connections wait in the backlog until
+    // recovery is done.
+    let bind = |addr: &str| -> std::io::Result<std::net::TcpListener> {
+        let l = std::net::TcpListener::bind(addr)?;
+        l.set_nonblocking(true)?;
+        Ok(l)
+    };
+    let listener =
+        bind(&settings.listen).map_err(|source| ServerError::Bind { addr: settings.listen.clone(), source })?;
     let settings = Arc::new(settings);
     crate::store::durable::create_dir_all_durable(&settings.data_dir)?;
     let cluster_id: Arc<str> = cluster_id(&settings.data_dir)?.into();
     let system = actix::System::new();
-    system.block_on(serve(settings, cluster_id))
+    system.block_on(serve(settings, cluster_id, listener))
 }
 
 /// The broker's actors without a listener: partitions (recovered), coordinators and the cluster
@@ -201,12 +213,16 @@ impl Broker {
     }
 }
 
-async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>) -> Result<(), ServerError> {
+async fn serve(
+    settings: Arc<Settings>,
+    cluster_id: Arc<str>,
+    listener: std::net::TcpListener,
+) -> Result<(), ServerError> {
+    let listener = TcpListener::from_std(listener)?;
     let broker = Broker::start(&settings)?;
     let conn_arbiters: Vec<Arbiter> =
         (0..Settings::threads(settings.connection_threads)).map(|_| Arbiter::new()).collect();
 
-    let listener = TcpListener::bind(&settings.listen).await?;
     tracing::info!(listen = %settings.listen, data_dir = %settings.data_dir.display(), node_id = settings.node_id, "kaas is serving");
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut next = 0usize;

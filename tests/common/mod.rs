@@ -3,7 +3,7 @@
 //!
 //! A `Broker` checks itself when it is dropped (unless the test is already failing): the process
 //! must still run, answer ApiVersions, stop cleanly on SIGTERM, and its log (every run, restarts
-//! included) must hold no panic and no ERROR line the test did not declare with
+//! included) must hold no panic, no colour code and no ERROR line the test did not declare with
 //! `allow_log_errors`. So a test cannot pass with a broker that died or panicked behind it.
 #![allow(dead_code)]
 
@@ -162,7 +162,7 @@ impl Broker {
 
     /// Panic lines and ERROR lines not declared with `allow_log_errors`, from every run.
     pub fn log_problems(&self) -> Vec<String> {
-        strip_ansi(&self.log())
+        self.log()
             .lines()
             .filter(|line| {
                 let panic = line.contains("panicked at") || (line.contains("thread '") && line.contains("' panicked"));
@@ -210,6 +210,10 @@ impl Broker {
                 }
                 other => problems.push(format!("kaas is not running at the end of the test: {other:?}")),
             }
+        }
+        // Logs written to a file carry no terminal colour codes (only a terminal gets them).
+        if self.log().contains('\u{1b}') {
+            problems.push("the log file holds ANSI colour codes".to_string());
         }
         let bad = self.log_problems();
         if !bad.is_empty() {
@@ -336,24 +340,6 @@ pub fn api_versions_problem(port: u16) -> Option<String> {
             Err(_) => std::thread::sleep(Duration::from_millis(50)),
         }
     }
-}
-
-fn strip_ansi(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            // CSI: ESC '[' parameters... final byte in '@'..='~'
-            for d in chars.by_ref() {
-                if ('@'..='~').contains(&d) && d != '[' {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 fn tail(s: &str, lines: usize) -> String {
