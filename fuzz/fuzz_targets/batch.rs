@@ -112,7 +112,7 @@ enum Verify {
 #[derive(Arbitrary, Debug)]
 enum Op {
     Append(Spec, Verify),
-    BeginVerification { pid: Pid, epoch: i16 },
+    BeginVerification { pid: Pid, epoch: i16, sequence: i32 },
     Marker { pid: Pid, epoch: i16, coordinator_epoch: i32, txn_version: i8, commit: bool },
     Fence { pid: Pid, epoch: i16 },
     Expire { advance_ms: u32, expiration_ms: i64 },
@@ -187,8 +187,8 @@ impl Partition {
     fn apply(&mut self, op: &Op) {
         match op {
             Op::Append(spec, verify) => self.append(spec.encode(), verify),
-            Op::BeginVerification { pid, epoch } => {
-                if let Some(g) = self.producers.begin_verification(pid.get(), *epoch) {
+            Op::BeginVerification { pid, epoch, sequence } => {
+                if let Ok(Some(g)) = self.producers.begin_verification(pid.get(), *epoch, *sequence, self.now_ms) {
                     self.last_guard = Some(g);
                 }
             }

@@ -134,12 +134,50 @@ pub enum Verified {
     Tv2Added,
 }
 
+/// A verification under way for a producer on this partition (Kafka's VerificationStateEntry,
+/// eos-rules 28): its guard and the lowest sequence a batch that needed it carried. It lives
+/// until a transactional batch or a marker of the producer is written here, or it expires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Verification {
+    guard: u64,
+    lowest_seq: i32,
+    epoch: i16,
+    created_ms: i64,
+}
+
+impl Verification {
+    /// eos-rules 28: a lower sequence at the same epoch lowers the bar; a higher epoch resets
+    /// it (Kafka's VerificationStateEntry.maybeUpdateLowestSequenceAndEpoch).
+    fn saw(&mut self, sequence: i32, epoch: i16) {
+        if epoch == self.epoch && sequence < self.lowest_seq {
+            self.lowest_seq = sequence;
+        }
+        if epoch > self.epoch {
+            self.epoch = epoch;
+            self.lowest_seq = sequence;
+        }
+    }
+}
+
+/// The epoch a coordinator fenced a producer to on a partition it never wrote to: batches of
+/// older epochs are refused (kaas's fence, stricter than Kafka on purpose: a zombie is refused
+/// everywhere at once), but it is no producer state: a first batch may still start at any
+/// sequence (eos-rules 15) and markers are checked as if it were absent (46).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fence {
+    pub epoch: i16,
+    pub fenced_ms: i64,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProducerStateTable {
     producers: HashMap<i64, ProducerEntry>,
-    /// Verification guards by producer id (eos-rules 28); in memory only, like Apache Kafka's.
+    /// Fences of producers with no state here (see `Fence`).
+    #[serde(default)]
+    fences: HashMap<i64, Fence>,
+    /// Verifications by producer id (eos-rules 28); in memory only, like Apache Kafka's.
     #[serde(skip)]
-    verifications: HashMap<i64, u64>,
+    verifications: HashMap<i64, Verification>,
     /// The same guards by age: any client can start a verification for any producer id, so
     /// beyond MAX_VERIFICATIONS the oldest (long finished or abandoned) is forgotten.
     #[serde(skip)]
@@ -192,26 +230,58 @@ impl ProducerStateTable {
         if !h.has_producer_id() {
             return Ok(AppendDecision::Append);
         }
-        let Some(entry) = self.producers.get(&h.producer_id) else {
-            // eos-rules 15: an unknown producer id may start at any sequence.
-            return Ok(AppendDecision::Append);
-        };
         // eos-rules 18: a lower epoch is INVALID_PRODUCER_EPOCH, never PRODUCER_FENCED.
-        if h.producer_epoch < entry.epoch {
-            return Err(ProducerStateError::InvalidProducerEpoch { got: h.producer_epoch, current: entry.epoch });
+        let current = self.current_epoch(h.producer_id);
+        if h.producer_epoch < current {
+            return Err(ProducerStateError::InvalidProducerEpoch { got: h.producer_epoch, current });
         }
+        let entry = self.producers.get(&h.producer_id);
         // eos-rules 19: duplicates are found before sequence validation.
-        if let Some(dup) = entry.find_duplicate(h) {
+        if let Some(dup) = entry.and_then(|e| e.find_duplicate(h)) {
             return Ok(AppendDecision::Duplicate(dup));
         }
-        // eos-rules 26: a plain batch while this producer has a transaction open here.
+        // eos-rules 28: while a verification is pending, nothing above its lowest sequence.
+        if let Some(v) = self.verifications.get(&h.producer_id) {
+            if h.base_sequence > v.lowest_seq {
+                return Err(ProducerStateError::OutOfOrderSequence {
+                    epoch: h.producer_epoch,
+                    first_seq: h.base_sequence,
+                    last_seq: v.lowest_seq,
+                });
+            }
+        }
+        // eos-rules 15: an unknown producer id may start at any sequence.
+        let Some(entry) = entry else { return Ok(AppendDecision::Append) };
+        Self::check_sequence(entry, h)?;
+        // eos-rules 26: a plain batch while this producer has a transaction open here (Kafka
+        // checks it after the sequence).
         if !h.is_transactional() && entry.current_txn_first_offset.is_some() {
             return Err(ProducerStateError::InvalidTxnState(
                 "non-transactional batch from a producer with an open transaction",
             ));
         }
-        Self::check_sequence(entry, h)?;
         Ok(AppendDecision::Append)
+    }
+
+    /// The epoch below which the producer's batches are refused here: its state's, or the one
+    /// a coordinator fenced it to.
+    fn current_epoch(&self, producer_id: i64) -> i16 {
+        let state = self.producers.get(&producer_id).map_or(NO_PRODUCER_EPOCH, |e| e.epoch);
+        let fence = self.fences.get(&producer_id).map_or(NO_PRODUCER_EPOCH, |f| f.epoch);
+        state.max(fence)
+    }
+
+    /// State of `producer_id` now exists at `epoch`: a fence at or below it is redundant.
+    fn drop_fence_below(&mut self, producer_id: i64, epoch: i16) {
+        if self.fences.get(&producer_id).is_some_and(|f| f.epoch <= epoch) {
+            self.fences.remove(&producer_id);
+        }
+    }
+
+    fn clear_verification(&mut self, producer_id: i64) {
+        if let Some(v) = self.verifications.remove(&producer_id) {
+            self.verifications_by_guard.remove(&v.guard);
+        }
     }
 
     fn check_sequence(entry: &ProducerEntry, h: &BatchHeader) -> Result<(), ProducerStateError> {
@@ -261,36 +331,65 @@ impl ProducerStateTable {
             entry.current_txn_first_offset = Some(h.base_offset);
         }
         entry.last_update_ms = now_ms;
+        let epoch = entry.epoch;
+        self.drop_fence_below(h.producer_id, epoch);
+        // eos-rules 28: the transaction is open here now; the verification has done its work.
+        if h.is_transactional() {
+            self.clear_verification(h.producer_id);
+        }
     }
 
     /// Fencing: a coordinator bumped this producer to `epoch`; older batches are rejected from now
     /// on, and the dedupe window of the older epoch is dropped.
+    /// A producer with no state here gets a `Fence` instead: what it may write first is not
+    /// changed (eos-rules 15).
     pub fn fence(&mut self, producer_id: i64, epoch: i16, now_ms: i64) {
-        let entry = self.producers.entry(producer_id).or_insert_with(|| ProducerEntry::new(producer_id));
-        if epoch > entry.epoch {
-            entry.epoch = epoch;
-            entry.batches.clear();
-            entry.last_update_ms = now_ms;
+        if let Some(entry) = self.producers.get_mut(&producer_id) {
+            if epoch > entry.epoch {
+                entry.epoch = epoch;
+                entry.batches.clear();
+                entry.last_update_ms = now_ms;
+            }
+            return;
+        }
+        let fence = self.fences.entry(producer_id).or_insert(Fence { epoch, fenced_ms: now_ms });
+        if epoch >= fence.epoch {
+            *fence = Fence { epoch, fenced_ms: now_ms };
         }
     }
 
     /// eos-rules 27/28: before a transactional batch may open a transaction here the coordinator
-    /// must confirm the partition. None: a transaction is already open at this epoch (no check
-    /// needed); otherwise a guard that a marker for the producer will void.
-    pub fn begin_verification(&mut self, producer_id: i64, epoch: i16) -> Option<u64> {
+    /// must confirm the partition. Ok(None): a transaction is already open at this epoch (no
+    /// check needed); otherwise the guard of the producer's verification (started now, or the
+    /// one under way: its lowest sequence follows `sequence`), which a marker voids.
+    /// eos-rules 18 (4.1+, KAFKA-18042): a lower epoch is refused here, before the coordinator.
+    pub fn begin_verification(
+        &mut self,
+        producer_id: i64,
+        epoch: i16,
+        sequence: i32,
+        now_ms: i64,
+    ) -> Result<Option<u64>, ProducerStateError> {
+        let current = self.current_epoch(producer_id);
+        if epoch < current {
+            return Err(ProducerStateError::InvalidProducerEpoch { got: epoch, current });
+        }
         if self.has_ongoing_txn(producer_id, epoch) {
-            return None;
+            return Ok(None);
+        }
+        if let Some(v) = self.verifications.get_mut(&producer_id) {
+            v.saw(sequence, epoch);
+            return Ok(Some(v.guard));
         }
         self.next_guard += 1;
-        if let Some(old) = self.verifications.insert(producer_id, self.next_guard) {
-            self.verifications_by_guard.remove(&old);
-        }
-        self.verifications_by_guard.insert(self.next_guard, producer_id);
+        let v = Verification { guard: self.next_guard, lowest_seq: sequence, epoch, created_ms: now_ms };
+        self.verifications.insert(producer_id, v);
+        self.verifications_by_guard.insert(v.guard, producer_id);
         while self.verifications.len() > MAX_VERIFICATIONS {
             let Some((_, pid)) = self.verifications_by_guard.pop_first() else { break };
             self.verifications.remove(&pid);
         }
-        Some(self.next_guard)
+        Ok(Some(v.guard))
     }
 
     /// eos-rules 27/28: a transactional batch that would open a transaction needs a verification
@@ -300,12 +399,12 @@ impl ProducerStateTable {
         if !h.is_transactional() || self.has_ongoing_txn(h.producer_id, h.producer_epoch) {
             return Ok(());
         }
-        if h.producer_epoch < self.get(h.producer_id).map_or(NO_PRODUCER_EPOCH, |e| e.epoch) {
+        if h.producer_epoch < self.current_epoch(h.producer_id) {
             return Ok(());
         }
         let ok = match verified {
             Verified::No => false,
-            Verified::Guard(g) => self.verifications.get(&h.producer_id) == Some(&g),
+            Verified::Guard(g) => self.verifications.get(&h.producer_id).is_some_and(|v| v.guard == g),
             // eos-rules 15 (4.1+, KAFKA-18202): a TV2 transaction on empty state starts at 0.
             Verified::Tv2Added if self.get(h.producer_id).is_none() && h.base_sequence != 0 => {
                 return Err(ProducerStateError::OutOfOrderSequence {
@@ -367,9 +466,7 @@ impl ProducerStateTable {
         now_ms: i64,
     ) -> Option<CompletedTxn> {
         // eos-rules 28: a verification that raced with this marker is void.
-        if let Some(guard) = self.verifications.remove(&producer_id) {
-            self.verifications_by_guard.remove(&guard);
-        }
+        self.clear_verification(producer_id);
         let entry = self.producers.entry(producer_id).or_insert_with(|| ProducerEntry::new(producer_id));
         let completed = entry.current_txn_first_offset.take().map(|first| CompletedTxn {
             producer_id,
@@ -383,6 +480,8 @@ impl ProducerStateTable {
         }
         entry.coordinator_epoch = coordinator_epoch;
         entry.last_update_ms = now_ms;
+        let epoch = entry.epoch;
+        self.drop_fence_below(producer_id, epoch);
         completed
     }
 
@@ -397,9 +496,21 @@ impl ProducerStateTable {
     }
 
     /// eos-rules 23: drop producers idle for `expiration_ms` with no open transaction.
+    /// Fences and verifications expire after the same time (Kafka expires its verification
+    /// entries with producer.id.expiration.ms too).
     pub fn expire(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
         let before = self.producers.len();
         self.producers.retain(|_, e| e.current_txn_first_offset.is_some() || now_ms - e.last_update_ms < expiration_ms);
+        self.fences.retain(|_, f| now_ms - f.fenced_ms < expiration_ms);
+        let stale: Vec<i64> = self
+            .verifications
+            .iter()
+            .filter(|(_, v)| now_ms - v.created_ms >= expiration_ms)
+            .map(|(pid, _)| *pid)
+            .collect();
+        for pid in stale {
+            self.clear_verification(pid);
+        }
         before - self.producers.len()
     }
 
@@ -675,12 +786,12 @@ mod tests {
         let mut t = ProducerStateTable::new();
         let h = txn_header(1, 0, 0);
         assert_eq!(t.check_verification(&h, Verified::No).unwrap_err().code(), 48);
-        let g = t.begin_verification(1, 0).unwrap();
+        let g = t.begin_verification(1, 0, 0, 0).unwrap().unwrap();
         assert!(t.check_verification(&h, Verified::Guard(g)).is_ok());
         assert!(t.check_verification(&h, Verified::Tv2Added).is_ok());
         // once the transaction is open here, later batches need no verification
         open_txn(&mut t, 1, 0, 0);
-        assert_eq!(t.begin_verification(1, 0), None);
+        assert_eq!(t.begin_verification(1, 0, 1, 0), Ok(None));
         assert!(t.check_verification(&txn_header(1, 0, 1), Verified::No).is_ok());
     }
 
@@ -691,21 +802,21 @@ mod tests {
         assert!(t.check_verification(&txn_header(1, 0, 0), Verified::Tv2Added).is_ok());
         // TV1 keeps rule 15 proper: any sequence for an unknown producer id
         let mut t = ProducerStateTable::new();
-        let g = t.begin_verification(1, 0).unwrap();
+        let g = t.begin_verification(1, 0, 0, 0).unwrap().unwrap();
         assert!(t.check_verification(&txn_header(1, 0, 5), Verified::Guard(g)).is_ok());
     }
 
     #[test]
     fn rule_28_verifications_are_bounded_oldest_first() {
         let mut t = ProducerStateTable::new();
-        let first = t.begin_verification(0, 0).unwrap();
+        let first = t.begin_verification(0, 0, 0, 0).unwrap().unwrap();
         for pid in 1..=MAX_VERIFICATIONS as i64 {
-            t.begin_verification(pid, 0).unwrap();
+            t.begin_verification(pid, 0, 0, 0).unwrap().unwrap();
         }
         assert_eq!(t.verifications.len(), MAX_VERIFICATIONS);
         assert_eq!(t.verifications_by_guard.len(), MAX_VERIFICATIONS);
         assert!(t.check_verification(&txn_header(0, 0, 0), Verified::Guard(first)).is_err(), "oldest forgotten");
-        let newest = t.verifications[&(MAX_VERIFICATIONS as i64)];
+        let newest = t.verifications[&(MAX_VERIFICATIONS as i64)].guard;
         assert!(t.check_verification(&txn_header(MAX_VERIFICATIONS as i64, 0, 0), Verified::Guard(newest)).is_ok());
         t.record_marker(5, 0, 0, 10, true, 0);
         assert_eq!(t.verifications_by_guard.len(), t.verifications.len());
@@ -716,15 +827,100 @@ mod tests {
         let mut t = ProducerStateTable::new();
         open_txn(&mut t, 1, 0, 0);
         t.record_marker(1, 0, 0, 1, true, 0);
-        let g = t.begin_verification(1, 0).unwrap();
+        let g = t.begin_verification(1, 0, 0, 0).unwrap().unwrap();
         // the transaction being verified ended (a marker) before the batch arrived
         t.record_marker(1, 0, 0, 2, true, 0);
         assert_eq!(t.check_verification(&txn_header(1, 0, 1), Verified::Guard(g)).unwrap_err().code(), 48);
-        // a stale guard from an older verification is refused too
-        let g2 = t.begin_verification(1, 0).unwrap();
+        // a stale guard from a verification a marker ended is refused too
+        let g2 = t.begin_verification(1, 0, 0, 0).unwrap().unwrap();
         assert_ne!(g, g2);
         assert!(t.check_verification(&txn_header(1, 0, 1), Verified::Guard(g)).is_err());
         assert!(t.check_verification(&txn_header(1, 0, 1), Verified::Guard(g2)).is_ok());
+    }
+
+    #[test]
+    fn rule_28_a_verification_keeps_the_lowest_sequence_until_the_transaction_opens() {
+        let mut t = ProducerStateTable::new();
+        // A batch at sequence 0 started a verification and failed it (not in the transaction).
+        let g = t.begin_verification(1, 0, 0, 0).unwrap().unwrap();
+        assert_eq!(t.check_verification(&txn_header(1, 0, 0), Verified::No).unwrap_err().code(), 48);
+        // A later attempt at sequence 3 shares the verification: 3 is above the lowest seen.
+        assert_eq!(t.begin_verification(1, 0, 3, 0), Ok(Some(g)), "the same verification");
+        assert_eq!(append(&mut t, txn_header(1, 0, 3), 0).unwrap_err().code(), 45);
+        // A lower sequence lowers the bar; the batch at the lowest sequence is taken.
+        assert_eq!(append(&mut t, txn_header(1, 0, 0), 0), Ok(AppendDecision::Append));
+        // Appended transactionally: the verification is done with.
+        assert!(t.verifications.is_empty());
+        assert_eq!(append(&mut t, txn_header(1, 0, 1), 1), Ok(AppendDecision::Append));
+    }
+
+    #[test]
+    fn rule_28_a_higher_epoch_resets_the_lowest_sequence() {
+        let mut t = ProducerStateTable::new();
+        t.begin_verification(1, 0, 0, 0).unwrap();
+        t.begin_verification(1, 1, 4, 0).unwrap();
+        assert_eq!(t.verifications[&1].lowest_seq, 4);
+        assert_eq!(append(&mut t, txn_header(1, 1, 4), 0), Ok(AppendDecision::Append));
+    }
+
+    #[test]
+    fn rule_28_verifications_expire_with_producer_ids() {
+        let mut t = ProducerStateTable::new();
+        t.begin_verification(1, 0, 0, 1_000).unwrap();
+        t.expire(2_000, 86_400_000);
+        assert_eq!(t.verifications.len(), 1);
+        t.expire(86_401_000, 86_400_000);
+        assert!(t.verifications.is_empty() && t.verifications_by_guard.is_empty());
+    }
+
+    #[test]
+    fn rule_18_a_lower_epoch_is_refused_before_verification() {
+        let mut t = ProducerStateTable::new();
+        open_txn(&mut t, 1, 0, 0);
+        t.record_marker(1, 2, 0, 1, true, 0);
+        assert_eq!(t.begin_verification(1, 1, 0, 0).unwrap_err().code(), 47);
+        assert!(t.verifications.is_empty(), "nothing to verify");
+        // and a fence raises the bar the same way
+        t.fence(7, 3, 0);
+        assert_eq!(t.begin_verification(7, 2, 0, 0).unwrap_err().code(), 47);
+        assert!(t.begin_verification(7, 3, 0, 0).unwrap().is_some());
+    }
+
+    #[test]
+    fn rule_15_a_fence_does_not_decide_where_a_first_batch_starts() {
+        let mut t = ProducerStateTable::new();
+        t.fence(1, 1, 0);
+        t.fence(1, 2, 0);
+        assert!(t.get(1).is_none(), "a fence is no producer state");
+        assert_eq!(append(&mut t, txn_header(1, 2, 3), 0), Ok(AppendDecision::Append));
+        assert!(t.fences.is_empty(), "state at the fenced epoch replaces the fence");
+    }
+
+    #[test]
+    fn rule_46_a_marker_for_a_producer_that_never_wrote_here_passes_a_fence() {
+        let mut t = ProducerStateTable::new();
+        t.fence(1, 1, 0);
+        assert!(t.check_marker(1, 0, 0, 1).is_ok());
+        t.record_marker(1, 0, 0, 0, false, 0);
+        // the marker made state at epoch 0; the fence still refuses epoch 0's batches
+        assert_eq!(append(&mut t, header(1, 0, 0, 1), 1).unwrap_err().code(), 47);
+        assert_eq!(append(&mut t, header(1, 1, 0, 1), 1), Ok(AppendDecision::Append));
+    }
+
+    #[test]
+    fn fences_of_producers_without_state_expire() {
+        let mut t = ProducerStateTable::new();
+        t.fence(1, 1, 1_000);
+        t.expire(86_401_000, 86_400_000);
+        assert!(t.fences.is_empty());
+    }
+
+    #[test]
+    fn rule_26_is_checked_after_the_sequence() {
+        let mut t = ProducerStateTable::new();
+        open_txn(&mut t, 4, 0, 0);
+        assert_eq!(append(&mut t, header(4, 0, 7, 1), 1).unwrap_err().code(), 45);
+        assert_eq!(append(&mut t, header(4, 0, 1, 1), 1).unwrap_err().code(), 48);
     }
 
     #[test]

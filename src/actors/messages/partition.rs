@@ -33,12 +33,14 @@ pub use crate::store::producer_state::Verified;
 /// Before the first transactional batch of (producer id, epoch) on a partition: answers None when
 /// a transaction is already open here at that epoch, else a guard to verify with the
 /// coordinator; a marker for the producer in between invalidates the guard (eos-rules 28).
+/// Err: the Produce error code (a lower epoch, eos-rules 18).
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct BeginVerification {
     pub producer_id: i64,
     pub producer_epoch: i16,
-    pub reply: Reply<Option<u64>>,
+    pub base_sequence: i32,
+    pub reply: Reply<Result<Option<u64>, i16>>,
 }
 
 #[derive(Debug, Clone, Default)]

@@ -284,6 +284,7 @@ async fn verify_all(
             let begin = BeginVerification {
                 producer_id: r.header.producer_id,
                 producer_epoch: r.header.producer_epoch,
+                base_sequence: r.header.base_sequence,
                 reply: tx,
             };
             let begun = match r.leader.send(begin).await {
@@ -292,8 +293,9 @@ async fn verify_all(
             };
             match begun {
                 None => *part = Prepared::Done(err(ResponseError::UnknownTopicOrPartition.code())),
-                Some(None) => {}
-                Some(Some(guard)) => {
+                Some(Err(code)) => *part = Prepared::Done(err(code)),
+                Some(Ok(None)) => {}
+                Some(Ok(Some(guard))) => {
                     let tp = (name.clone(), *index);
                     guards.insert(tp.clone(), guard);
                     asks.entry((r.header.producer_id, r.header.producer_epoch)).or_default().insert(tp);

@@ -187,9 +187,15 @@ impl Partition {
     }
 
     /// eos-rules 27/28: None when a transaction is already open here at that epoch, else a
-    /// guard to verify with the coordinator.
-    pub fn begin_verification(&mut self, producer_id: i64, producer_epoch: i16) -> Option<u64> {
-        self.producers.begin_verification(producer_id, producer_epoch)
+    /// guard to verify with the coordinator; eos-rules 18: a lower epoch is refused at once.
+    pub fn begin_verification(
+        &mut self,
+        producer_id: i64,
+        producer_epoch: i16,
+        base_sequence: i32,
+        now_ms: i64,
+    ) -> Result<Option<u64>, ProducerStateError> {
+        self.producers.begin_verification(producer_id, producer_epoch, base_sequence, now_ms)
     }
 
     /// Retention: removes whole segments past the limits; producers and aborted transactions
