@@ -1,5 +1,5 @@
 //! The admin surface over the wire against the real binary: Kafka's internal topics in
-//! Metadata, ApiVersions v4, ListOffsets v8+ specials.
+//! Metadata, ApiVersions v4, ListOffsets v8+ specials, DescribeQuorum on a shared-disk cluster.
 
 mod common;
 
@@ -195,4 +195,71 @@ fn describe_topic_partitions_pages_with_a_cursor() {
     let (refused, _) = ask(&mut c, Some(("dtp-z", 0)));
     assert!(refused.iter().all(|(_, code, _)| *code == 42), "a cursor outside the topics asked: {refused:?}");
     broker.finish();
+}
+
+/// (top-level error, leader, epoch, high watermark, voter ids, observers, node ports) of a
+/// DescribeQuorum for the metadata partition.
+type QuorumView = (i16, i32, i32, i64, Vec<i32>, usize, Vec<(i32, u16)>);
+
+fn describe_quorum(c: &mut Client, version: i16, topic: &str, partition: i32) -> DescribeQuorumResponse {
+    use kafka_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
+    let mut p = PartitionData::default();
+    p.partition_index = partition;
+    let mut t = TopicData::default();
+    t.topic_name = name(topic);
+    t.partitions = vec![p];
+    let mut req = DescribeQuorumRequest::default();
+    req.topics = vec![t];
+    c.call(ApiKey::DescribeQuorum, version, req)
+}
+
+fn quorum_view(c: &mut Client) -> QuorumView {
+    let resp = describe_quorum(c, 2, "__cluster_metadata", 0);
+    let t = &resp.topics[0];
+    assert_eq!((resp.topics.len(), t.topic_name.0.as_str(), t.partitions.len()), (1, "__cluster_metadata", 1));
+    let p = &t.partitions[0];
+    assert_eq!((p.partition_index, p.error_code), (0, 0));
+    assert!(p.current_voters.iter().all(|v| v.log_end_offset == p.high_watermark), "no voter lags");
+    let nodes = resp.nodes.iter().map(|n| (n.node_id.0, n.listeners.first().map_or(0, |l| l.port))).collect();
+    (
+        resp.error_code,
+        p.leader_id.0,
+        p.leader_epoch,
+        p.high_watermark,
+        p.current_voters.iter().map(|v| v.replica_id.0).collect(),
+        p.observers.len(),
+        nodes,
+    )
+}
+
+#[test]
+fn describe_quorum_names_the_live_brokers_as_voters_led_by_the_controller() {
+    use common::cluster::{wait_for, TICK};
+    use std::time::Duration;
+    let shared = tempfile::tempdir().expect("shared dir");
+    let env = [("KAAS_CLUSTER_TICK_MS", TICK)];
+    let mut brokers: Vec<Broker> = (1..=2).map(|id| Broker::start_member(shared.path(), id, &env)).collect();
+    let ports: Vec<(i32, u16)> = brokers.iter().map(|b| (b.node_id, b.port)).collect();
+    let both = (0, 1, 0, -1, vec![1, 2], 0, ports.clone());
+    // Each broker answers itself (no forwarding) and both describe the same quorum.
+    for b in &brokers {
+        let mut c = b.client();
+        wait_for(Duration::from_secs(10), "both brokers in the quorum", || (quorum_view(&mut c) == both).then_some(()));
+    }
+    // v0 carries no nodes; the rest is the same.
+    let v0 = describe_quorum(&mut brokers[1].client(), 0, "__cluster_metadata", 0);
+    assert_eq!((v0.error_code, v0.topics[0].partitions[0].leader_id.0, v0.nodes.len()), (0, 1, 0));
+    // Anything but the metadata partition: UNKNOWN_TOPIC_OR_PARTITION per partition, as Kafka.
+    for (topic, partition) in [("__cluster_metadata", 1), ("other", 0)] {
+        let resp = describe_quorum(&mut brokers[0].client(), 2, topic, partition);
+        let p = &resp.topics[0].partitions[0];
+        assert_eq!((resp.error_code, resp.topics[0].topic_name.0.as_str(), p.partition_index), (0, topic, partition));
+        assert_eq!(p.error_code, 3, "{topic}-{partition}");
+    }
+    // The leader dies: the survivor leads a quorum of one.
+    brokers[0].kill();
+    let mut c = brokers[1].client();
+    let alone = (0, 2, 0, -1, vec![2], 0, vec![ports[1]]);
+    wait_for(Duration::from_secs(10), "the survivor alone", || (quorum_view(&mut c) == alone).then_some(()));
+    brokers.remove(1).finish();
 }

@@ -20,6 +20,7 @@ pub mod partition;
 pub mod placement;
 pub mod producer_ids;
 pub mod producer_state;
+pub mod quorum;
 pub mod records;
 pub mod topic_config;
 pub mod topics;

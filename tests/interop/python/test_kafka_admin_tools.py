@@ -1,11 +1,12 @@
 """Apache Kafka 4.4's own admin tools against kaas: the calls that need ApiVersions v4,
-ListOffsets v8+ and the internal topics in Metadata."""
+ListOffsets v8+ and the internal topics in Metadata, DescribeQuorum."""
 import time
 
 from confluent_kafka import Producer
 
 import javaharness
 import kaashelpers
+from conftest import Broker, free_port, poll_until
 
 
 def tool(main_class, bootstrap, *args, ok=True):
@@ -97,3 +98,42 @@ def test_configs_tool_describes_no_quotas_and_no_scram_users(broker):
                  "--entity-name", "alice")
     assert "SCRAM credential configs" not in alice.stdout, alice.describe()
     kaashelpers.assert_no_panic(broker)
+
+
+def quorum_status(bootstrap):
+    """kafka-metadata-quorum describe --status as {field: value}."""
+    out = tool("org.apache.kafka.tools.MetadataQuorumCommand", bootstrap, "describe", "--status").stdout
+    return dict(line.split(":", 1) for line in out.splitlines() if ":" in line), out
+
+
+def test_metadata_quorum_tool_describes_the_live_brokers_as_the_quorum(tmp_path):
+    tick = {"KAAS_CLUSTER_TICK_MS": "200"}
+    brokers = [Broker(tmp_path / "shared", free_port(), tick, node_id=i).start() for i in (1, 2)]
+    endpoints = [f'{{"id": {b.node_id}, "endpoints": ["PLAINTEXT://{b.bootstrap}"]}}' for b in brokers]
+
+    def both_voters(b):
+        status, out = quorum_status(b.bootstrap)
+        return (status if status["CurrentVoters"].strip() == "[" + ", ".join(endpoints) + "]" else None), out
+
+    for b in brokers:  # each broker answers, and both tell the same story
+        status = poll_until(lambda: both_voters(b)[0], 15, f"both voters via {b.bootstrap}")
+        assert status["LeaderId"].strip() == "1", status  # the controller: the lowest live id
+        assert status["LeaderEpoch"].strip() == "0", status  # never elected
+        assert status["HighWatermark"].strip() == "-1", status  # no metadata log
+        assert status["MaxFollowerLag"].strip() == "0", status
+        assert status["MaxFollowerLagTimeMs"].strip() == "0", status
+        assert status["CurrentObservers"].strip() == "[]", status
+    for extra in ([], ["--human-readable"]):
+        out = tool("org.apache.kafka.tools.MetadataQuorumCommand", brokers[1].bootstrap, "describe", "--replication",
+                   *extra).stdout
+        rows = [line.split() for line in out.splitlines()[1:] if line.strip()]
+        assert [(r[0], r[2], r[3], r[-1]) for r in rows] == [("1", "-1", "0", "Leader"), ("2", "-1", "0", "Follower")], out
+    brokers[0].kill()
+    brokers[0].finished = True  # killed for good; its log is still checked for panics below
+    alone = f'[{{"id": 2, "endpoints": ["PLAINTEXT://{brokers[1].bootstrap}"]}}]'
+    status = poll_until(lambda: (lambda st: st if st["CurrentVoters"].strip() == alone else None)(
+        quorum_status(brokers[1].bootstrap)[0]), 15, "the survivor alone")
+    assert status["LeaderId"].strip() == "2", status
+    brokers[1].stop()
+    for b in brokers:
+        kaashelpers.assert_no_panic(b)
