@@ -1,5 +1,6 @@
 //! The admin surface over the wire against the real binary: Kafka's internal topics in
-//! Metadata, ApiVersions v4, ListOffsets v8+ specials, DescribeQuorum on a shared-disk cluster.
+//! Metadata, ApiVersions v4, ListOffsets v8+ specials, DescribeQuorum on a shared-disk cluster,
+//! ListConfigResources, DescribeConfigs of the internal topics.
 
 mod common;
 
@@ -262,4 +263,102 @@ fn describe_quorum_names_the_live_brokers_as_voters_led_by_the_controller() {
     let alone = (0, 2, 0, -1, vec![2], 0, vec![ports[1]]);
     wait_for(Duration::from_secs(10), "the survivor alone", || (quorum_view(&mut c) == alone).then_some(()));
     brokers.remove(1).finish();
+}
+
+fn list_config_resources(c: &mut Client, version: i16, types: &[i8]) -> (i16, Vec<(String, i8)>) {
+    let mut req = ListConfigResourcesRequest::default();
+    req.resource_types = types.to_vec();
+    let resp: ListConfigResourcesResponse = c.call(ApiKey::ListConfigResources, version, req);
+    let listed = resp.config_resources.iter().map(|r| (r.resource_name.to_string(), r.resource_type)).collect();
+    (resp.error_code, listed)
+}
+
+#[test]
+fn list_config_resources_lists_brokers_and_topics_and_refuses_unknown_types() {
+    let broker = Broker::start();
+    let mut c = broker.client();
+    create_topic(&mut c, "listed");
+    let topics = |v: &[(String, i8)]| v.iter().filter(|(_, t)| *t == 2).map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    let (code, all) = list_config_resources(&mut c, 1, &[]);
+    assert_eq!(code, 0);
+    assert_eq!(topics(&all), ["__consumer_offsets", "__transaction_state", "listed"]);
+    let node = broker.node_id.to_string();
+    assert!(all.contains(&(node.clone(), 4)) && all.contains(&(node.clone(), 8)), "BROKER and BROKER_LOGGER: {all:?}");
+    assert_eq!(all.len(), 5, "no groups or client-metrics configs: {all:?}");
+    assert_eq!(list_config_resources(&mut c, 1, &[4]), (0, vec![(node, 4)]));
+    assert_eq!(list_config_resources(&mut c, 1, &[32, 16]), (0, vec![]));
+    // A type Kafka cannot list fails the request with UNSUPPORTED_VERSION (35).
+    assert_eq!(list_config_resources(&mut c, 1, &[2, 3]), (35, vec![]));
+    // v0 is ListClientMetricsResources: client-metrics subscriptions only, of which kaas has none.
+    assert_eq!(list_config_resources(&mut c, 0, &[]), (0, vec![]));
+    broker.finish();
+}
+
+fn describe_topic_configs(c: &mut Client, topic: &str) -> (i16, Vec<(String, String, i8)>) {
+    use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+    let mut r = DescribeConfigsResource::default();
+    r.resource_type = 2;
+    r.resource_name = StrBytes::from_string(topic.to_string());
+    r.configuration_keys = None;
+    let mut req = DescribeConfigsRequest::default();
+    req.resources = vec![r];
+    let resp: DescribeConfigsResponse = c.call(ApiKey::DescribeConfigs, 4, req);
+    let res = &resp.results[0];
+    let configs = res
+        .configs
+        .iter()
+        .map(|e| (e.name.to_string(), e.value.as_ref().map(|v| v.to_string()).unwrap_or_default(), e.config_source))
+        .collect();
+    (res.error_code, configs)
+}
+
+#[test]
+fn internal_topics_describe_the_configs_kafka_creates_them_with_and_refuse_changes() {
+    use kafka_protocol::messages::incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
+    let broker = Broker::start();
+    let mut c = broker.client();
+    let own = |configs: &[(String, String, i8)]| {
+        let mut own: Vec<(String, String)> =
+            configs.iter().filter(|(_, _, src)| *src == 1).map(|(n, v, _)| (n.clone(), v.clone())).collect();
+        own.sort();
+        own
+    };
+    let (code, offsets) = describe_topic_configs(&mut c, "__consumer_offsets");
+    assert_eq!(code, 0);
+    let pair = |n: &str, v: &str| (n.to_string(), v.to_string());
+    assert_eq!(
+        own(&offsets),
+        [pair("cleanup.policy", "compact"), pair("compression.type", "producer"), pair("segment.bytes", "104857600")]
+    );
+    assert!(offsets.len() > 30, "every topic config, the rest defaults: {}", offsets.len());
+    let (code, txn) = describe_topic_configs(&mut c, "__transaction_state");
+    assert_eq!(code, 0);
+    assert_eq!(
+        own(&txn),
+        [
+            pair("cleanup.policy", "compact"),
+            pair("compression.type", "uncompressed"),
+            pair("min.insync.replicas", "1"),
+            pair("segment.bytes", "104857600"),
+            pair("unclean.leader.election.enable", "false"),
+        ]
+    );
+    assert_eq!(describe_topic_configs(&mut c, "nope").0, 3, "an unknown topic is still unknown");
+
+    let mut cfg = AlterableConfig::default();
+    cfg.name = StrBytes::from_static_str("retention.ms");
+    cfg.config_operation = 0;
+    cfg.value = Some(StrBytes::from_static_str("1000"));
+    let mut res = AlterConfigsResource::default();
+    res.resource_type = 2;
+    res.resource_name = StrBytes::from_static_str("__consumer_offsets");
+    res.configs = vec![cfg];
+    let mut req = IncrementalAlterConfigsRequest::default();
+    req.resources = vec![res];
+    let resp: IncrementalAlterConfigsResponse = c.call(ApiKey::IncrementalAlterConfigs, 1, req);
+    let r = &resp.responses[0];
+    assert_eq!(r.error_code, 42, "INVALID_REQUEST: {:?}", r.error_message);
+    assert!(r.error_message.as_ref().is_some_and(|m| m.contains("internal topic __consumer_offsets")));
+    assert_eq!(own(&describe_topic_configs(&mut c, "__consumer_offsets").1).len(), 3, "unchanged");
+    broker.finish();
 }

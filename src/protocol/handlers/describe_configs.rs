@@ -1,5 +1,7 @@
 //! DescribeConfigs (key 32): every Kafka topic config with its value, source, synonyms and
-//! documentation (store::topic_config::describe), and the broker's own settings.
+//! documentation (store::topic_config::describe), Kafka's internal topics with the configs Kafka
+//! creates them with, the broker's own settings; BROKER_LOGGER and CLIENT_METRICS resources
+//! have no configs here (kaas has no Log4j loggers and no client-metrics subscriptions).
 
 use std::rc::Rc;
 
@@ -10,10 +12,10 @@ use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
-use crate::store::topic_config::describe::{describe_topic, Described};
-
-const RESOURCE_TOPIC: i8 = 2;
-const RESOURCE_BROKER: i8 = 4;
+use crate::store::config_resources::{
+    check_node, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_CLIENT_METRICS, RESOURCE_TOPIC,
+};
+use crate::store::topic_config::describe::{describe_topic, internal_topic_configs, Described};
 /// ConfigSource of DescribeConfigs v1+.
 const SOURCE_STATIC_BROKER: i8 = 4;
 
@@ -57,6 +59,15 @@ fn wanted(keys: &Option<Vec<kafka_protocol::protocol::StrBytes>>, name: &str) ->
     keys.as_ref().is_none_or(|k| k.is_empty() || k.iter().any(|x| x.as_str() == name))
 }
 
+/// A topic's own configs: an internal topic's are the ones Kafka creates it with (kaas keeps no
+/// log for it); `None` for a topic that does not exist.
+async fn topic_configs(s: &Session, name: &str) -> Option<std::collections::BTreeMap<String, String>> {
+    match internal_topic_configs(name) {
+        Some(configs) => Some(configs),
+        None => s.lookup(name, false).await.ok().map(|h| h.meta.configs.clone()),
+    }
+}
+
 pub async fn handle(s: Rc<Session>, version: i16, req: DescribeConfigsRequest) -> DescribeConfigsResponse {
     let st = &s.settings;
     let defaults = st.topic_defaults();
@@ -66,16 +77,29 @@ pub async fn handle(s: Rc<Session>, version: i16, req: DescribeConfigsRequest) -
         r.resource_type = res.resource_type;
         r.resource_name = res.resource_name.clone();
         match res.resource_type {
-            RESOURCE_TOPIC => match s.lookup(&res.resource_name, false).await {
-                Ok(h) => {
-                    for d in describe_topic(&defaults, &h.meta.configs) {
+            RESOURCE_TOPIC => match topic_configs(&s, &res.resource_name).await {
+                Some(configs) => {
+                    for d in describe_topic(&defaults, &configs) {
                         if wanted(&res.configuration_keys, d.name) {
                             r.configs.push(topic_entry(d, req.include_synonyms, req.include_documentation, version));
                         }
                     }
                 }
-                Err(_) => r.error_code = ResponseError::UnknownTopicOrPartition.code(),
+                None => r.error_code = ResponseError::UnknownTopicOrPartition.code(),
             },
+            // Kafka lists the broker's Log4j loggers; kaas logs through `tracing` and has none.
+            RESOURCE_BROKER_LOGGER => {
+                if let Err(e) = check_node(&res.resource_name, st.node_id) {
+                    r.error_code = e.code();
+                    r.error_message = Some(str_bytes(&e.to_string()));
+                }
+            }
+            // A client-metrics subscription has only the configs set on it; kaas sets none.
+            RESOURCE_CLIENT_METRICS if res.resource_name.is_empty() => {
+                r.error_code = ResponseError::InvalidRequest.code();
+                r.error_message = Some(str_bytes("Client metrics subscription name must not be empty"));
+            }
+            RESOURCE_CLIENT_METRICS => {}
             RESOURCE_BROKER => {
                 let broker = [
                     ("broker.id", st.node_id.to_string()),

@@ -1,5 +1,6 @@
 """Apache Kafka 4.4's own admin tools against kaas: the calls that need ApiVersions v4,
-ListOffsets v8+ and the internal topics in Metadata, DescribeQuorum."""
+ListOffsets v8+ and the internal topics in Metadata, DescribeQuorum, ListConfigResources and
+DescribeConfigs of the internal topics."""
 import time
 
 from confluent_kafka import Producer
@@ -137,3 +138,61 @@ def test_metadata_quorum_tool_describes_the_live_brokers_as_the_quorum(tmp_path)
     brokers[1].stop()
     for b in brokers:
         kaashelpers.assert_no_panic(b)
+
+
+def test_topics_tool_describes_the_internal_topics(broker):
+    topic = kaashelpers.unique_topic("described")
+    kaashelpers.create_topic(broker.bootstrap, topic, 1)
+
+    def configs(out, name):
+        line = next(l for l in out.splitlines() if l.startswith(f"Topic: {name}\t"))
+        return line, dict(kv.split("=", 1) for kv in line.split("Configs:")[1].strip().split(",") if kv)
+
+    out = tool("org.apache.kafka.tools.TopicCommand", broker.bootstrap, "--describe", "--topic", "__consumer_offsets").stdout
+    line, cfg = configs(out, "__consumer_offsets")
+    assert "PartitionCount: 50" in line, out
+    assert cfg == {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600"}, line
+    assert sum(1 for l in out.splitlines() if "Partition: " in l) == 50, out
+    every = tool("org.apache.kafka.tools.TopicCommand", broker.bootstrap, "--describe").stdout
+    assert configs(every, "__transaction_state")[1] == {
+        "cleanup.policy": "compact", "compression.type": "uncompressed", "min.insync.replicas": "1",
+        "segment.bytes": "104857600", "unclean.leader.election.enable": "false"}, every
+    assert configs(every, "__consumer_offsets")[1] == cfg and configs(every, topic)[1] == {}, every
+    external = tool("org.apache.kafka.tools.TopicCommand", broker.bootstrap, "--describe", "--exclude-internal").stdout
+    assert f"Topic: {topic}\t" in external and "__consumer_offsets" not in external, external
+    # Kafka lets their configs be changed; kaas keeps that state in sled and says so.
+    run = javaharness.run_java("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", broker.bootstrap,
+                               "--alter", "--entity-type", "topics", "--entity-name", "__consumer_offsets",
+                               "--add-config", "retention.ms=1000", timeout=120)
+    assert "InvalidRequestException: The configs of internal topic __consumer_offsets cannot be changed on kaas" \
+        in run.stdout + run.stderr, run.describe()
+    kaashelpers.assert_no_panic(broker)
+
+
+def test_config_resources_are_listed_to_the_admin_client_and_the_tools(broker):
+    topic = kaashelpers.unique_topic("resources")
+    kaashelpers.create_topic(broker.bootstrap, topic, 1)
+
+    def listed(*types):
+        run = javaharness.run_java("kaas.interop.ListConfigResources", broker.bootstrap, *types, timeout=120)
+        report = javaharness.last_json_line(run.stdout)
+        assert report is not None and "error" not in report, run.describe()
+        return report["resources"]
+
+    node = broker.node_id
+    assert listed() == sorted([f"BROKER:{node}", f"BROKER_LOGGER:{node}", "TOPIC:__consumer_offsets",
+                               "TOPIC:__transaction_state", f"TOPIC:{topic}"])
+    assert listed("BROKER") == [f"BROKER:{node}"]
+    assert listed("GROUP", "CLIENT_METRICS") == []
+    # The tools that list through it: nothing to show, and no error.
+    run = tool("org.apache.kafka.tools.ClientMetricsCommand", broker.bootstrap, "--list")
+    assert run.stdout.strip() == "", run.describe()
+    run = tool("org.apache.kafka.tools.ConfigCommand", broker.bootstrap, "--describe", "--entity-type", "client-metrics")
+    assert run.stdout.strip() == "", run.describe()
+    run = tool("org.apache.kafka.tools.ConfigCommand", broker.bootstrap, "--describe", "--entity-type", "client-metrics",
+               "--entity-name", "sub")
+    assert "The client-metric 'sub' doesn't exist" in run.stdout, run.describe()
+    run = tool("org.apache.kafka.tools.ConfigCommand", broker.bootstrap, "--describe", "--entity-type",
+               "broker-loggers", "--entity-name", str(node))
+    assert run.stdout.strip() == f"Dynamic configs for broker-logger {node} are:", run.describe()
+    kaashelpers.assert_no_panic(broker)
