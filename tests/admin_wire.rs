@@ -1,6 +1,6 @@
 //! The admin surface over the wire against the real binary: Kafka's internal topics in
 //! Metadata, ApiVersions v4, ListOffsets v8+ specials, DescribeQuorum on a shared-disk cluster,
-//! ListConfigResources, DescribeConfigs of the internal topics.
+//! ListConfigResources, DescribeConfigs of the internal topics and of a broker.
 
 mod common;
 
@@ -360,5 +360,59 @@ fn internal_topics_describe_the_configs_kafka_creates_them_with_and_refuse_chang
     assert_eq!(r.error_code, 42, "INVALID_REQUEST: {:?}", r.error_message);
     assert!(r.error_message.as_ref().is_some_and(|m| m.contains("internal topic __consumer_offsets")));
     assert_eq!(own(&describe_topic_configs(&mut c, "__consumer_offsets").1).len(), 3, "unchanged");
+    broker.finish();
+}
+
+/// (error, message, [(name, value, source, read_only, synonym sources)]) of one BROKER resource.
+type BrokerView = (i16, Option<String>, Vec<(String, String, i8, bool, Vec<i8>)>);
+
+fn describe_broker(c: &mut Client, name: &str) -> BrokerView {
+    use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+    let mut r = DescribeConfigsResource::default();
+    r.resource_type = 4;
+    r.resource_name = StrBytes::from_string(name.to_string());
+    r.configuration_keys = None;
+    let mut req = DescribeConfigsRequest::default();
+    req.resources = vec![r];
+    req.include_synonyms = true;
+    let resp: DescribeConfigsResponse = c.call(ApiKey::DescribeConfigs, 4, req);
+    let res = &resp.results[0];
+    let configs = res
+        .configs
+        .iter()
+        .map(|e| {
+            let value = e.value.as_ref().map(|v| v.to_string()).unwrap_or_default();
+            (e.name.to_string(), value, e.config_source, e.read_only, e.synonyms.iter().map(|s| s.source).collect())
+        })
+        .collect();
+    (res.error_code, res.error_message.as_ref().map(|m| m.to_string()), configs)
+}
+
+#[test]
+fn a_broker_describes_the_kafka_configs_it_has_a_true_value_for() {
+    let broker = Broker::start_with_env(&[("KAAS_TXN_SHARDS", "4")]);
+    let mut c = broker.client();
+    let (code, _, configs) = describe_broker(&mut c, &broker.node_id.to_string());
+    assert_eq!(code, 0);
+    let find = |n: &str| configs.iter().find(|e| e.0 == n).cloned().unwrap_or_else(|| panic!("{n} described"));
+    // A kaas setting at Kafka's default: DEFAULT_CONFIG (5); read-only, kaas changes none at runtime.
+    assert_eq!(find("message.max.bytes"), ("message.max.bytes".into(), "1048588".into(), 5, true, vec![5]));
+    // One that differs, and what kaas does whatever its settings: STATIC_BROKER_CONFIG (4) first.
+    assert_eq!(find("transaction.state.log.num.partitions").1, "4");
+    assert_eq!(find("transaction.state.log.num.partitions").4, vec![4, 5]);
+    assert_eq!(
+        (find("offsets.topic.replication.factor").1, find("offsets.topic.replication.factor").2),
+        ("1".into(), 4)
+    );
+    assert_eq!(find("log.cleaner.enable").1, "false");
+    assert_eq!(find("listeners").1, format!("PLAINTEXT://127.0.0.1:{}", broker.port));
+    assert_eq!(find("broker.id").1, broker.node_id.to_string());
+    assert!(configs.len() > 40, "{} configs", configs.len());
+    // The cluster default: Kafka lists the dynamic defaults, and kaas has none.
+    assert_eq!(describe_broker(&mut c, ""), (0, None, vec![]));
+    let (code, message, configs) = describe_broker(&mut c, "99");
+    assert_eq!((code, configs.len()), (42, 0));
+    let expected = format!("Unexpected broker id, expected {} or empty string, but received 99", broker.node_id);
+    assert_eq!(message.as_deref(), Some(expected.as_str()));
     broker.finish();
 }

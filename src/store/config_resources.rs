@@ -28,6 +28,14 @@ pub enum ResourceError {
     NodeIdNotInt(String),
     #[error("Unexpected broker id, expected {expected}, but received {got}")]
     WrongNode { expected: i32, got: String },
+    #[error("Broker id must not be empty")]
+    EmptyBrokerId,
+    #[error("Broker id must be an integer, but it is: {0}")]
+    BrokerIdNotInt(String),
+    #[error("Unexpected broker id, expected {expected} but received {got}")]
+    UnexpectedBroker { expected: i32, got: String },
+    #[error("Unexpected broker id, expected {expected} or empty string, but received {got}")]
+    UnexpectedBrokerOrDefault { expected: i32, got: String },
     #[error("Default topic resources are not allowed.")]
     DefaultTopic,
     /// Kafka stores its internal topics as logs whose configs can be changed; kaas keeps their
@@ -71,6 +79,21 @@ pub fn check_node(name: &str, node_id: i32) -> Result<(), ResourceError> {
         Ok(())
     } else {
         Err(ResourceError::WrongNode { expected: node_id, got: name.to_string() })
+    }
+}
+
+/// Whom a DescribeConfigs of a BROKER resource (`logger` false) or a BROKER_LOGGER one (true)
+/// describes, as Kafka's ConfigHelper checks the name: `Some(())` this broker, `None` the cluster
+/// default (an empty BROKER name).
+pub fn describe_target(name: &str, node_id: i32, logger: bool) -> Result<Option<()>, ResourceError> {
+    if name.is_empty() {
+        return if logger { Err(ResourceError::EmptyBrokerId) } else { Ok(None) };
+    }
+    let id: i32 = name.parse().map_err(|_| ResourceError::BrokerIdNotInt(name.to_string()))?;
+    match (id == node_id, logger) {
+        (true, _) => Ok(Some(())),
+        (false, true) => Err(ResourceError::UnexpectedBroker { expected: node_id, got: name.to_string() }),
+        (false, false) => Err(ResourceError::UnexpectedBrokerOrDefault { expected: node_id, got: name.to_string() }),
     }
 }
 
@@ -203,6 +226,20 @@ mod tests {
     fn a_topic_resource_must_name_a_topic() {
         assert_eq!(check_topic_name(""), Err(ResourceError::DefaultTopic));
         assert_eq!(check_topic_name("t"), Ok(()));
+    }
+
+    #[test]
+    fn describe_configs_names_this_broker_or_for_broker_the_cluster_default() {
+        assert_eq!(describe_target("1", 1, false), Ok(Some(())));
+        assert_eq!(describe_target("", 1, false), Ok(None));
+        assert_eq!(describe_target("1", 1, true), Ok(Some(())));
+        let e = describe_target("2", 1, false).unwrap_err();
+        assert_eq!(e.to_string(), "Unexpected broker id, expected 1 or empty string, but received 2");
+        assert_eq!(e.code(), ResponseError::InvalidRequest.code());
+        let e = describe_target("2", 1, true).unwrap_err();
+        assert_eq!(e.to_string(), "Unexpected broker id, expected 1 but received 2");
+        assert_eq!(describe_target("", 1, true), Err(ResourceError::EmptyBrokerId));
+        assert_eq!(describe_target("x", 1, true), Err(ResourceError::BrokerIdNotInt("x".into())));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod batch;
+pub mod broker_config;
 pub mod clock;
 pub mod config_resources;
 pub mod control;

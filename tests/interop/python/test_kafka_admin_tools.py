@@ -1,6 +1,6 @@
 """Apache Kafka 4.4's own admin tools against kaas: the calls that need ApiVersions v4,
 ListOffsets v8+ and the internal topics in Metadata, DescribeQuorum, ListConfigResources and
-DescribeConfigs of the internal topics."""
+DescribeConfigs of the internal topics and of a broker."""
 import time
 
 from confluent_kafka import Producer
@@ -195,4 +195,25 @@ def test_config_resources_are_listed_to_the_admin_client_and_the_tools(broker):
     run = tool("org.apache.kafka.tools.ConfigCommand", broker.bootstrap, "--describe", "--entity-type",
                "broker-loggers", "--entity-name", str(node))
     assert run.stdout.strip() == f"Dynamic configs for broker-logger {node} are:", run.describe()
+    kaashelpers.assert_no_panic(broker)
+
+
+def test_configs_tool_describes_a_brokers_configs(broker):
+    node = str(broker.node_id)
+    out = tool("org.apache.kafka.tools.ConfigCommand", broker.bootstrap, "--describe", "--entity-type", "brokers",
+               "--entity-name", node, "--all").stdout
+    lines = {l.strip().split("=", 1)[0]: l.strip() for l in out.splitlines() if " sensitive=" in l}
+    assert lines["log.cleaner.enable"] == ("log.cleaner.enable=false sensitive=false synonyms="
+                                           "{STATIC_BROKER_CONFIG:log.cleaner.enable=false, "
+                                           "DEFAULT_CONFIG:log.cleaner.enable=true}"), out
+    assert lines["message.max.bytes"] == ("message.max.bytes=1048588 sensitive=false synonyms="
+                                          "{DEFAULT_CONFIG:message.max.bytes=1048588}"), out
+    assert lines["listeners"].startswith(f"listeners=PLAINTEXT://{broker.bootstrap} "), out
+    # Only dynamic configs by default: kaas changes none at runtime.
+    dynamic = tool("org.apache.kafka.tools.ConfigCommand", broker.bootstrap, "--describe", "--entity-type", "brokers",
+                   "--entity-name", node).stdout
+    assert dynamic.strip() == f"Dynamic configs for broker {node} are:", dynamic
+    default = tool("org.apache.kafka.tools.ConfigCommand", broker.bootstrap, "--describe", "--entity-type", "brokers",
+                   "--entity-default").stdout
+    assert default.strip() == "Default configs for brokers in the cluster are:", default
     kaashelpers.assert_no_panic(broker)
