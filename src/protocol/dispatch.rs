@@ -190,6 +190,8 @@ pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
         DescribeClientQuotas => describe_client_quotas,
         DescribeUserScramCredentials => describe_user_scram_credentials,
         DescribeLogDirs => describe_log_dirs,
+        DescribeQuorum => describe_quorum,
+        ListConfigResources => list_config_resources,
         DescribeTopicPartitions => describe_topic_partitions,
         ConsumerGroupHeartbeat => consumer_group_heartbeat,
         ConsumerGroupDescribe => consumer_group_describe,

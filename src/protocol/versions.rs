@@ -46,6 +46,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeClientQuotas, 0, 1),
     (ApiKey::DescribeUserScramCredentials, 0, 0),
     (ApiKey::DescribeLogDirs, 1, 4),
+    (ApiKey::DescribeQuorum, 0, 2),
+    (ApiKey::ListConfigResources, 0, 1),
     (ApiKey::DescribeTopicPartitions, 0, 0),
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),

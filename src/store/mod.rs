@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod batch;
+pub mod broker_config;
 pub mod clock;
 pub mod config_resources;
 pub mod control;
@@ -20,6 +21,7 @@ pub mod partition;
 pub mod placement;
 pub mod producer_ids;
 pub mod producer_state;
+pub mod quorum;
 pub mod records;
 pub mod topic_config;
 pub mod topics;

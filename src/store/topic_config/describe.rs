@@ -56,6 +56,31 @@ fn describe_one(def: &'static ConfigDef, defaults: &BrokerDefaults, topic_value:
     Described { name: def.name, value, source, config_type: def.kind as i8, synonyms, doc: def.doc }
 }
 
+/// The configs Apache Kafka gives its internal topics when it creates them, which it then
+/// describes as the topic's own (DYNAMIC_TOPIC_CONFIG): `__consumer_offsets` from the group
+/// coordinator (compact, producer compression, `offsets.topic.segment.bytes`),
+/// `__transaction_state` from the transaction coordinator (compact, uncompressed, no unclean
+/// election, `transaction.state.log.segment.bytes` and `.min.isr`). The segment sizes are Kafka's
+/// defaults; the minimum in-sync replicas is 1, what Kafka's single-copy setups set and what
+/// kaas keeps (one copy). kaas stores this state in sled, which keeps the latest value of each
+/// key as compaction does. `None` for any other topic.
+pub fn internal_topic_configs(name: &str) -> Option<BTreeMap<String, String>> {
+    let configs: &[(&str, &str)] = match name {
+        "__consumer_offsets" => {
+            &[("cleanup.policy", "compact"), ("compression.type", "producer"), ("segment.bytes", "104857600")]
+        }
+        "__transaction_state" => &[
+            ("cleanup.policy", "compact"),
+            ("compression.type", "uncompressed"),
+            ("min.insync.replicas", "1"),
+            ("segment.bytes", "104857600"),
+            ("unclean.leader.election.enable", "false"),
+        ],
+        _ => return None,
+    };
+    Some(configs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+}
+
 /// Every topic config of Kafka, in its order.
 pub fn describe_topic(defaults: &BrokerDefaults, configs: &BTreeMap<String, String>) -> Vec<Described> {
     table::TOPIC_CONFIGS.iter().map(|d| describe_one(d, defaults, configs.get(d.name))).collect()
@@ -99,5 +124,23 @@ mod tests {
             d.synonyms,
             vec![Synonym { name: "log.retention.ms".into(), value: "1000".into(), source: SOURCE_STATIC_BROKER }]
         );
+    }
+
+    #[test]
+    fn internal_topics_show_the_configs_kafka_creates_them_with() {
+        let offsets = internal_topic_configs("__consumer_offsets").unwrap();
+        let all = describe_topic(&BrokerDefaults::default(), &offsets);
+        let shown = |all: &[Described], n: &str| (find(all, n).value.clone(), find(all, n).source);
+        assert_eq!(shown(&all, "cleanup.policy"), ("compact".into(), SOURCE_DYNAMIC_TOPIC));
+        assert_eq!(shown(&all, "compression.type"), ("producer".into(), SOURCE_DYNAMIC_TOPIC));
+        assert_eq!(shown(&all, "segment.bytes"), ("104857600".into(), SOURCE_DYNAMIC_TOPIC));
+        assert_eq!(shown(&all, "retention.ms").1, SOURCE_DEFAULT, "the rest as any topic");
+        let txn = internal_topic_configs("__transaction_state").unwrap();
+        let all = describe_topic(&BrokerDefaults::default(), &txn);
+        assert_eq!(shown(&all, "compression.type"), ("uncompressed".into(), SOURCE_DYNAMIC_TOPIC));
+        assert_eq!(shown(&all, "unclean.leader.election.enable"), ("false".into(), SOURCE_DYNAMIC_TOPIC));
+        assert_eq!(shown(&all, "min.insync.replicas"), ("1".into(), SOURCE_DYNAMIC_TOPIC));
+        assert!(txn.keys().all(|k| table::TOPIC_CONFIGS.iter().any(|d| d.name == k)), "all are Kafka topic configs");
+        assert_eq!(internal_topic_configs("plain"), None);
     }
 }
