@@ -22,6 +22,8 @@ use crate::actors::supervisor::{install_panic_hook, mark_state_thread};
 use crate::actors::syncer::Syncer;
 use crate::actors::topics::TopicRegistry;
 use crate::config::Settings;
+use crate::metrics::http::{self as metrics_http, HttpLimits};
+use crate::metrics::Metrics;
 use crate::protocol::connection::{Connection, Limits};
 use crate::protocol::fetch_session::FetchSessions;
 use crate::protocol::frame::RequestPool;
@@ -99,6 +101,19 @@ impl Broker {
         for a in arbiters.iter().chain([&cluster_arbiter, &coordinator_arbiter, &peer_arbiter]) {
             a.spawn_fn(mark_state_thread);
         }
+        let metrics = Metrics::new();
+        if !settings.metrics_listen.is_empty() {
+            // Bound now: a bad address stops the start. Served on a thread of its own.
+            let listener =
+                metrics_http::bind(&settings.metrics_listen).map_err(|e| ServerError::Startup(e.to_string()))?;
+            let metrics_arbiter = Arbiter::new();
+            let m = metrics.clone();
+            metrics_arbiter.spawn_fn(move || {
+                actix_rt::spawn(metrics_http::serve(listener, m, HttpLimits::default()));
+            });
+            tracing::info!(metrics_listen = %settings.metrics_listen, "serving Prometheus metrics at /metrics");
+            arbiters.push(metrics_arbiter);
+        }
         if settings.debug_skip_fsync {
             tracing::error!("debug_skip_fsync is set: the log is never fsynced, acknowledged records can be lost on a power loss (test hook only)");
         }
@@ -107,7 +122,13 @@ impl Broker {
             .map_err(|e| ServerError::Startup(format!("creating {}: {e}", data_dir.display())))?;
         let group = crate::store::durable::syncfs_flushes(data_dir).then(|| data_dir.clone());
         tracing::debug!(group_commit_by_syncfs = group.is_some(), "fsync threads");
-        let syncer = Syncer::start(settings.sync_threads, MAILBOX_CAPACITY * 4, settings.debug_skip_fsync, group);
+        let syncer = Syncer::start(
+            settings.sync_threads,
+            MAILBOX_CAPACITY * 4,
+            settings.debug_skip_fsync,
+            group,
+            metrics.clone(),
+        );
         let started = std::time::Instant::now();
         let (host, port) = settings.advertised();
         let local = ownership::Broker { node_id: settings.node_id, host, port, rack: None };
@@ -125,6 +146,7 @@ impl Broker {
             syncer,
             ownership.clone(),
             live_ids.clone(),
+            metrics.clone(),
         )
         .map_err(ServerError::Startup)?;
         let topics = TopicRegistry::start_in_arbiter(&cluster_arbiter.handle(), move |_| registry);
@@ -155,6 +177,7 @@ impl Broker {
             ownership.clone(),
             coordinator_arbiter.handle(),
             Some(peers),
+            metrics.clone(),
         );
         let (_, failed) = coordinators.place(&live_ids);
         if !failed.is_empty() {
@@ -169,7 +192,7 @@ impl Broker {
         let responses = ResponseBudget::new(settings.queued_max_response_bytes);
         let fetch_sessions = FetchSessions::new(settings.max_incremental_fetch_session_cache_slots);
         Ok(Broker {
-            actors: Actors { directory, txn, groups, responses, fetch_sessions, peers: peer_links },
+            actors: Actors { directory, txn, groups, responses, fetch_sessions, peers: peer_links, metrics },
             arbiters,
             _registration: registration,
             _fence_watcher: fence_watcher,
@@ -210,7 +233,8 @@ async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>) -> Result<(), Serv
     tracing::info!(listen = %settings.listen, data_dir = %settings.data_dir.display(), node_id = settings.node_id, "kaas is serving");
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut next = 0usize;
-    let quotas = ConnectionQuotas::new(settings.max_connections, settings.max_connections_per_ip);
+    let connections = broker.actors.metrics.connections().clone();
+    let quotas = ConnectionQuotas::counted_in(settings.max_connections, settings.max_connections_per_ip, connections);
     let limits = Limits {
         max_frame: settings.max_request_bytes,
         max_inflight: settings.max_inflight_requests,
