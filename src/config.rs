@@ -512,6 +512,12 @@ mod tests {
     }
 
     #[test]
+    fn the_metrics_endpoint_is_off_unless_set() {
+        assert_eq!(load_toml("").unwrap().metrics_listen, "");
+        assert_eq!(load_toml("metrics_listen = \"127.0.0.1:9404\"\n").unwrap().metrics_listen, "127.0.0.1:9404");
+    }
+
+    #[test]
     fn debug_skip_fsync_is_off_unless_set() {
         assert!(!Settings::default().debug_skip_fsync);
         let dir = tempfile::tempdir().unwrap();
