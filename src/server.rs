@@ -102,17 +102,19 @@ impl Broker {
             a.spawn_fn(mark_state_thread);
         }
         let metrics = Metrics::new();
+        // Its own thread (not one of the partition threads above, nor a state thread).
+        let mut metrics_arbiter = None;
         if !settings.metrics_listen.is_empty() {
             // Bound now: a bad address stops the start. Served on a thread of its own.
             let listener =
                 metrics_http::bind(&settings.metrics_listen).map_err(|e| ServerError::Startup(e.to_string()))?;
-            let metrics_arbiter = Arbiter::new();
+            let arbiter = Arbiter::new();
             let m = metrics.clone();
-            metrics_arbiter.spawn_fn(move || {
+            arbiter.spawn_fn(move || {
                 actix_rt::spawn(metrics_http::serve(listener, m, HttpLimits::default()));
             });
             tracing::info!(metrics_listen = %settings.metrics_listen, "serving Prometheus metrics at /metrics");
-            arbiters.push(metrics_arbiter);
+            metrics_arbiter = Some(arbiter);
         }
         if settings.debug_skip_fsync {
             tracing::error!("debug_skip_fsync is set: the log is never fsynced, acknowledged records can be lost on a power loss (test hook only)");
@@ -189,6 +191,7 @@ impl Broker {
         Membership::start_in_arbiter(&cluster_arbiter.handle(), move |_| membership);
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "recovered partitions");
         arbiters.extend([cluster_arbiter, coordinator_arbiter, peer_arbiter]);
+        arbiters.extend(metrics_arbiter);
         let responses = ResponseBudget::new(settings.queued_max_response_bytes);
         let fetch_sessions = FetchSessions::new(settings.max_incremental_fetch_session_cache_slots);
         Ok(Broker {

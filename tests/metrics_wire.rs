@@ -1,7 +1,8 @@
 //! The Prometheus endpoint of the real binary, scraped with a real HTTP client (ureq): after
 //! produces, a fetch and a transaction the counters hold exactly what the client did; a deleted
-//! topic's series go; the endpoint is off unless `metrics_listen` is set; a bad address stops
-//! the broker at start.
+//! topic's series go; on two brokers sharing a disk the partition and coordinator gauges follow
+//! what each runs through a takeover and a hand-back; the endpoint is off unless
+//! `metrics_listen` is set; a bad address stops the broker at start.
 
 mod common;
 
@@ -10,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{batch, create_topic, free_port, txn_batch, Broker, Client};
+use common::{batch, create_topic, create_topic_with, free_port, txn_batch, Broker, Client};
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
@@ -282,4 +283,60 @@ fn an_address_that_cannot_be_bound_stops_the_start() {
     std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err).expect("stderr");
     assert!(!status.success());
     assert!(err.contains(&format!("metrics_listen {taken_addr}")), "{err}");
+}
+
+/// (partitions, transaction shards, group coordinators) a broker's endpoint reports.
+fn owned(port: u16) -> (f64, f64, f64) {
+    let text = scrape(port);
+    let v = |series: &str| value(&text, series).unwrap_or(f64::NAN);
+    (
+        v("kafka_server_replicamanager_partitioncount"),
+        v(r#"kaas_coordinator_shards_owned{kind="txn"}"#),
+        v(r#"kaas_coordinator_shards_owned{kind="group"}"#),
+    )
+}
+
+fn wait_owned(what: &str, check: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !check() {
+        assert!(Instant::now() < deadline, "{what} never held");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_gauges_follow_partitions_and_coordinators_between_brokers() {
+    let shared = tempfile::tempdir().expect("shared dir");
+    let ports = [free_port(), free_port()];
+    let mut brokers: Vec<Broker> = ports
+        .iter()
+        .zip([1, 2])
+        .map(|(port, id)| {
+            let listen = format!("127.0.0.1:{port}");
+            Broker::start_member(
+                shared.path(),
+                id,
+                &[("KAAS_CLUSTER_TICK_MS", "100"), ("KAAS_METRICS_LISTEN", &listen)],
+            )
+        })
+        .collect();
+    create_topic_with(&mut brokers[0].client(), "spread", 8);
+    let sum = || {
+        let (a, b) = (owned(ports[0]), owned(ports[1]));
+        (a.0 + b.0, a.1 + b.1, a.2 + b.2)
+    };
+    wait_owned("every partition and coordinator counted once", || {
+        sum() == (8.0, 4.0, 1.0) && owned(ports[1]) != (0.0, 0.0, 0.0) && owned(ports[0]) != (0.0, 0.0, 0.0)
+    });
+    // Broker 2 dies: broker 1 takes its share over.
+    brokers[1].kill();
+    wait_owned("the survivor running everything", || owned(ports[0]) == (8.0, 4.0, 1.0));
+    // Back again, it gets its share handed back: broker 1's gauges go down by as much.
+    brokers[1].restart_in_place();
+    wait_owned("the share handed back and counted once", || {
+        owned(ports[1]) != (0.0, 0.0, 0.0) && sum() == (8.0, 4.0, 1.0)
+    });
+    for b in brokers {
+        b.finish();
+    }
 }
