@@ -131,6 +131,8 @@ pub struct Settings {
     /// Polling, because inotify does not see another NFS client's writes. Kafka has no such
     /// setting.
     pub fence_poll_interval_ms: u64,
+    /// HOST:PORT of the Prometheus endpoint (`GET /metrics`); empty (the default) = off.
+    pub metrics_listen: String,
 }
 
 impl Default for Settings {
@@ -182,6 +184,7 @@ impl Default for Settings {
             log_message_timestamp_before_max_ms: i64::MAX,
             log_message_timestamp_after_max_ms: 3_600_000,
             fence_poll_interval_ms: 2000,
+            metrics_listen: String::new(),
         }
     }
 }
@@ -506,6 +509,12 @@ mod tests {
         assert_eq!(load_toml("write_txn_markers_max_version = 1\n").unwrap().write_txn_markers_max_version, 1);
         assert!(refused("write_txn_markers_max_version = 0\n", "write_txn_markers_max_version"));
         assert!(refused("write_txn_markers_max_version = 3\n", "write_txn_markers_max_version"));
+    }
+
+    #[test]
+    fn the_metrics_endpoint_is_off_unless_set() {
+        assert_eq!(load_toml("").unwrap().metrics_listen, "");
+        assert_eq!(load_toml("metrics_listen = \"127.0.0.1:9404\"\n").unwrap().metrics_listen, "127.0.0.1:9404");
     }
 
     #[test]

@@ -22,6 +22,8 @@ use crate::actors::supervisor::{install_panic_hook, mark_state_thread};
 use crate::actors::syncer::Syncer;
 use crate::actors::topics::TopicRegistry;
 use crate::config::Settings;
+use crate::metrics::http::{self as metrics_http, HttpLimits};
+use crate::metrics::Metrics;
 use crate::protocol::connection::{Connection, Limits};
 use crate::protocol::fetch_session::FetchSessions;
 use crate::protocol::frame::RequestPool;
@@ -111,6 +113,21 @@ impl Broker {
         for a in arbiters.iter().chain([&cluster_arbiter, &coordinator_arbiter, &peer_arbiter]) {
             a.spawn_fn(mark_state_thread);
         }
+        let metrics = Metrics::new();
+        // Its own thread (not one of the partition threads above, nor a state thread).
+        let mut metrics_arbiter = None;
+        if !settings.metrics_listen.is_empty() {
+            // Bound now: a bad address stops the start. Served on a thread of its own.
+            let listener =
+                metrics_http::bind(&settings.metrics_listen).map_err(|e| ServerError::Startup(e.to_string()))?;
+            let arbiter = Arbiter::new();
+            let m = metrics.clone();
+            arbiter.spawn_fn(move || {
+                actix_rt::spawn(metrics_http::serve(listener, m, HttpLimits::default()));
+            });
+            tracing::info!(metrics_listen = %settings.metrics_listen, "serving Prometheus metrics at /metrics");
+            metrics_arbiter = Some(arbiter);
+        }
         if settings.debug_skip_fsync {
             tracing::error!("debug_skip_fsync is set: the log is never fsynced, acknowledged records can be lost on a power loss (test hook only)");
         }
@@ -119,7 +136,13 @@ impl Broker {
             .map_err(|e| ServerError::Startup(format!("creating {}: {e}", data_dir.display())))?;
         let group = crate::store::durable::syncfs_flushes(data_dir).then(|| data_dir.clone());
         tracing::debug!(group_commit_by_syncfs = group.is_some(), "fsync threads");
-        let syncer = Syncer::start(settings.sync_threads, MAILBOX_CAPACITY * 4, settings.debug_skip_fsync, group);
+        let syncer = Syncer::start(
+            settings.sync_threads,
+            MAILBOX_CAPACITY * 4,
+            settings.debug_skip_fsync,
+            group,
+            metrics.clone(),
+        );
         let started = std::time::Instant::now();
         let (host, port) = settings.advertised();
         let local = ownership::Broker { node_id: settings.node_id, host, port, rack: None };
@@ -137,6 +160,7 @@ impl Broker {
             syncer,
             ownership.clone(),
             live_ids.clone(),
+            metrics.clone(),
         )
         .map_err(ServerError::Startup)?;
         let topics = TopicRegistry::start_in_arbiter(&cluster_arbiter.handle(), move |_| registry);
@@ -167,6 +191,7 @@ impl Broker {
             ownership.clone(),
             coordinator_arbiter.handle(),
             Some(peers),
+            metrics.clone(),
         );
         let (_, failed) = coordinators.place(&live_ids);
         if !failed.is_empty() {
@@ -178,10 +203,11 @@ impl Broker {
         Membership::start_in_arbiter(&cluster_arbiter.handle(), move |_| membership);
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "recovered partitions");
         arbiters.extend([cluster_arbiter, coordinator_arbiter, peer_arbiter]);
+        arbiters.extend(metrics_arbiter);
         let responses = ResponseBudget::new(settings.queued_max_response_bytes);
         let fetch_sessions = FetchSessions::new(settings.max_incremental_fetch_session_cache_slots);
         Ok(Broker {
-            actors: Actors { directory, txn, groups, responses, fetch_sessions, peers: peer_links },
+            actors: Actors { directory, txn, groups, responses, fetch_sessions, peers: peer_links, metrics },
             arbiters,
             _registration: registration,
             _fence_watcher: fence_watcher,
@@ -226,7 +252,8 @@ async fn serve(
     tracing::info!(listen = %settings.listen, data_dir = %settings.data_dir.display(), node_id = settings.node_id, "kaas is serving");
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut next = 0usize;
-    let quotas = ConnectionQuotas::new(settings.max_connections, settings.max_connections_per_ip);
+    let connections = broker.actors.metrics.connections().clone();
+    let quotas = ConnectionQuotas::counted_in(settings.max_connections, settings.max_connections_per_ip, connections);
     let limits = Limits {
         max_frame: settings.max_request_bytes,
         max_inflight: settings.max_inflight_requests,

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 const MAX_LINES: usize = 850;
 
 /// Top-level layers, lowest first; a layer may import only from layers before it.
-const LAYERS: &[&str] = &["error_code", "store", "config", "limits", "actors", "protocol", "server"];
+const LAYERS: &[&str] = &["error_code", "store", "config", "limits", "metrics", "actors", "protocol", "server"];
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in fs::read_dir(dir).expect("src is readable") {

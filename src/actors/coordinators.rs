@@ -21,6 +21,7 @@ use super::messages::{HandOver, SendPeerMarker};
 use super::slot::Slot;
 use super::txn_coordinator::{TxnCoordinator, TxnSettings};
 use crate::config::Settings;
+use crate::metrics::Metrics;
 use crate::store::coordinator_key::OFFSETS_PARTITIONS;
 use crate::store::group::GroupConfig;
 use crate::store::leases::{self, HeldLease};
@@ -47,6 +48,8 @@ pub struct Coordinators {
     settings: Arc<Settings>,
     /// Where the shards send markers for partitions peers lead.
     peers: Option<Recipient<SendPeerMarker>>,
+    /// kaas_coordinator_shards_owned, and what the shards count into.
+    metrics: Metrics,
 }
 
 impl Coordinators {
@@ -56,6 +59,7 @@ impl Coordinators {
         ownership: Arc<RwLock<Ownership>>,
         arbiter: ArbiterHandle,
         peers: Option<Recipient<SendPeerMarker>>,
+        metrics: Metrics,
     ) -> Coordinators {
         let txn = Arc::new((0..settings.txn_shards).map(|_| Slot::default()).collect());
         Coordinators {
@@ -68,7 +72,14 @@ impl Coordinators {
             arbiter,
             settings,
             peers,
+            metrics,
         }
+    }
+
+    /// Publishes which units this broker holds (those being handed over until they stopped).
+    fn report(&self) {
+        let txn = self.held.keys().filter(|u| matches!(u, CoordinatorUnit::Txn(_))).count();
+        self.metrics.set_coordinators(txn, self.held.contains_key(&CoordinatorUnit::Groups));
     }
 
     fn units(&self) -> Vec<CoordinatorUnit> {
@@ -110,6 +121,7 @@ impl Coordinators {
                 None => self.table_revoke(unit),
             }
         }
+        self.report();
         (handing_over, failed)
     }
 
@@ -166,6 +178,7 @@ impl Coordinators {
                     self.groups.clone(),
                     self.peers.clone(),
                     txn_settings,
+                    self.metrics.clone(),
                 )?;
                 slot.set(Some(TxnCoordinator::start_in_arbiter(&self.arbiter, move |_| c)));
             }
@@ -226,6 +239,7 @@ impl Handler<PlaceCoordinators> for Coordinators {
                 // The actor has flushed and stopped: now the next owner may open its database.
                 act.held.remove(&unit);
                 act.releasing.remove(&unit);
+                act.report();
                 tracing::info!(?unit, "coordinator handed over to its peer");
             }));
         }

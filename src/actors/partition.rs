@@ -12,6 +12,8 @@ use bytes::Bytes;
 use super::messages::*;
 use super::syncer::{SyncJob, Synced, Syncer};
 use crate::error_code::ResponseError;
+use crate::metrics::{Metrics, TopicMeter};
+use crate::store::batch::count_records;
 use crate::store::clock::now_ms;
 use crate::store::partition::{DeleteRecordsError, DeletionError, Partition, PartitionError, Produced};
 
@@ -34,6 +36,20 @@ pub struct PartitionLeader {
     syncer: Syncer,
     retention_check: Duration,
     producer_expiration_ms: i64,
+    meters: LeaderMeters,
+    /// This leader's share of the broker's producer-id gauge.
+    reported_producers: i64,
+    /// Batches (appends, markers) written since the last sync was asked for, and those the sync
+    /// in flight covers (kaas_log_group_commit_batches).
+    unsynced_batches: u64,
+    syncing_batches: u64,
+}
+
+/// What a leader counts into: its topic's counters and the broker's metrics.
+#[derive(Debug, Clone, Default)]
+pub struct LeaderMeters {
+    pub topic: TopicMeter,
+    pub broker: Metrics,
 }
 
 /// The periods a leader runs its housekeeping on (the broker's settings).
@@ -45,7 +61,13 @@ pub struct LeaderTimers {
 
 impl PartitionLeader {
     /// The leader of `partition` (opened by recovery, or offline), named `<topic>-<p>` in logs.
-    pub fn new(name: String, partition: Partition, syncer: Syncer, timers: LeaderTimers) -> PartitionLeader {
+    pub fn new(
+        name: String,
+        partition: Partition,
+        syncer: Syncer,
+        timers: LeaderTimers,
+        meters: LeaderMeters,
+    ) -> PartitionLeader {
         PartitionLeader {
             name,
             partition,
@@ -55,6 +77,19 @@ impl PartitionLeader {
             syncer,
             retention_check: timers.retention_check,
             producer_expiration_ms: timers.producer_expiration_ms,
+            meters,
+            reported_producers: 0,
+            unsynced_batches: 0,
+            syncing_batches: 0,
+        }
+    }
+
+    /// Brings the broker's producer-id gauge up to this partition's count (a length, no scan).
+    fn report_producers(&mut self) {
+        let now = i64::try_from(self.partition.producer_count()).unwrap_or(i64::MAX);
+        if now != self.reported_producers {
+            self.meters.broker.producer_ids().inc_by(now - self.reported_producers);
+            self.reported_producers = now;
         }
     }
 
@@ -74,6 +109,7 @@ impl PartitionLeader {
         }
         let files = self.partition.sync_handles();
         self.sync_in_flight = true;
+        self.syncing_batches = std::mem::take(&mut self.unsynced_batches);
         let job = SyncJob { files, upto: self.partition.log_end_offset(), reply: ctx.address().recipient() };
         if let Err(e) = self.syncer.submit(job) {
             self.fail(e);
@@ -107,6 +143,7 @@ impl PartitionLeader {
             Err(e) => tracing::warn!(partition = %self.name, "retention: {e}"),
         }
         self.partition.expire_producers(now, self.producer_expiration_ms);
+        self.report_producers();
         // Everything below the high watermark is on disk: the next recovery starts there.
         if let Err(e) = self.partition.checkpoint_recovery_point(self.partition.high_watermark()) {
             tracing::warn!(partition = %self.name, "recovery point not written: {e}");
@@ -124,6 +161,14 @@ impl Actor for PartitionLeader {
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
         ctx.run_interval(self.retention_check, |act, _| act.housekeeping());
+        self.meters.broker.partitions().inc();
+        self.report_producers();
+    }
+
+    fn stopped(&mut self, _: &mut Self::Context) {
+        self.meters.broker.partitions().dec();
+        self.meters.broker.producer_ids().dec_by(self.reported_producers);
+        self.reported_producers = 0;
     }
 }
 
@@ -164,6 +209,10 @@ impl Handler<Append> for PartitionLeader {
                 }
             }
             Ok(Produced::Appended(h)) => {
+                self.meters.topic.bytes_in.inc_by(h.total_size() as u64);
+                self.meters.topic.messages_in.inc_by(u64::try_from(h.records_count).unwrap_or(0));
+                self.unsynced_batches += 1;
+                self.report_producers();
                 if let Some(r) = reply {
                     let ack = AppendAck {
                         error_code: 0,
@@ -186,6 +235,9 @@ impl Handler<Synced> for PartitionLeader {
         self.sync_in_flight = false;
         if let Err(e) = msg.result {
             return self.fail(format!("fsync: {e}"));
+        }
+        if self.syncing_batches > 0 {
+            self.meters.broker.group_commit_batches().observe(std::mem::take(&mut self.syncing_batches));
         }
         self.partition.advance_high_watermark(msg.upto);
         let hw = self.partition.high_watermark();
@@ -229,6 +281,10 @@ impl Handler<Read> for PartitionLeader {
         };
         match p.read(msg.offset, msg.max_bytes, msg.isolation_level) {
             Ok(fetched) => {
+                if !fetched.records.is_empty() {
+                    self.meters.topic.bytes_out.inc_by(fetched.records.len() as u64);
+                    self.meters.topic.messages_out.inc_by(count_records(&fetched.records));
+                }
                 result.records = fetched.records;
                 result.aborted = fetched.aborted;
             }
@@ -288,6 +344,7 @@ impl Handler<WriteMarkers> for PartitionLeader {
         );
         match written {
             Ok(h) => {
+                self.unsynced_batches += 1;
                 self.pending.push_back((h.last_offset(), Waiter::Marker(msg.reply)));
                 self.request_sync(ctx);
             }
@@ -319,6 +376,7 @@ impl Handler<FenceEpoch> for PartitionLeader {
 
     fn handle(&mut self, msg: FenceEpoch, _: &mut Self::Context) {
         self.partition.fence(msg.producer_id, msg.epoch, now_ms());
+        self.report_producers();
     }
 }
 

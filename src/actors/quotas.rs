@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
+use prometheus_client::metrics::gauge::Gauge;
 use thiserror::Error;
 
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -20,6 +21,14 @@ pub enum QuotaError {
 struct Counts {
     total: usize,
     per_ip: HashMap<IpAddr, usize>,
+    /// `total`, published (kafka_server_socketservermetrics_connection_count).
+    gauge: Gauge,
+}
+
+impl Counts {
+    fn publish(&self) {
+        self.gauge.set(i64::try_from(self.total).unwrap_or(i64::MAX));
+    }
 }
 
 /// Counts open connections; a permit is returned with each accepted one and gives its slot
@@ -39,7 +48,13 @@ pub struct ConnectionPermit {
 
 impl ConnectionQuotas {
     pub fn new(max_total: usize, max_per_ip: usize) -> Self {
-        ConnectionQuotas { max_total, max_per_ip, counts: Arc::new(Mutex::new(Counts::default())) }
+        Self::counted_in(max_total, max_per_ip, Gauge::default())
+    }
+
+    /// Also keeps `gauge` at the number of open connections.
+    pub fn counted_in(max_total: usize, max_per_ip: usize, gauge: Gauge) -> Self {
+        let counts = Counts { gauge, ..Counts::default() };
+        ConnectionQuotas { max_total, max_per_ip, counts: Arc::new(Mutex::new(counts)) }
     }
 
     /// Takes a slot for a new connection from `ip`, or says which limit it would break.
@@ -53,6 +68,7 @@ impl ConnectionQuotas {
             return Err(QuotaError::PerIp(ip, from_ip));
         }
         c.total += 1;
+        c.publish();
         *c.per_ip.entry(ip).or_insert(0) += 1;
         Ok(ConnectionPermit { ip, counts: self.counts.clone() })
     }
@@ -66,6 +82,7 @@ impl Drop for ConnectionPermit {
     fn drop(&mut self) {
         let mut c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
         c.total = c.total.saturating_sub(1);
+        c.publish();
         if let Some(n) = c.per_ip.get_mut(&self.ip) {
             *n = n.saturating_sub(1);
             if *n == 0 {
@@ -100,5 +117,16 @@ mod tests {
         assert_eq!(q.admit(ip(1)).unwrap_err(), QuotaError::PerIp(ip(1), 1));
         let _c = q.admit(ip(2)).unwrap();
         assert_eq!(q.open(), 2);
+    }
+
+    #[test]
+    fn the_gauge_follows_the_open_connections() {
+        let gauge = Gauge::default();
+        let q = ConnectionQuotas::counted_in(10, 10, gauge.clone());
+        let a = q.admit(ip(1)).unwrap();
+        let _b = q.admit(ip(1)).unwrap();
+        assert_eq!(gauge.get(), 2);
+        drop(a);
+        assert_eq!(gauge.get(), 1);
     }
 }

@@ -4,10 +4,12 @@
 
 use std::path::{Path, PathBuf};
 use std::thread;
+use std::time::Instant;
 
 use actix::{Message, Recipient};
 use crossbeam_channel::{bounded, Receiver, Sender};
 
+use crate::metrics::Metrics;
 use crate::store::durable::sync_filesystem;
 use crate::store::log::SyncSet;
 
@@ -32,7 +34,8 @@ const GROUP_MIN: usize = 8;
 const GROUP_MAX: usize = 4096;
 
 /// Makes `jobs` durable (one syncfs when there are many and `group` allows it) and answers them.
-fn run(jobs: Vec<SyncJob>, skip_fsync: bool, group: Option<&Path>) {
+/// Each fsync or syncfs is timed into `kaas_log_fsync_seconds`, with the partitions it covered.
+fn run(jobs: Vec<SyncJob>, skip_fsync: bool, group: Option<&Path>, metrics: &Metrics) {
     if skip_fsync {
         for job in jobs {
             job.reply.do_send(Synced { upto: job.upto, result: Ok(()) });
@@ -42,14 +45,20 @@ fn run(jobs: Vec<SyncJob>, skip_fsync: bool, group: Option<&Path>) {
     match group.filter(|_| jobs.len() >= GROUP_MIN) {
         Some(dir) => {
             // A failed syncfs cannot say whose data it lost: every job of the group fails.
+            let started = Instant::now();
             let result = sync_filesystem(dir).map_err(|e| e.to_string());
+            metrics.fsync().observe_duration(started.elapsed());
+            metrics.group_commit_partitions().observe(jobs.len() as u64);
             for job in jobs {
                 job.reply.do_send(Synced { upto: job.upto, result: result.clone() });
             }
         }
         None => {
             for job in jobs {
+                let started = Instant::now();
                 let result = job.files.sync().map_err(|e| e.to_string());
+                metrics.fsync().observe_duration(started.elapsed());
+                metrics.group_commit_partitions().observe(1);
                 job.reply.do_send(Synced { upto: job.upto, result });
             }
         }
@@ -68,11 +77,18 @@ impl Syncer {
     /// (`durable::syncfs_flushes`): a thread that finds GROUP_MIN or more jobs waiting (many
     /// partitions written at once) makes them all durable with one syncfs instead of an fsync
     /// each, the group commit across partitions.
-    pub fn start(threads: usize, capacity: usize, skip_fsync: bool, group: Option<PathBuf>) -> Syncer {
+    pub fn start(
+        threads: usize,
+        capacity: usize,
+        skip_fsync: bool,
+        group: Option<PathBuf>,
+        metrics: Metrics,
+    ) -> Syncer {
         let (tx, rx) = bounded::<SyncJob>(capacity);
         for i in 0..threads.max(1) {
             let rx: Receiver<SyncJob> = rx.clone();
             let group = group.clone();
+            let metrics = metrics.clone();
             let spawned = thread::Builder::new().name(format!("kaas-sync-{i}")).spawn(move || {
                 super::supervisor::mark_state_thread();
                 while let Ok(first) = rx.recv() {
@@ -83,7 +99,7 @@ impl Syncer {
                             Err(_) => break,
                         }
                     }
-                    run(jobs, skip_fsync, group.as_deref());
+                    run(jobs, skip_fsync, group.as_deref(), &metrics);
                 }
             });
             if let Err(e) = spawned {

@@ -14,11 +14,12 @@ use actix::{Actor, ActorFutureExt, Addr, ArbiterHandle, Context, Handler, Messag
 use uuid::Uuid;
 
 use super::messages::*;
-use super::partition::{LeaderTimers, PartitionLeader};
+use super::partition::{LeaderMeters, LeaderTimers, PartitionLeader};
 use super::slot::Slot;
 use super::syncer::Syncer;
 use crate::config::Settings;
 use crate::error_code::ResponseError;
+use crate::metrics::Metrics;
 use crate::store::clock::now_ms;
 use crate::store::known_fences::KnownFences;
 use crate::store::leases::{self, HeldLease};
@@ -120,6 +121,8 @@ pub struct TopicRegistry {
     deleting: HashSet<String>,
     /// Fences this broker was told of, for partitions it starts leading later.
     fences: KnownFences,
+    /// The leaders count into it; a deleted topic's series go.
+    metrics: Metrics,
 }
 
 /// Opens (recovers) partition `p`'s log under leader epoch `leader_epoch`.
@@ -231,6 +234,7 @@ impl TopicRegistry {
         syncer: Syncer,
         ownership: Arc<RwLock<Ownership>>,
         live: Vec<i32>,
+        metrics: Metrics,
     ) -> Result<TopicRegistry, String> {
         let locks = leases::PartitionLocks::open(&settings.data_dir).map_err(|e| e.to_string())?;
         let mut view = TopicRegistry {
@@ -248,6 +252,7 @@ impl TopicRegistry {
             releasing: HashSet::new(),
             fences: KnownFences::new(settings.producer_id_expiration_ms),
             deleting: HashSet::new(),
+            metrics,
         };
         view.refresh_topics().map_err(|e| e.to_string())?;
         // Nothing is handed over at start: this broker held nothing.
@@ -508,7 +513,8 @@ impl TopicRegistry {
             retention_check: Duration::from_millis(self.settings.retention_check_interval_ms.max(100)),
             producer_expiration_ms: self.settings.producer_id_expiration_ms,
         };
-        PartitionLeader::new(format!("{topic}-{p}"), partition, self.syncer.clone(), timers)
+        let meters = LeaderMeters { topic: self.metrics.topic(topic), broker: self.metrics.clone() };
+        PartitionLeader::new(format!("{topic}-{p}"), partition, self.syncer.clone(), timers, meters)
     }
 
     fn spawn_leader(&mut self, leader: PartitionLeader) -> Addr<PartitionLeader> {
@@ -743,6 +749,7 @@ impl Handler<DeleteTopic> for TopicRegistry {
         }
         Box::pin(stop_all(stops).into_actor(self).map(move |_, act, _| {
             act.deleting.remove(&handle.meta.name);
+            act.metrics.remove_topic(&handle.meta.name);
             if let Err(e) = leases::remove_partition_leases(&data_dir, &handle.meta.name, &led) {
                 tracing::warn!(topic = %handle.meta.name, "removing the lease files of a deleted topic: {e}");
             }
@@ -829,6 +836,7 @@ impl Handler<Rebalance> for TopicRegistry {
         Box::pin(work.into_actor(self).map(move |cleared, act, _| {
             for name in cleared {
                 act.deleting.remove(&name);
+                act.metrics.remove_topic(&name);
             }
             for key in keys {
                 act.releasing.remove(&key);

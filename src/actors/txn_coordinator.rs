@@ -17,6 +17,7 @@ use super::group_coordinator::GroupCoordinator;
 use super::messages::*;
 use super::slot::Slot;
 use crate::error_code::ResponseError;
+use crate::metrics::Metrics;
 use crate::store::clock::{monotonic_ms, now_ms};
 use crate::store::ownership::{Broker, Owned};
 use crate::store::producer_ids::ProducerIdAllocator;
@@ -50,6 +51,8 @@ pub struct TxnCoordinator {
     handing_over: Option<Option<Reply<()>>>,
     /// Calls waiting for their id's completion instead of CONCURRENT_TRANSACTIONS (core::parking).
     parked: Parked<TxnCall>,
+    /// Its entries by state (kaas_transactions) and the fences it ran.
+    metrics: Metrics,
 }
 
 impl TxnCoordinator {
@@ -60,6 +63,7 @@ impl TxnCoordinator {
         groups: Slot<GroupCoordinator>,
         peers: Option<Recipient<SendPeerMarker>>,
         settings: TxnSettings,
+        metrics: Metrics,
     ) -> Result<TxnCoordinator, String> {
         let path = data_dir.join("__cluster").join("txn").join(shard.to_string());
         let (db, db_file) = crate::store::durable::open_sled(&path)?;
@@ -88,7 +92,26 @@ impl TxnCoordinator {
             writing: 0,
             handing_over: None,
             parked: Parked::default(),
+            metrics,
         })
+    }
+
+    /// Sets (Some) or forgets (None) `id`'s entry, keeping the state gauges in step.
+    fn put(&mut self, id: String, entry: Option<TxnEntry>) {
+        let to = entry.as_ref().map(|e| e.state);
+        let from = match entry {
+            Some(e) => self.entries.insert(id, e),
+            None => self.entries.remove(&id),
+        };
+        self.metrics.txn_moved(from.map(|e| e.state), to);
+    }
+
+    /// Epoch bumps reach every leader (and the peers through the fence file).
+    fn fence(&self, fences: Vec<core::PidEpoch>) {
+        for f in fences {
+            self.metrics.fenced_producers().inc();
+            self.directory.fence(f.producer_id, f.epoch);
+        }
     }
 
     /// The core asks for at most one fresh id per decision; `ensure_reserved` ran before, so
@@ -114,7 +137,7 @@ impl TxnCoordinator {
             return;
         };
         let previous = self.entries.get(&id).cloned();
-        self.entries.insert(id.clone(), core::in_flight(previous.as_ref(), &written));
+        self.put(id.clone(), Some(core::in_flight(previous.as_ref(), &written)));
         let db = self.db.clone();
         let db_file = self.db_file.clone();
         let key = id.clone();
@@ -137,10 +160,7 @@ impl TxnCoordinator {
             let res = res.map_err(|e| e.to_string()).and_then(|r| r);
             match res {
                 Ok(()) => {
-                    match core::after_write(written) {
-                        Some(settled) => act.entries.insert(id.clone(), settled),
-                        None => act.entries.remove(&id),
-                    };
+                    act.put(id.clone(), core::after_write(written));
                     if let Some(r) = reply {
                         let _ = r.send(decision.answer);
                     }
@@ -150,10 +170,7 @@ impl TxnCoordinator {
                     tracing::error!(shard = act.shard, transactional_id = %id, "transaction state not written: {e}");
                     // eos-rules 6: a sled write or flush error is a storage failure.
                     let (kept, error) = core::write_failed(previous, core::StateWriteFailure::Storage);
-                    match kept {
-                        Some(p) => act.entries.insert(id, p),
-                        None => act.entries.remove(&id),
-                    };
+                    act.put(id, kept);
                     if let Some(r) = reply {
                         let _ = r.send(Err(error));
                     }
@@ -188,10 +205,7 @@ impl TxnCoordinator {
         // Handing over: the next owner re-sends the markers of every Prepare* entry it loads.
         let markers = markers.filter(|_| self.handing_over.is_none());
         let Some(batch) = markers else {
-            for f in fences {
-                self.directory.fence(f.producer_id, f.epoch);
-            }
-            return;
+            return self.fence(fences);
         };
         // The shard's coordinator epoch: markers from an older owner of the shard are refused.
         let coordinator_epoch = self.directory.lease(&Owned::TxnShard(self.shard)).map_or(0, |l| l.epoch);
@@ -199,9 +213,7 @@ impl TxnCoordinator {
             Targets { directory: self.directory.clone(), groups: self.groups.clone(), peers: self.peers.clone() };
         let send = write_markers(targets, coordinator_epoch, batch);
         ctx.spawn(send.into_actor(self).map(move |codes, act, ctx| {
-            for f in fences {
-                act.directory.fence(f.producer_id, f.epoch);
-            }
+            act.fence(fences);
             if core::marker_phase_stuck(&codes) {
                 tracing::error!(shard = act.shard, transactional_id = %id, "markers refused; transaction stays in its prepare state");
                 return;
@@ -392,6 +404,15 @@ impl Actor for TxnCoordinator {
             self.run_effects(e.transactional_id, vec![effect], ctx);
         }
         ctx.run_interval(self.settings.abort_check_interval, |act, ctx| act.reap(ctx));
+        for e in self.entries.values() {
+            self.metrics.txn_moved(None, Some(e.state));
+        }
+    }
+
+    fn stopped(&mut self, _: &mut Self::Context) {
+        for e in self.entries.values() {
+            self.metrics.txn_moved(Some(e.state), None);
+        }
     }
 }
 

@@ -10,7 +10,7 @@
 
 use std::net::SocketAddr;
 use std::rc::Rc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix::fut::ActorFutureExt;
 use actix::{Actor, ActorContext, AsyncContext, Context, WrapFuture};
@@ -29,6 +29,7 @@ use super::response_budget::Charge;
 use super::versions::Offered;
 use super::{decode_for, dispatch, Answer, RequestError, Session};
 use crate::actors::quotas::ConnectionPermit;
+use crate::metrics::Metrics;
 
 /// Per-connection bounds, from the settings.
 #[derive(Debug, Clone)]
@@ -76,7 +77,16 @@ impl Actor for Connection {
     }
 }
 
-type InFlight = LocalBoxFuture<'static, (RequestHeader, ApiKey, Option<Answer>)>;
+type InFlight = LocalBoxFuture<'static, (RequestHeader, ApiKey, Option<Answer>, Instant)>;
+
+/// A request of `key` decoded at `started` is done with (its response written, or none due):
+/// Kafka's RequestsPerSec and TotalTimeMs.
+fn record(metrics: &Metrics, key: ApiKey, started: Instant) {
+    if let Some(m) = metrics.api(key) {
+        m.requests.inc();
+        m.total_time.observe_duration(started.elapsed());
+    }
+}
 
 async fn serve(stream: std::net::TcpStream, peer: SocketAddr, session: Rc<Session>, limits: Limits) {
     let Limits { max_frame, max_inflight, max_idle, pool } = limits;
@@ -96,11 +106,15 @@ async fn serve(stream: std::net::TcpStream, peer: SocketAddr, session: Rc<Sessio
             }
         }
     });
-    let (out_tx, mut out_rx) = mpsc::channel::<(Bytes, Charge)>(max_inflight);
+    let (out_tx, mut out_rx) = mpsc::channel::<(Bytes, Charge, ApiKey, Instant)>(max_inflight);
+    let metrics = session.metrics.clone();
     let writer = actix_rt::spawn(async move {
-        while let Some((b, charge)) = out_rx.recv().await {
+        while let Some((b, charge, key, started)) = out_rx.recv().await {
             match tokio::time::timeout(max_idle, wr.write_all(&b)).await {
-                Ok(Ok(())) => drop(charge),
+                Ok(Ok(())) => {
+                    drop(charge);
+                    record(&metrics, key, started);
+                }
                 Ok(Err(_)) => break,
                 Err(_) => {
                     // Kafka's idle check counts a send that makes no progress as idle time.
@@ -130,6 +144,7 @@ async fn serve(stream: std::net::TcpStream, peer: SocketAddr, session: Rc<Sessio
                 }
                 Some(Ok((frame, permit))) => match decode_for(frame, offered) {
                     Ok(d) => {
+                        let started = Instant::now();
                         let (header, key) = (d.header.clone(), d.api_key);
                         tracing::trace!(%peer, api = ?key, version = header.request_api_version, "request");
                         let response = dispatch(session.clone(), d).await;
@@ -137,14 +152,15 @@ async fn serve(stream: std::net::TcpStream, peer: SocketAddr, session: Rc<Sessio
                             let answer = response.await;
                             // The request's bytes (and the batches sliced from them) are done with.
                             drop(permit);
-                            (header, key, answer)
+                            (header, key, answer, started)
                         }.boxed_local());
                     }
                     Err((Some(mut header), RequestError::UnsupportedVersion(ApiKey::ApiVersions, v))) => {
                         tracing::debug!(%peer, "ApiVersions v{v} is not supported; answering with v0");
                         header.request_api_version = 0;
                         let resp = ResponseKind::ApiVersions(api_versions::unsupported()).into();
-                        pending.push_back(async move { (header, ApiKey::ApiVersions, Some(resp)) }.boxed_local());
+                        let started = Instant::now();
+                        pending.push_back(async move { (header, ApiKey::ApiVersions, Some(resp), started) }.boxed_local());
                     }
                     Err((_, e)) => {
                         tracing::warn!(%peer, "closing connection: {e}");
@@ -152,14 +168,17 @@ async fn serve(stream: std::net::TcpStream, peer: SocketAddr, session: Rc<Sessio
                     }
                 },
             },
-            Some((header, key, response)) = pending.next(), if !pending.is_empty() => {
+            Some((header, key, response, started)) = pending.next(), if !pending.is_empty() => {
                 idle.as_mut().reset(tokio::time::Instant::now() + max_idle);
-                let Some(Answer { response, charge }) = response else { continue };
+                let Some(Answer { response, charge }) = response else {
+                    record(&session.metrics, key, started);
+                    continue;
+                };
                 match encode_response(&header, key, &response) {
                     Ok(bytes) => {
                         // The encoded copy is what stays until written; the decoded one goes now.
                         drop(response);
-                        if out_tx.send((bytes, charge)).await.is_err() {
+                        if out_tx.send((bytes, charge, key, started)).await.is_err() {
                             break;
                         }
                     }

@@ -20,6 +20,7 @@ use crate::actors::topics::TopicHandle;
 use crate::actors::txn_coordinator::TxnCoordinator;
 use crate::config::Settings;
 use crate::error_code::ResponseError;
+use crate::metrics::Metrics;
 use crate::protocol::fetch_session::FetchSessions;
 use crate::protocol::peer_link::{PeerAddPartitions, PeerLinks, SendPeerAddPartitions};
 use crate::protocol::response_budget::ResponseBudget;
@@ -42,6 +43,8 @@ pub struct Actors {
     pub fetch_sessions: FetchSessions,
     /// Requests to peer brokers (a transaction's coordinator running elsewhere).
     pub peers: Addr<PeerLinks>,
+    /// The broker's Prometheus metrics (requests per API are counted by the connection).
+    pub metrics: Metrics,
 }
 
 pub struct Session {
@@ -51,6 +54,7 @@ pub struct Session {
     pub responses: ResponseBudget,
     pub fetch_sessions: FetchSessions,
     pub peers: Addr<PeerLinks>,
+    pub metrics: Metrics,
     pub settings: Arc<Settings>,
     pub cluster_id: Arc<str>,
     /// The client's address (DescribeGroups' client host).
@@ -69,6 +73,7 @@ impl Session {
             responses: actors.responses,
             fetch_sessions: actors.fetch_sessions,
             peers: actors.peers,
+            metrics: actors.metrics,
             settings,
             cluster_id,
             peer,

@@ -218,6 +218,12 @@ pub fn iter_batches(buf: &Bytes) -> impl Iterator<Item = (BatchHeader, Bytes)> +
     })
 }
 
+/// Records of the complete data batches at the start of `buf` (control batches left out): what
+/// a consumer of these bytes gets.
+pub fn count_records(buf: &Bytes) -> u64 {
+    iter_batches(buf).filter(|(h, _)| !h.is_control()).map(|(h, _)| u64::try_from(h.records_count).unwrap_or(0)).sum()
+}
+
 #[cfg(test)]
 pub mod testutil {
     //! Builds real v2 batches (with CRC) for unit tests.
@@ -287,6 +293,15 @@ mod tests {
         assert_eq!(h.producer_id, 7);
         assert_eq!(h.last_sequence(), 7);
         assert_eq!(h.last_offset_delta, 2);
+    }
+
+    #[test]
+    fn records_of_data_batches_are_counted() {
+        let mut buf = batch(Spec { records: 3, ..Spec::default() });
+        buf.extend_from_slice(&batch(Spec { records: 1, control: true, ..Spec::default() }));
+        let partial = batch(Spec { records: 5, ..Spec::default() });
+        buf.extend_from_slice(&partial[..partial.len() - 1]);
+        assert_eq!(count_records(&buf.freeze()), 3);
     }
 
     #[test]

@@ -180,6 +180,11 @@ impl Partition {
         self.producers.entries().cloned().collect()
     }
 
+    /// Producer ids with state here (kafka_server_replicamanager_produceridcount).
+    pub fn producer_count(&self) -> usize {
+        self.producers.len()
+    }
+
     /// A coordinator bumped `producer_id` to `epoch`: older epochs are refused from now on.
     pub fn fence(&mut self, producer_id: i64, epoch: i16, now_ms: i64) {
         self.producers.fence(producer_id, epoch, now_ms);
