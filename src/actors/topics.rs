@@ -31,6 +31,7 @@ use crate::store::placement;
 use crate::store::topic_config::{self, BrokerDefaults, ProduceLimits};
 use crate::store::topics::{self, TopicMeta};
 
+mod deletion;
 mod growth;
 
 /// A topic and the partition-leader actors of the partitions this broker leads.
@@ -708,63 +709,8 @@ impl Handler<CreateTopic> for TopicRegistry {
     }
 }
 
-impl Handler<DeleteTopic> for TopicRegistry {
-    type Result = ResponseActFuture<Self, Result<TopicMeta, i16>>;
-
-    fn handle(&mut self, msg: DeleteTopic, _: &mut Self::Context) -> Self::Result {
-        let name = match (&msg.name, msg.id) {
-            (Some(n), _) => Some(n.clone()),
-            (None, Some(id)) => self.topics.values().find(|h| h.meta.id == id).map(|h| h.meta.name.clone()),
-            (None, None) => None,
-        };
-        let missing = if msg.name.is_some() {
-            ResponseError::UnknownTopicOrPartition.code()
-        } else {
-            ResponseError::UnknownTopicId.code()
-        };
-        let Some(handle) = name.and_then(|n| self.topics.remove(&n)) else {
-            return Box::pin(async move { Err(missing) }.into_actor(self));
-        };
-        let data_dir = self.settings.data_dir.clone();
-        self.deleting.insert(handle.meta.name.clone());
-        let stops = handle.leaders();
-        // The directories this broker removes once its leaders stopped: the partitions led here
-        // and those no live peer leads (a peer removes its own when it sees the topic gone).
-        let me = self.local_node();
-        let led: Vec<i32> = {
-            let table = self.ownership.read().unwrap_or_else(PoisonError::into_inner);
-            (0..handle.meta.partitions)
-                .filter(|p| {
-                    let what = Owned::Partition { topic: handle.meta.name.clone(), partition: *p };
-                    table.lease(&what).is_none_or(|l| l.node_id == me)
-                })
-                .collect()
-        };
-        for p in 0..handle.meta.partitions {
-            self.held.remove(&(handle.meta.name.clone(), p));
-            self.table_mut().revoke(&Owned::Partition { topic: handle.meta.name.clone(), partition: p });
-        }
-        for slot in handle.partitions.iter() {
-            slot.set(None);
-        }
-        Box::pin(stop_all(stops).into_actor(self).map(move |_, act, _| {
-            act.deleting.remove(&handle.meta.name);
-            act.metrics.remove_topic(&handle.meta.name);
-            if let Err(e) = leases::remove_partition_leases(&data_dir, &handle.meta.name, &led) {
-                tracing::warn!(topic = %handle.meta.name, "removing the lease files of a deleted topic: {e}");
-            }
-            topics::remove(&data_dir, &handle.meta, &led).map_err(|e| {
-                tracing::error!(topic = %handle.meta.name, "delete: {e}");
-                ResponseError::UnknownServerError.code()
-            })?;
-            tracing::info!(topic = %handle.meta.name, "deleted topic");
-            Ok(handle.meta)
-        }))
-    }
-}
-
 /// Stops partition leaders one after the other, each flushing and closing its log.
-async fn stop_all(leaders: Vec<Addr<PartitionLeader>>) {
+pub(super) async fn stop_all(leaders: Vec<Addr<PartitionLeader>>) {
     for p in leaders {
         let (tx, rx) = tokio::sync::oneshot::channel();
         if p.send(Shutdown { reply: tx }).await.is_ok() {

@@ -250,15 +250,26 @@ impl Segment {
 
     /// Takes the segment out of the file cache and returns its file, for the caller to delete.
     pub fn detach(self) -> PathBuf {
-        self.files.forget(self.id);
-        self.path
+        self.path.clone()
     }
 
+    /// Closes the file first, so that unlinking frees its blocks here and now (a file still
+    /// open would be freed whenever its last descriptor closes, on whatever thread that is).
     pub fn delete(self, dir: &Path) -> Result<(), LogError> {
         let base = self.base_offset;
-        self.files.forget(self.id);
+        drop(self);
         std::fs::remove_file(segment_file(dir, base))?;
         Ok(())
+    }
+}
+
+/// A segment no longer in a log (its partition stopped, moved to a peer, was deleted, or the
+/// segment went to retention) closes its file: the cache must not keep descriptors of files
+/// nobody will read, least of all of deleted ones, whose blocks the kernel frees only when the
+/// last descriptor closes (seconds of discard on some disks, at the broker's exit if not before).
+impl Drop for Segment {
+    fn drop(&mut self) {
+        self.files.forget(self.id);
     }
 }
 

@@ -1,0 +1,88 @@
+//! DeleteTopics against the real binary: a deleted topic's files are closed and gone at once.
+//! A descriptor left open on a deleted segment keeps its blocks allocated until the broker
+//! exits, and then the kernel frees them in the exit itself (seconds with discard), which
+//! made SIGTERM slow after franz-go's tests.
+
+mod common;
+
+use common::{batch, create_topic, Broker, Client};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+
+const TOPIC: &str = "doomed";
+
+fn name() -> TopicName {
+    TopicName(StrBytes::from_static_str(TOPIC))
+}
+
+fn produce(c: &mut Client, seq: i32) {
+    let mut p = PartitionProduceData::default();
+    p.index = 0;
+    p.records = Some(batch(11, 0, seq, 100, &"v".repeat(1000)));
+    let mut t = TopicProduceData::default();
+    t.name = name();
+    t.partition_data = vec![p];
+    let mut req = ProduceRequest::default();
+    req.acks = -1;
+    req.timeout_ms = 10_000;
+    req.topic_data = vec![t];
+    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
+    assert_eq!(resp.responses[0].partition_responses[0].error_code, 0);
+}
+
+/// Reads the partition from offset 0, which opens its oldest segments.
+fn fetch_from_start(c: &mut Client) {
+    let mut p = FetchPartition::default();
+    p.partition = 0;
+    p.fetch_offset = 0;
+    p.partition_max_bytes = 1 << 20;
+    let mut t = FetchTopic::default();
+    t.topic = name();
+    t.partitions = vec![p];
+    let mut req = FetchRequest::default();
+    req.replica_id = BrokerId(-1);
+    req.max_bytes = 1 << 20;
+    req.topics = vec![t];
+    let resp: FetchResponse = c.call(ApiKey::Fetch, 11, req);
+    assert_eq!(resp.responses[0].partitions[0].error_code, 0);
+}
+
+/// The broker's open descriptors whose files were deleted.
+fn deleted_open_files(pid: u32) -> Vec<String> {
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).expect("/proc/<pid>/fd");
+    fds.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .map(|target| target.to_string_lossy().into_owned())
+        .filter(|target| target.ends_with("(deleted)"))
+        .collect()
+}
+
+#[test]
+fn a_deleted_topic_leaves_no_open_file_behind() {
+    let broker = Broker::start_with_env(&[("KAAS_SEGMENT_BYTES", "1048576")]);
+    let mut c = broker.client();
+    create_topic(&mut c, TOPIC);
+    // About 3 MiB: several segments of 1 MiB, each opened by the appends and the fetch.
+    for i in 0..30 {
+        produce(&mut c, i * 100);
+    }
+    fetch_from_start(&mut c);
+    let dir = broker.data_dir().join("topics");
+    let segments = std::fs::read_dir(dir.join(format!("{TOPIC}-0")))
+        .expect("partition dir")
+        .filter(|e| e.as_ref().is_ok_and(|e| e.path().extension().is_some_and(|x| x == "log")))
+        .count();
+    assert!(segments >= 3, "{segments} segment files");
+
+    let mut req = DeleteTopicsRequest::default();
+    req.topic_names = vec![name()];
+    req.timeout_ms = 10_000;
+    let resp: DeleteTopicsResponse = c.call(ApiKey::DeleteTopics, 5, req);
+    assert_eq!(resp.responses[0].error_code, 0);
+
+    assert!(!dir.join(format!("{TOPIC}-0")).exists(), "the partition directory is gone");
+    let left = deleted_open_files(broker.pid());
+    assert!(left.is_empty(), "descriptors of deleted files still open: {left:?}");
+    broker.finish();
+}
