@@ -34,6 +34,7 @@ fn broker_settings(st: &Settings) -> BTreeMap<&'static str, String> {
         ("group.consumer.assignors", st.group_consumer_assignors.join(",")),
         ("group.consumer.heartbeat.interval.ms", st.group_consumer_heartbeat_interval_ms.to_string()),
         ("group.consumer.max.size", st.group_consumer_max_size.to_string()),
+        ("group.consumer.migration.policy", st.group_consumer_migration_policy.to_ascii_lowercase()),
         ("group.consumer.session.timeout.ms", st.group_consumer_session_timeout_ms.to_string()),
         ("group.initial.rebalance.delay.ms", st.group_initial_rebalance_delay_ms.to_string()),
         ("listeners", listener(&st.listen)),
