@@ -109,6 +109,9 @@ pub struct Settings {
     pub group_consumer_max_size: u32,
     /// Kafka's group.consumer.assignors: `uniform` and/or `range`, the first the default.
     pub group_consumer_assignors: Vec<String>,
+    /// Kafka's group.consumer.migration.policy (KIP-848 online migration): `bidirectional`,
+    /// `upgrade`, `downgrade` or `disabled` (store::group::migration).
+    pub group_consumer_migration_policy: String,
     /// Kafka's offsets.retention.minutes: committed offsets of an Empty group expire after this.
     pub offsets_retention_minutes: u64,
     /// Kafka's offsets.retention.check.interval.ms.
@@ -177,6 +180,7 @@ impl Default for Settings {
             group_consumer_session_timeout_ms: 45_000,
             group_consumer_max_size: 10_000,
             group_consumer_assignors: vec!["uniform".into(), "range".into()],
+            group_consumer_migration_policy: "bidirectional".into(),
             offsets_retention_minutes: 10_080,
             offsets_retention_check_interval_ms: 600_000,
             debug_skip_fsync: false,
@@ -235,6 +239,11 @@ impl Settings {
         }
     }
 
+    /// Kafka's group.consumer.migration.policy; None when the setting names no policy.
+    pub fn migration_policy(&self) -> Option<crate::store::group::MigrationPolicy> {
+        crate::store::group::MigrationPolicy::parse(&self.group_consumer_migration_policy)
+    }
+
     fn validate(&self) -> Result<(), ConfigError> {
         // Kafka's group.consumer.*: intervals of at least 1 ms, the interval below the timeout,
         // known assignors.
@@ -257,6 +266,15 @@ impl Settings {
             return Err(ConfigError::Invalid(
                 "group_consumer_assignors",
                 format!("{:?} (known: uniform, range)", self.group_consumer_assignors),
+            ));
+        }
+        if self.migration_policy().is_none() {
+            return Err(ConfigError::Invalid(
+                "group_consumer_migration_policy",
+                format!(
+                    "{} (known: bidirectional, upgrade, downgrade, disabled)",
+                    self.group_consumer_migration_policy
+                ),
             ));
         }
         if self.num_partitions < 1 {

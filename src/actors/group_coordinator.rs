@@ -198,12 +198,26 @@ impl Actor for GroupCoordinator {
 impl Handler<GroupCall> for GroupCoordinator {
     type Result = ();
 
-    fn handle(&mut self, msg: GroupCall, _: &mut Self::Context) {
+    fn handle(&mut self, msg: GroupCall, ctx: &mut Self::Context) {
         let token = self.next_token;
         self.next_token += 1;
         self.waiting.insert(token, msg.reply);
         let unique = || uuid::Uuid::new_v4().to_string();
+        let before = self.groups.group_type(&msg.group_id);
         let replies = self.groups.call(now_ms() as u64, token, &msg.group_id, msg.op, unique);
+        if before != self.groups.group_type(&msg.group_id) {
+            // An Empty consumer group became a classic group (KIP-848 downgrade): its type is
+            // written (not awaited: membership itself is not durable).
+            let flush = self.persist(&msg.group_id);
+            ctx.spawn(
+                async move {
+                    if let Err(e) = flush.await {
+                        tracing::error!("group type change not written: {e}");
+                    }
+                }
+                .into_actor(self),
+            );
+        }
         self.deliver(replies);
     }
 }

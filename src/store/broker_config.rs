@@ -59,6 +59,7 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("group.consumer.assignors", TYPE_LIST, Some("uniform,range"), Setting),
     def("group.consumer.heartbeat.interval.ms", TYPE_INT, Some("5000"), Setting),
     def("group.consumer.max.size", TYPE_INT, Some("2147483647"), Setting),
+    def("group.consumer.migration.policy", TYPE_STRING, Some("bidirectional"), Setting),
     def("group.consumer.session.timeout.ms", TYPE_INT, Some("45000"), Setting),
     def("group.initial.rebalance.delay.ms", TYPE_INT, Some("3000"), Setting),
     def("listeners", TYPE_LIST, Some("PLAINTEXT://:9092"), Setting),

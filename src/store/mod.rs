@@ -13,6 +13,7 @@ pub mod fence_log;
 pub mod fence_watch;
 pub mod file_lock;
 pub mod group;
+pub mod group_config;
 pub mod known_fences;
 pub mod leases;
 pub mod log;

@@ -1,6 +1,7 @@
 //! AlterConfigs (key 33, the legacy API): a topic's configs become exactly the request's set
 //! (store::topic_config::alter::replace_all); BROKER resources as in IncrementalAlterConfigs;
-//! BROKER_LOGGER is an unknown resource type here, as in Kafka.
+//! GROUP resources as in IncrementalAlterConfigs (store::group_config); BROKER_LOGGER is an
+//! unknown resource type here, as in Kafka.
 
 use std::rc::Rc;
 
@@ -11,6 +12,7 @@ use super::incremental_alter_configs::alter_topic;
 use crate::actors::topic_configs::ConfigChange;
 use crate::protocol::{str_bytes, Session};
 use crate::store::config_resources::{self as res, ResourceError};
+use crate::store::group_config::alter_group;
 use crate::store::topic_config::alter::{check_shape, AlterOp, OP_SET};
 
 pub async fn handle(s: Rc<Session>, _version: i16, req: AlterConfigsRequest) -> AlterConfigsResponse {
@@ -32,6 +34,7 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: AlterConfigsRequest) -> 
                 Err(e) => Err((e.code(), e.to_string())),
             },
             res::RESOURCE_BROKER => res::broker_change(s.settings.node_id, &name, &ops).map_err(refused),
+            res::RESOURCE_GROUP => alter_group(&name, &ops).map_err(|e| (e.code(), e.to_string())),
             t => Err(refused(ResourceError::UnknownType(t))),
         };
         let mut out = AlterConfigsResourceResponse::default();

@@ -1,6 +1,7 @@
 //! DescribeConfigs (key 32): every Kafka topic config with its value, source, synonyms and
 //! documentation (store::topic_config::describe), Kafka's internal topics with the configs Kafka
 //! creates them with, the broker configs kaas has a true value for (store::broker_config);
+//! a GROUP's configs (store::group_config: Kafka's group configs with the broker's values);
 //! BROKER_LOGGER and CLIENT_METRICS resources have no configs here (kaas has no Log4j loggers
 //! and no client-metrics subscriptions).
 
@@ -17,8 +18,9 @@ use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
 use crate::store::broker_config::{describe_broker, BrokerEntry};
 use crate::store::config_resources::{
-    describe_target, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_CLIENT_METRICS, RESOURCE_TOPIC,
+    describe_target, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_CLIENT_METRICS, RESOURCE_GROUP, RESOURCE_TOPIC,
 };
+use crate::store::group_config::{describe_group, GroupDefaults, GroupEntry};
 use crate::store::topic_config::describe::{describe_topic, internal_topic_configs, Described, Synonym};
 
 /// The value of every kaas setting that is a Kafka broker config (store::broker_config).
@@ -34,6 +36,7 @@ fn broker_settings(st: &Settings) -> BTreeMap<&'static str, String> {
         ("group.consumer.assignors", st.group_consumer_assignors.join(",")),
         ("group.consumer.heartbeat.interval.ms", st.group_consumer_heartbeat_interval_ms.to_string()),
         ("group.consumer.max.size", st.group_consumer_max_size.to_string()),
+        ("group.consumer.migration.policy", st.group_consumer_migration_policy.to_ascii_lowercase()),
         ("group.consumer.session.timeout.ms", st.group_consumer_session_timeout_ms.to_string()),
         ("group.initial.rebalance.delay.ms", st.group_initial_rebalance_delay_ms.to_string()),
         ("listeners", listener(&st.listen)),
@@ -116,6 +119,34 @@ fn topic_entry(d: Described, synonyms: bool, documentation: bool, version: i16) 
     e
 }
 
+fn group_defaults(st: &Settings) -> GroupDefaults {
+    GroupDefaults {
+        consumer_session_timeout_ms: st.group_consumer_session_timeout_ms,
+        consumer_heartbeat_interval_ms: st.group_consumer_heartbeat_interval_ms,
+    }
+}
+
+/// One group config: not read-only (Kafka can change it), its own DEFAULT_CONFIG synonym when
+/// asked for (as Kafka's createGroupConfigEntry), its type from v3.
+fn group_entry(e: GroupEntry, synonyms: bool, version: i16) -> DescribeConfigsResourceResult {
+    let mut out = DescribeConfigsResourceResult::default();
+    out.name = str_bytes(e.name);
+    out.value = e.value.as_deref().map(str_bytes);
+    out.config_source = e.source;
+    out.read_only = false;
+    if synonyms {
+        let mut syn = DescribeConfigsSynonym::default();
+        syn.name = str_bytes(e.name);
+        syn.value = e.value.as_deref().map(str_bytes);
+        syn.source = e.source;
+        out.synonyms = vec![syn];
+    }
+    if version >= 3 {
+        out.config_type = e.config_type;
+    }
+    out
+}
+
 /// Kafka describes every config when the key list is null or empty.
 fn wanted(keys: &Option<Vec<kafka_protocol::protocol::StrBytes>>, name: &str) -> bool {
     keys.as_ref().is_none_or(|k| k.is_empty() || k.iter().any(|x| x.as_str() == name))
@@ -174,6 +205,18 @@ pub async fn handle(s: Rc<Session>, version: i16, req: DescribeConfigsRequest) -
                     }
                 }
                 Ok(None) => {}
+                Err(e) => {
+                    r.error_code = e.code();
+                    r.error_message = Some(str_bytes(&e.to_string()));
+                }
+            },
+            // Any group name, known or not, as Kafka's ConfigHelper (store::group_config).
+            RESOURCE_GROUP => match describe_group(&res.resource_name, group_defaults(st)) {
+                Ok(entries) => {
+                    for e in entries.into_iter().filter(|e| wanted(&res.configuration_keys, e.name)) {
+                        r.configs.push(group_entry(e, req.include_synonyms, version));
+                    }
+                }
                 Err(e) => {
                     r.error_code = e.code();
                     r.error_message = Some(str_bytes(&e.to_string()));

@@ -1,7 +1,7 @@
 //! IncrementalAlterConfigs (key 44): SET, DELETE, APPEND and SUBTRACT on topic configs
 //! (store::topic_config::alter, applied and persisted by the TopicRegistry); BROKER and
 //! BROKER_LOGGER resources answered as Kafka answers changes it cannot make
-//! (store::config_resources).
+//! (store::config_resources); GROUP resources: Kafka's names, none stored (store::group_config).
 
 use std::rc::Rc;
 
@@ -13,6 +13,7 @@ use crate::actors::topic_configs::{AlterFailure, AlterTopicConfigs, ConfigChange
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
 use crate::store::config_resources::{self as res, ResourceError};
+use crate::store::group_config::alter_group;
 use crate::store::topic_config::alter::{check_shape, AlterOp};
 
 fn refused(e: ResourceError) -> AlterFailure {
@@ -63,6 +64,7 @@ pub async fn handle(
             },
             res::RESOURCE_BROKER => res::broker_change(node, &name, &ops).map_err(refused),
             res::RESOURCE_BROKER_LOGGER => res::logger_change(node, &name, &ops).map_err(refused),
+            res::RESOURCE_GROUP => alter_group(&name, &ops).map_err(|e| (e.code(), e.to_string())),
             t => Err(refused(ResourceError::UnknownType(t))),
         };
         let mut out = AlterConfigsResourceResponse::default();

@@ -12,7 +12,8 @@ use super::consumer::{
     ConsumerError, ConsumerGroup, DescribedConsumerGroup, HeartbeatRequest, HeartbeatResponse, TopicImage, TopicInfo,
     LEAVE_EPOCH, LEAVE_STATIC_EPOCH,
 };
-use super::{Group, GroupError, GroupState, Groups};
+use super::migration::OnConsumerJoin;
+use super::{Group, GroupError, Groups};
 
 /// A group's protocol (ListGroups v5 `GroupType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -81,16 +82,14 @@ impl Groups {
         &self.image
     }
 
-    /// The consumer group a non-leave heartbeat may use (Kafka's getOrMaybeCreateConsumerGroup):
-    /// created by a join (epoch 0); an Empty classic group becomes a consumer group; a classic
-    /// group in use is not a consumer group (GROUP_ID_NOT_FOUND).
+    /// The consumer group a non-leave heartbeat may use (Kafka's getOrMaybeCreateConsumerGroup,
+    /// the rules of [`super::migration`]): created by a join (epoch 0); an Empty classic group
+    /// is replaced by a new consumer group, its offsets kept (rule 1); a classic group with
+    /// members is not a consumer group (GROUP_ID_NOT_FOUND, rule 2).
     fn consumer_group_for(&mut self, group_id: &str, create: bool) -> Result<&mut ConsumerGroup, ConsumerError> {
         let not_consumer = || ConsumerError::GroupIdNotFound(format!("Group {group_id} is not a consumer group."));
         if !self.consumer.contains_key(group_id) {
-            match self.groups.get(group_id) {
-                Some(g) if !(g.state() == GroupState::Empty && g.members().is_empty()) => return Err(not_consumer()),
-                Some(_) if create => {}
-                Some(_) => return Err(not_consumer()),
+            match self.groups.get_mut(group_id) {
                 None if create => {
                     let g = Group::new(group_id, self.config.clone());
                     self.groups.insert(group_id.to_string(), g);
@@ -98,10 +97,19 @@ impl Groups {
                 None => {
                     return Err(ConsumerError::GroupIdNotFound(format!("Consumer group {group_id} not found.")));
                 }
+                Some(_) if !create => return Err(not_consumer()),
+                Some(g) => match g.on_consumer_join(self.config.migration_policy, self.config.consumer.max_size) {
+                    OnConsumerJoin::ReplaceEmpty => {
+                        tracing::info!(group = %group_id, "the Empty classic group is replaced by a consumer group (KIP-848 online migration); its offsets stay");
+                        g.reset_membership();
+                    }
+                    OnConsumerJoin::Refuse(why) => {
+                        tracing::info!(group = %group_id, reason = why.reason(), "cannot upgrade the classic group to a consumer group");
+                        return Err(not_consumer());
+                    }
+                },
             }
-            // A converted classic group continues from its generation.
-            let epoch = self.groups.get(group_id).map_or(0, |g| g.generation_id().max(0));
-            self.consumer.insert(group_id.to_string(), ConsumerGroup::restored(group_id, epoch));
+            self.consumer.insert(group_id.to_string(), ConsumerGroup::new(group_id));
         }
         self.consumer.get_mut(group_id).ok_or_else(not_consumer)
     }
@@ -160,13 +168,23 @@ impl Groups {
         changed
     }
 
-    /// A classic JoinGroup on a consumer group: refused while it has members
-    /// (INCONSISTENT_GROUP_PROTOCOL); an Empty consumer group becomes a classic group.
+    /// A classic JoinGroup on a consumer group ([`super::migration`]): an Empty consumer group is
+    /// replaced by a classic group, its offsets kept (rule 3); one with members would take the
+    /// member as a classic member in Kafka (rule 4), which kaas does not do: it answers
+    /// INCONSISTENT_GROUP_PROTOCOL, Kafka's answer to a member whose protocols the group does
+    /// not support.
     pub(super) fn classic_join_allowed(&mut self, group_id: &str) -> Result<(), GroupError> {
         match self.consumer.get(group_id) {
-            Some(g) if !g.is_empty() => Err(GroupError::InconsistentGroupProtocol),
+            Some(g) if !g.is_empty() => {
+                tracing::info!(group = %group_id, "classic JoinGroup on a consumer group with members refused: kaas has no mixed mode");
+                Err(GroupError::InconsistentGroupProtocol)
+            }
             Some(_) => {
+                tracing::info!(group = %group_id, "the Empty consumer group is replaced by a classic group (KIP-848 online migration); its offsets stay");
                 self.consumer.remove(group_id);
+                if let Some(g) = self.groups.get_mut(group_id) {
+                    g.reset_membership();
+                }
                 Ok(())
             }
             None => Ok(()),

@@ -11,6 +11,7 @@
 //! * [`consumer`]: the consumer group protocol (KIP-848), and [`consumer_groups`] its place
 //!   among the groups;
 //! * [`consumer_protocol`]: the consumer protocol's Subscription, as far as the coordinator reads it;
+//! * [`migration`]: the online upgrade / downgrade between the protocols (KIP-848);
 //! * [`groups`]: every group of the coordinator, which group a request goes to, what changed.
 //!
 //! No I/O, no clock: every call gets `now_ms` from the caller. Requests that must wait
@@ -31,6 +32,7 @@ pub mod consumer_protocol;
 pub mod groups;
 pub mod join;
 pub mod membership;
+pub mod migration;
 pub mod offsets;
 pub mod rebalance;
 pub mod txn_commit;
@@ -46,6 +48,7 @@ pub use membership::{
     JoinMember, JoinRequest, JoinResponse, LeaveMember, LeaveMemberResponse, LeaveResponse, Member, MemberAnswer,
     Response, SyncRequest, SyncResponse,
 };
+pub use migration::MigrationPolicy;
 pub use offsets::{FetchedOffset, OffsetCommit, OffsetEntry, OffsetStore, PartitionOffsets};
 pub use txn_commit::{txn_commit_member, PendingTxn};
 
@@ -129,6 +132,8 @@ pub struct GroupConfig {
     pub offsets_retention_ms: u64,
     /// The consumer group protocol's settings (group.consumer.*).
     pub consumer: consumer::ConsumerConfig,
+    /// group.consumer.migration.policy
+    pub migration_policy: MigrationPolicy,
 }
 
 impl Default for GroupConfig {
@@ -141,6 +146,7 @@ impl Default for GroupConfig {
             new_member_join_timeout_ms: 300_000,
             offsets_retention_ms: 7 * 24 * 3600 * 1000,
             consumer: consumer::ConsumerConfig::default(),
+            migration_policy: MigrationPolicy::default(),
         }
     }
 }

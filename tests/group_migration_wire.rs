@@ -1,0 +1,195 @@
+//! KIP-848 online migration between the classic and the consumer group protocols on the wire,
+//! against the real binary (store::group::migration): an Empty classic group with committed
+//! offsets becomes a consumer group on the first ConsumerGroupHeartbeat and keeps its offsets
+//! (rule 1, whatever `group_consumer_migration_policy` says); a classic group with members is not
+//! a consumer group (GROUP_ID_NOT_FOUND and Kafka's message, rule 2 as kaas refuses it); a classic
+//! JoinGroup on a consumer group with members is INCONSISTENT_GROUP_PROTOCOL (rule 4 as kaas
+//! refuses it), and once it is Empty the group becomes classic again with its offsets (rule 3).
+
+mod common;
+
+use common::{Broker, Client};
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+use kafka_protocol::messages::leave_group_request::MemberIdentity;
+use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
+use kafka_protocol::messages::offset_fetch_request::{OffsetFetchRequestGroup, OffsetFetchRequestTopics};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+
+const TOPIC: &str = "tmig";
+const GROUP_ID_NOT_FOUND: i16 = 69;
+const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
+
+fn s(v: &str) -> StrBytes {
+    StrBytes::from_string(v.to_string())
+}
+
+fn start(policy: &str) -> (Broker, Client) {
+    let broker = Broker::start_with_env(&[
+        ("KAAS_GROUP_INITIAL_REBALANCE_DELAY_MS", "0"),
+        ("KAAS_GROUP_CONSUMER_MIGRATION_POLICY", policy),
+    ]);
+    let mut c = broker.client();
+    let mut t = CreatableTopic::default();
+    t.name = TopicName(s(TOPIC));
+    t.num_partitions = 2;
+    t.replication_factor = 1;
+    let mut req = CreateTopicsRequest::default();
+    req.topics = vec![t];
+    let resp: CreateTopicsResponse = c.call(ApiKey::CreateTopics, 7, req);
+    assert_eq!(resp.topics[0].error_code, 0);
+    (broker, c)
+}
+
+/// A classic consumer joins `group` (JoinGroup v3: no MEMBER_ID_REQUIRED round) and syncs.
+fn classic_join(c: &mut Client, group: &str, protocol_type: &str) -> (i16, String, i32) {
+    let mut join = JoinGroupRequest::default();
+    join.group_id = GroupId(s(group));
+    join.session_timeout_ms = 10_000;
+    join.rebalance_timeout_ms = 10_000;
+    join.protocol_type = s(protocol_type);
+    let mut proto = JoinGroupRequestProtocol::default();
+    proto.name = s("range");
+    join.protocols.push(proto);
+    let j: JoinGroupResponse = c.call(ApiKey::JoinGroup, 3, join);
+    if j.error_code != 0 {
+        return (j.error_code, String::new(), -1);
+    }
+    let mut sync = SyncGroupRequest::default();
+    sync.group_id = GroupId(s(group));
+    sync.generation_id = j.generation_id;
+    sync.member_id = j.member_id.clone();
+    let resp: SyncGroupResponse = c.call(ApiKey::SyncGroup, 3, sync);
+    assert_eq!(resp.error_code, 0);
+    (0, j.member_id.to_string(), j.generation_id)
+}
+
+fn classic_leave(c: &mut Client, group: &str, member: &str) {
+    let mut leave = LeaveGroupRequest::default();
+    leave.group_id = GroupId(s(group));
+    let mut m = MemberIdentity::default();
+    m.member_id = s(member);
+    leave.members.push(m);
+    let resp: LeaveGroupResponse = c.call(ApiKey::LeaveGroup, 3, leave);
+    assert_eq!((resp.error_code, resp.members[0].error_code), (0, 0));
+}
+
+fn commit(c: &mut Client, group: &str, member: &str, generation: i32, offset: i64) -> i16 {
+    let mut p = OffsetCommitRequestPartition::default();
+    p.partition_index = 0;
+    p.committed_offset = offset;
+    let mut t = OffsetCommitRequestTopic::default();
+    t.name = TopicName(s(TOPIC));
+    t.partitions = vec![p];
+    let mut req = OffsetCommitRequest::default();
+    req.group_id = GroupId(s(group));
+    req.member_id = s(member);
+    req.generation_id_or_member_epoch = generation;
+    req.topics = vec![t];
+    let resp: OffsetCommitResponse = c.call(ApiKey::OffsetCommit, 8, req);
+    resp.topics[0].partitions[0].error_code
+}
+
+fn committed(c: &mut Client, group: &str) -> i64 {
+    let mut t = OffsetFetchRequestTopics::default();
+    t.name = TopicName(s(TOPIC));
+    t.partition_indexes = vec![0];
+    let mut g = OffsetFetchRequestGroup::default();
+    g.group_id = GroupId(s(group));
+    g.member_epoch = -1;
+    g.topics = Some(vec![t]);
+    let mut req = OffsetFetchRequest::default();
+    req.groups = vec![g];
+    let resp: OffsetFetchResponse = c.call(ApiKey::OffsetFetch, 8, req);
+    assert_eq!(resp.groups[0].error_code, 0);
+    resp.groups[0].topics[0].partitions[0].committed_offset
+}
+
+fn consumer_join(c: &mut Client, group: &str, member: &str) -> ConsumerGroupHeartbeatResponse {
+    let mut req = ConsumerGroupHeartbeatRequest::default();
+    req.group_id = GroupId(s(group));
+    req.member_id = s(member);
+    req.member_epoch = 0;
+    req.rebalance_timeout_ms = 30_000;
+    req.subscribed_topic_names = Some(vec![TopicName(s(TOPIC))]);
+    req.topic_partitions = Some(vec![]);
+    c.call(ApiKey::ConsumerGroupHeartbeat, 1, req)
+}
+
+fn consumer_leave(c: &mut Client, group: &str, member: &str) {
+    let mut req = ConsumerGroupHeartbeatRequest::default();
+    req.group_id = GroupId(s(group));
+    req.member_id = s(member);
+    req.member_epoch = -1;
+    let resp: ConsumerGroupHeartbeatResponse = c.call(ApiKey::ConsumerGroupHeartbeat, 1, req);
+    assert_eq!(resp.error_code, 0);
+}
+
+/// The group's type in ListGroups v5.
+fn group_type(c: &mut Client, group: &str) -> String {
+    let l: ListGroupsResponse = c.call(ApiKey::ListGroups, 5, ListGroupsRequest::default());
+    let g = l.groups.iter().find(|g| g.group_id.0.as_str() == group).expect("listed");
+    g.group_type.to_string()
+}
+
+#[test]
+fn an_empty_classic_group_becomes_a_consumer_group_with_its_offsets_then_classic_again() {
+    let (broker, mut c) = start("bidirectional");
+    let (code, member, generation) = classic_join(&mut c, "gm", "consumer");
+    assert_eq!((code, generation), (0, 1));
+    assert_eq!(commit(&mut c, "gm", &member, generation, 42), 0);
+    // A classic group in use is not a consumer group (rule 2: kaas has no mixed mode).
+    let r = consumer_join(&mut c, "gm", "kip848-a");
+    assert_eq!(r.error_code, GROUP_ID_NOT_FOUND);
+    assert_eq!(r.error_message.as_ref().map(|m| m.to_string()).as_deref(), Some("Group gm is not a consumer group."));
+    assert_eq!(group_type(&mut c, "gm"), "classic");
+
+    // Empty: the first heartbeat makes it a consumer group (rule 1); the offsets stay.
+    classic_leave(&mut c, "gm", &member);
+    let r = consumer_join(&mut c, "gm", "kip848-a");
+    assert_eq!((r.error_code, r.member_epoch), (0, 1), "a new consumer group starts at epoch 0 and the join bumps it");
+    assert_eq!(group_type(&mut c, "gm"), "consumer");
+    assert_eq!(committed(&mut c, "gm"), 42);
+
+    // A classic member cannot join while a consumer-protocol member is in (rule 4 refused).
+    assert_eq!(classic_join(&mut c, "gm", "consumer").0, INCONSISTENT_GROUP_PROTOCOL);
+    // Once Empty, a classic JoinGroup makes it classic again (rule 3), generation 1, offsets kept.
+    consumer_leave(&mut c, "gm", "kip848-a");
+    let (code, _, generation) = classic_join(&mut c, "gm", "consumer");
+    assert_eq!((code, generation), (0, 1));
+    assert_eq!(group_type(&mut c, "gm"), "classic");
+    assert_eq!(committed(&mut c, "gm"), 42);
+    broker.finish();
+}
+
+#[test]
+fn the_migration_policy_does_not_hold_back_an_empty_group() {
+    let (broker, mut c) = start("disabled");
+    let (_, member, generation) = classic_join(&mut c, "gd", "consumer");
+    assert_eq!(commit(&mut c, "gd", &member, generation, 7), 0);
+    assert_eq!(consumer_join(&mut c, "gd", "kip848-b").error_code, GROUP_ID_NOT_FOUND);
+    classic_leave(&mut c, "gd", &member);
+    assert_eq!(consumer_join(&mut c, "gd", "kip848-b").error_code, 0);
+    assert_eq!(committed(&mut c, "gd"), 7);
+    // A group of another protocol type in use is not a consumer group either.
+    assert_eq!(classic_join(&mut c, "gc", "connect").0, 0);
+    assert_eq!(consumer_join(&mut c, "gc", "kip848-c").error_code, GROUP_ID_NOT_FOUND);
+    broker.finish();
+}
+
+#[test]
+fn an_unknown_migration_policy_is_refused_at_start() {
+    let bin = env!("CARGO_BIN_EXE_kaas");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = std::process::Command::new(bin)
+        .env("KAAS_GROUP_CONSUMER_MIGRATION_POLICY", "sideways")
+        .args(["serve", "--data-dir"])
+        .arg(dir.path())
+        .args(["--listen", &format!("127.0.0.1:{}", common::free_port())])
+        .output()
+        .expect("run kaas");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("group_consumer_migration_policy"), "{err}");
+}
