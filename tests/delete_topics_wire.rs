@@ -86,3 +86,44 @@ fn a_deleted_topic_leaves_no_open_file_behind() {
     assert!(left.is_empty(), "descriptors of deleted files still open: {left:?}");
     broker.finish();
 }
+
+/// The segment files of a partition's log, oldest first.
+fn segment_files(broker: &Broker) -> Vec<String> {
+    let dir = broker.data_dir().join("topics").join(format!("{TOPIC}-0"));
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("partition dir")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".log"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn retention_removes_segment_files_and_keeps_none_open() {
+    let broker = Broker::start_with_env(&[
+        ("KAAS_SEGMENT_BYTES", "1048576"),
+        ("KAAS_RETENTION_BYTES", "1048576"),
+        ("KAAS_RETENTION_CHECK_INTERVAL_MS", "100"),
+    ]);
+    let mut c = broker.client();
+    create_topic(&mut c, TOPIC);
+    for i in 0..30 {
+        produce(&mut c, i * 100);
+    }
+    fetch_from_start(&mut c);
+    // About 3 MiB in 1 MiB segments against a 1 MiB limit: the oldest segments go, from the
+    // disk too (the files are removed off the partition's thread, so wait for them).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let files = segment_files(&broker);
+        let left = deleted_open_files(broker.pid());
+        if files.len() <= 2 && !files.contains(&"00000000000000000000.log".to_string()) && left.is_empty() {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "segments {files:?}, deleted but open {left:?}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    broker.finish();
+}

@@ -135,12 +135,19 @@ impl PartitionLeader {
 
     fn housekeeping(&mut self) {
         let now = now_ms();
-        match self.partition.enforce_retention(now) {
-            Ok(0) => {}
-            Ok(n) => {
-                tracing::info!(partition = %self.name, segments = n, log_start = self.partition.log_start_offset(), "retention removed segments");
-            }
-            Err(e) => tracing::warn!(partition = %self.name, "retention: {e}"),
+        let gone = self.partition.enforce_retention(now);
+        if !gone.is_empty() {
+            tracing::info!(partition = %self.name, segments = gone.len(), log_start = self.partition.log_start_offset(), "retention removed segments");
+            // Unlinking frees the blocks synchronously (seconds with discard): not on this thread.
+            let name = self.name.clone();
+            actix::spawn(async move {
+                let removed = tokio::task::spawn_blocking(move || crate::store::log::remove_segment_files(&gone)).await;
+                match removed {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::warn!(partition = %name, "retention: {e}"),
+                    Err(e) => tracing::warn!(partition = %name, "retention: {e}"),
+                }
+            });
         }
         self.partition.expire_producers(now, self.producer_expiration_ms);
         self.report_producers();

@@ -410,9 +410,12 @@ impl Log {
         Ok(out)
     }
 
-    /// Deletes whole non-active segments past the retention time or size. Returns how many.
-    pub fn enforce_retention(&mut self, now_ms: i64) -> Result<usize, LogError> {
-        let mut removed = 0;
+    /// Takes whole non-active segments past the retention time or size out of the log (closing
+    /// their files) and returns their paths, for the caller to delete off the actor threads:
+    /// unlinking a large file frees its blocks synchronously. A crash before they are deleted
+    /// brings them back at recovery, and the next retention pass takes them again.
+    pub fn enforce_retention(&mut self, now_ms: i64) -> Vec<PathBuf> {
+        let mut removed = Vec::new();
         while self.segments.len() > 1 {
             let total = self.size_bytes() as i64;
             let Some((&base, oldest)) = self.segments.iter().next() else {
@@ -426,12 +429,22 @@ impl Log {
                 break;
             }
             if let Some(seg) = self.segments.remove(&base) {
-                seg.delete(&self.dir)?;
-                removed += 1;
+                removed.push(seg.detach());
             }
         }
-        Ok(removed)
+        removed
     }
+}
+
+/// Deletes segment files taken out of their log (retention); one already gone is fine.
+pub fn remove_segment_files(paths: &[PathBuf]) -> std::io::Result<()> {
+    for p in paths {
+        match std::fs::remove_file(p) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -638,7 +651,7 @@ mod tests {
         for i in 0..20 {
             log.append(rec(4, i)).unwrap();
         }
-        assert!(log.enforce_retention(0).unwrap() > 0);
+        assert!(!log.enforce_retention(0).is_empty());
         assert!(log.log_start_offset() > 0);
         assert!(log.size_bytes() <= 400 + 200);
         let mut c = cfg(200);
@@ -648,7 +661,7 @@ mod tests {
         for _ in 0..10 {
             log.append(rec(4, 5)).unwrap();
         }
-        log.enforce_retention(2000).unwrap();
+        log.enforce_retention(2000);
         assert_eq!(log.segments.len(), 1, "all but the active segment are past retention");
     }
 
@@ -660,7 +673,7 @@ mod tests {
         assert!(matches!(log.append(rec(1, 1)), Err(LogError::Offline)));
         assert!(matches!(log.read(0, 1, 100), Err(LogError::Offline)));
         assert!(log.sync_handles().is_empty(), "an offline log has nothing to sync");
-        assert_eq!((log.next_offset(), log.log_start_offset(), log.enforce_retention(0).unwrap()), (0, 0, 0));
+        assert_eq!((log.next_offset(), log.log_start_offset(), log.enforce_retention(0).len()), (0, 0, 0));
         assert!(!part.exists());
     }
 

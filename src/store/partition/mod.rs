@@ -203,17 +203,18 @@ impl Partition {
         self.producers.begin_verification(producer_id, producer_epoch, base_sequence, now_ms)
     }
 
-    /// Retention: removes whole segments past the limits; producers and aborted transactions
-    /// that lay only in them go too. Returns how many segments went.
-    pub fn enforce_retention(&mut self, now_ms: i64) -> Result<usize, LogError> {
-        let n = self.log.enforce_retention(now_ms)?;
-        if n > 0 {
+    /// Retention: takes whole segments past the limits out of the log; producers and aborted
+    /// transactions that lay only in them go too. Returns the segments' files for the caller to
+    /// delete (`store::log::remove_segment_files`) off the actor threads.
+    pub fn enforce_retention(&mut self, now_ms: i64) -> Vec<std::path::PathBuf> {
+        let removed = self.log.enforce_retention(now_ms);
+        if !removed.is_empty() {
             let start = self.log_start_offset();
             self.producers.truncate_head(start);
             self.txns.truncate_head(start);
             self.producers_touched = true;
         }
-        Ok(n)
+        removed
     }
 
     /// eos-rules 23: idle producers without an open transaction expire.
