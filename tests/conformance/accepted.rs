@@ -17,6 +17,11 @@ pub struct Accepted {
     #[serde(default)]
     pub tv: Vec<i16>,
     pub reason: String,
+    /// Whether both brokers are in the same state after the difference (a read, or an answer
+    /// field only): the sequence then goes on; else it stops there (what follows would differ
+    /// as a consequence).
+    #[serde(default)]
+    pub same_state: bool,
     /// A link to the rule (docs/eos-rules.md#...) or the Kafka issue.
     pub rule: String,
 }
@@ -40,10 +45,17 @@ impl AcceptedList {
             .difference
             .into_iter()
             .map(|a| {
-                assert!(!a.reason.trim().is_empty() && !a.rule.trim().is_empty(), "{}: reason and rule are required", a.id);
-                let re = regex::Regex::new(&a.signature).unwrap_or_else(|e| panic!("{}: bad signature regex: {e}", a.id));
-                let answers =
-                    a.answers.as_ref().map(|r| regex::Regex::new(r).unwrap_or_else(|e| panic!("{}: bad answers regex: {e}", a.id)));
+                assert!(
+                    !a.reason.trim().is_empty() && !a.rule.trim().is_empty(),
+                    "{}: reason and rule are required",
+                    a.id
+                );
+                let re =
+                    regex::Regex::new(&a.signature).unwrap_or_else(|e| panic!("{}: bad signature regex: {e}", a.id));
+                let answers = a
+                    .answers
+                    .as_ref()
+                    .map(|r| regex::Regex::new(r).unwrap_or_else(|e| panic!("{}: bad answers regex: {e}", a.id)));
                 (a, re, answers)
             })
             .collect();

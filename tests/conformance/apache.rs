@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use crate::apis;
 use crate::common::free_port;
-use kaas::store::coordinator_key::offsets_partition;
 use crate::wire::{await_coordinator, Conn};
+use kaas::store::coordinator_key::offsets_partition;
 
 pub struct Apache {
     pub port: u16,

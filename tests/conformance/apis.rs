@@ -6,9 +6,12 @@
 use kafka_protocol::messages::add_partitions_to_txn_request::{AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction};
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::txn_offset_commit_request::{TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic};
+use kafka_protocol::messages::txn_offset_commit_request::{
+    TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+};
 use kafka_protocol::messages::*;
 use kafka_protocol::records::RecordBatchDecoder;
 
@@ -144,14 +147,7 @@ pub fn txn_offset_commit(
     Ok(a)
 }
 
-pub fn produce(
-    c: &mut Conn,
-    topic: &str,
-    part: u8,
-    txn: Option<&str>,
-    b: &Sent,
-    version: i16,
-) -> WireResult<Answer> {
+pub fn produce(c: &mut Conn, topic: &str, part: u8, txn: Option<&str>, b: &Sent, version: i16) -> WireResult<Answer> {
     let records = if b.txnal {
         txn_batch(b.pid, b.epoch, b.seq, b.n as usize, &b.tag)
     } else {
@@ -182,7 +178,14 @@ pub fn produce(
 }
 
 /// (error, pid, epoch)
-pub fn end_txn(c: &mut Conn, id: &str, pid: i64, epoch: i16, commit: bool, version: i16) -> WireResult<(i16, i64, i16)> {
+pub fn end_txn(
+    c: &mut Conn,
+    id: &str,
+    pid: i64,
+    epoch: i16,
+    commit: bool,
+    version: i16,
+) -> WireResult<(i16, i64, i16)> {
     let mut req = EndTxnRequest::default();
     req.transactional_id = txn_id(id);
     req.producer_id = ProducerId(pid);
@@ -225,11 +228,88 @@ pub fn write_marker(
     Ok(a)
 }
 
+/// Reads the partition from offset 0 as a consumer would: fetching again from after the last
+/// record returned until the high watermark (read_uncommitted) or LSO (read_committed) is
+/// reached or nothing more comes. (Apache Kafka may end a response before a trailing control
+/// batch that a next fetch returns.) The offsets and the aborted list are the first answer's,
+/// merged with the later ones'.
 pub fn fetch(c: &mut Conn, topic: &str, part: u8, committed: bool, names: &mut PidNames) -> WireResult<Answer> {
+    let mut first: Option<PartitionData> = None;
+    let mut aborted: Option<Vec<(i64, i64)>> = None;
+    let mut records = Vec::new();
+    let mut offset = 0;
+    for _ in 0..20 {
+        let p = fetch_once(c, topic, part, committed, offset)?;
+        if let Some(list) = &p.aborted_transactions {
+            let all = aborted.get_or_insert_with(Vec::new);
+            for a in list {
+                if !all.contains(&(a.first_offset, a.producer_id.0)) {
+                    all.push((a.first_offset, a.producer_id.0));
+                }
+            }
+        }
+        let mut bytes = p.records.clone().unwrap_or_default();
+        let mut last = None;
+        if !bytes.is_empty() {
+            let sets = RecordBatchDecoder::decode_all(&mut bytes).map_err(|e| format!("records: {e}"))?;
+            for r in sets.iter().flat_map(|s| s.records.iter()).filter(|r| r.offset >= offset) {
+                last = Some(r.offset);
+                records.push(render_record(r, names));
+            }
+        }
+        let end = if committed { p.last_stable_offset } else { p.high_watermark };
+        let done = p.error_code != 0 || last.is_none_or(|l| l + 1 >= end);
+        if first.is_none() {
+            first = Some(p);
+        }
+        match last {
+            Some(l) if !done => offset = l + 1,
+            _ => break,
+        }
+    }
+    let p = first.ok_or_else(|| "no fetch answer".to_string())?;
+    let aborted = match aborted {
+        None => "null".to_string(),
+        Some(mut v) => {
+            v.sort();
+            let v: Vec<String> = v.into_iter().map(|(o, pid)| format!("{}@{o}", names.name(pid))).collect();
+            format!("[{}]", v.join(","))
+        }
+    };
+    Ok(Answer::new()
+        .with("err", p.error_code)
+        .with("hw", p.high_watermark)
+        .with("lso", p.last_stable_offset)
+        .with("log_start", p.log_start_offset)
+        .with("aborted", aborted)
+        .with("records", format!("[{}]", records.join(" "))))
+}
+
+fn render_record(r: &kafka_protocol::records::Record, names: &mut PidNames) -> String {
+    let what = if r.control {
+        match r.key.as_ref().map(|k| k.as_ref()) {
+            Some([_, _, 0, 0]) => "ABORT".to_string(),
+            Some([_, _, 0, 1]) => "COMMIT".to_string(),
+            _ => "CONTROL?".to_string(),
+        }
+    } else {
+        r.value.as_ref().map(|v| String::from_utf8_lossy(v).into_owned()).unwrap_or_default()
+    };
+    format!(
+        "{}:{}/e{}/s{}{}:{what}",
+        r.offset,
+        names.name(r.producer_id),
+        r.producer_epoch,
+        r.sequence,
+        if r.transactional { "T" } else { "" }
+    )
+}
+
+fn fetch_once(c: &mut Conn, topic: &str, part: u8, committed: bool, offset: i64) -> WireResult<PartitionData> {
     let mut p = FetchPartition::default();
     p.partition = part as i32;
     p.current_leader_epoch = -1;
-    p.fetch_offset = 0;
+    p.fetch_offset = offset;
     p.last_fetched_epoch = -1;
     p.log_start_offset = -1;
     p.partition_max_bytes = 1 << 20;
@@ -246,51 +326,11 @@ pub fn fetch(c: &mut Conn, topic: &str, part: u8, committed: bool, names: &mut P
     req.session_epoch = -1;
     req.topics = vec![t];
     let r: FetchResponse = c.call(ApiKey::Fetch, 12, req)?;
-    let p = r
-        .responses
-        .first()
-        .and_then(|t| t.partitions.first())
-        .ok_or_else(|| "empty fetch response".to_string())?;
-    let aborted = match &p.aborted_transactions {
-        None => "null".to_string(),
-        Some(list) => {
-            let mut v: Vec<(i64, i64)> = list.iter().map(|a| (a.first_offset, a.producer_id.0)).collect();
-            v.sort();
-            let v: Vec<String> = v.into_iter().map(|(o, pid)| format!("{}@{o}", names.name(pid))).collect();
-            format!("[{}]", v.join(","))
-        }
-    };
-    let mut records = Vec::new();
-    let mut bytes = p.records.clone().unwrap_or_default();
-    if !bytes.is_empty() {
-        let sets = RecordBatchDecoder::decode_all(&mut bytes).map_err(|e| format!("records: {e}"))?;
-        for r in sets.iter().flat_map(|s| s.records.iter()) {
-            let what = if r.control {
-                match r.key.as_ref().map(|k| k.as_ref()) {
-                    Some([_, _, 0, 0]) => "ABORT".to_string(),
-                    Some([_, _, 0, 1]) => "COMMIT".to_string(),
-                    _ => "CONTROL?".to_string(),
-                }
-            } else {
-                r.value.as_ref().map(|v| String::from_utf8_lossy(v).into_owned()).unwrap_or_default()
-            };
-            records.push(format!(
-                "{}:{}/e{}/s{}{}:{what}",
-                r.offset,
-                names.name(r.producer_id),
-                r.producer_epoch,
-                r.sequence,
-                if r.transactional { "T" } else { "" }
-            ));
-        }
-    }
-    Ok(Answer::new()
-        .with("err", p.error_code)
-        .with("hw", p.high_watermark)
-        .with("lso", p.last_stable_offset)
-        .with("log_start", p.log_start_offset)
-        .with("aborted", aborted)
-        .with("records", format!("[{}]", records.join(" "))))
+    r.responses
+        .into_iter()
+        .next()
+        .and_then(|t| t.partitions.into_iter().next())
+        .ok_or_else(|| "empty fetch response".to_string())
 }
 
 pub fn list_offsets(c: &mut Conn, topic: &str, part: u8, committed: bool) -> WireResult<Answer> {
@@ -323,10 +363,8 @@ pub fn describe_producers(c: &mut Conn, topic: &str, names: &mut PidNames) -> Wi
     for p in parts {
         // Only producers of this sequence: kaas writes an epoch fence of every bumped producer to
         // every partition it leads, so other sequences' producers appear there (see README).
-        let mut ps: Vec<_> = p.active_producers.iter().filter(|s| names.known(s.producer_id.0)).collect();
-        // Named in order of first appearance: sort by a key both brokers share.
-        ps.sort_by_key(|s| (s.current_txn_start_offset, s.last_sequence, s.producer_epoch));
-        let v: Vec<String> = ps
+        let ps: Vec<_> = p.active_producers.iter().filter(|s| names.known(s.producer_id.0)).collect();
+        let mut v: Vec<String> = ps
             .iter()
             .map(|s| {
                 format!(
@@ -339,6 +377,8 @@ pub fn describe_producers(c: &mut Conn, topic: &str, names: &mut PidNames) -> Wi
                 )
             })
             .collect();
+        // Every listed producer is already named: the order of the listing does not matter.
+        v.sort();
         a.push(&format!("p{}.err", p.partition_index), p.error_code);
         a.push(&format!("p{}.producers", p.partition_index), format!("[{}]", v.join(" ")));
     }

@@ -10,6 +10,7 @@ pub fn minimize(pair: &mut Pair, label: &str, found: &Divergence, max_runs: usiz
     let mut runs = 0;
     let test = |pair: &mut Pair, cand: &[Step], runs: &mut usize| -> Option<Divergence> {
         *runs += 1;
+        pair.hits.clear();
         match pair.run(&format!("{label}-min"), cand) {
             Outcome::Diverged(d) if d.signature == found.signature => Some(d),
             _ => None,
@@ -25,8 +26,13 @@ pub fn minimize(pair: &mut Pair, label: &str, found: &Divergence, max_runs: usiz
             if runs >= max_runs {
                 break;
             }
-            let cand: Vec<Step> =
-                best.steps.iter().enumerate().filter(|(i, _)| *i < start || *i >= start + chunk).map(|(_, s)| s.clone()).collect();
+            let cand: Vec<Step> = best
+                .steps
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i < start || *i >= start + chunk)
+                .map(|(_, s)| s.clone())
+                .collect();
             if cand.is_empty() {
                 continue;
             }

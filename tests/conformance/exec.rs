@@ -65,7 +65,13 @@ pub struct Exec<'a> {
 
 impl<'a> Exec<'a> {
     pub fn new(conn: &'a mut Conn, ids: &'a Ids) -> Exec<'a> {
-        Exec { conn, ids, names: PidNames::default(), producers: HashMap::new(), settle_timeout: Duration::from_secs(15) }
+        Exec {
+            conn,
+            ids,
+            names: PidNames::default(),
+            producers: HashMap::new(),
+            settle_timeout: Duration::from_secs(5),
+        }
     }
 
     fn prod(&mut self, w: Who) -> &mut Producer {
@@ -197,10 +203,8 @@ impl<'a> Exec<'a> {
             Step::ListOffsets { part, committed } => {
                 apis::list_offsets(self.conn, &self.ids.topic, *part, *committed).unwrap_or_else(|e| Answer::failed(&e))
             }
-            Step::DescribeProducers => {
-                apis::describe_producers(self.conn, &self.ids.topic, &mut self.names)
-                    .unwrap_or_else(|e| Answer::failed(&e))
-            }
+            Step::DescribeProducers => apis::describe_producers(self.conn, &self.ids.topic, &mut self.names)
+                .unwrap_or_else(|e| Answer::failed(&e)),
             Step::DescribeTxn { txn } => {
                 let id = self.ids.txn(*txn);
                 apis::describe_txn(self.conn, &id, &self.ids.topic, &mut self.names)

@@ -102,7 +102,10 @@ pub fn generate(seed: u64, v: &Versions) -> Vec<Step> {
         steps.push(g.init(t, Claim::None));
     }
     for i in 0..idems {
-        steps.push(Step::InitIdem { idem: i, version: g.v.random(&mut Rng::new(seed + i as u64), ApiKey::InitProducerId, 0) });
+        steps.push(Step::InitIdem {
+            idem: i,
+            version: g.v.random(&mut Rng::new(seed + i as u64), ApiKey::InitProducerId, 0),
+        });
     }
     while steps.len() < len {
         let mut s = g.step();
@@ -269,7 +272,11 @@ impl Gen<'_> {
 
     fn pid(&mut self, own: Who) -> PidSel {
         let other = self.who();
-        self.rng.pick(&[(92, PidSel::Own), (4, if other != own { PidSel::Of(other) } else { PidSel::Bogus }), (4, PidSel::Bogus)])
+        self.rng.pick(&[
+            (92, PidSel::Own),
+            (4, if other != own { PidSel::Of(other) } else { PidSel::Bogus }),
+            (4, PidSel::Bogus),
+        ])
     }
 
     fn produce(&mut self) -> Vec<Step> {

@@ -3,6 +3,7 @@
 //! See tests/conformance/README.md. Environment:
 //!   CONFORMANCE_SEEDS=200        random sequences per transaction version
 //!   CONFORMANCE_SEED_START=0     first seed (a divergence names its seed: rerun it alone)
+//!   CONFORMANCE_SEED_LIST=3,17   exactly these seeds instead
 //!   CONFORMANCE_TV=1,2           transaction versions (a cluster pair each)
 //!   CONFORMANCE_THREADS=4        sequences run at once
 //!   CONFORMANCE_MINIMIZE=8       divergence classes minimized per TV (0: none)
@@ -31,7 +32,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use accepted::AcceptedList;
-use report::{Class, Known, TvReport};
+use report::{Known, TvReport};
 use run::{Outcome, Pair};
 
 fn env_or<T: std::str::FromStr>(key: &str, default: T) -> T {
@@ -49,7 +50,7 @@ fn conformance() {
         .filter_map(|s| s.trim().parse().ok())
         .collect();
     let known_fail = std::env::var("CONFORMANCE_KNOWN").map(|v| v != "report").unwrap_or(true);
-    let accepted = AcceptedList::load();
+    let accepted = std::sync::Arc::new(AcceptedList::load());
     let mut reports = Vec::new();
     for tv in tvs {
         let began = Instant::now();
@@ -59,7 +60,7 @@ fn conformance() {
         let mut kaas = common::Broker::start_with_env(&[("KAAS_TRANSACTION_VERSION", tv_s.as_str())]);
         // Requests a client would never send may be logged as errors; they are not failures here.
         kaas.allow_log_errors("");
-        let mut pair = Pair::new(tv, ak.port, kaas.port);
+        let mut pair = Pair::new(tv, ak.port, kaas.port, accepted.clone());
         let versions = {
             let a = wire::api_versions(&mut pair.ak).expect("Apache Kafka ApiVersions");
             let k = wire::api_versions(&mut pair.kaas).expect("kaas ApiVersions");
@@ -91,6 +92,7 @@ fn conformance() {
 }
 
 fn run_known(pair: &mut Pair) -> Vec<Known> {
+    pair.hits.clear();
     regression::cases()
         .into_iter()
         .map(|(name, expect, steps)| {
@@ -112,41 +114,58 @@ fn random(
     start: u64,
     seeds: u64,
     threads: usize,
-    accepted: &AcceptedList,
+    accepted: &std::sync::Arc<AcceptedList>,
 ) {
-    let next = AtomicU64::new(start);
+    // CONFORMANCE_SEED_LIST=3,17,42 runs exactly those seeds.
+    let list: Option<Vec<u64>> = std::env::var("CONFORMANCE_SEED_LIST")
+        .ok()
+        .map(|v| v.split(',').filter_map(|s| s.trim().parse().ok()).collect());
+    let list = list.as_ref();
+    let next = AtomicU64::new(if list.is_some() { 0 } else { start });
     let shared = Mutex::new(std::mem::replace(rep, TvReport::new(rep.tv)));
     let tv = rep.tv;
     std::thread::scope(|s| {
         for _ in 0..threads.max(1) {
             s.spawn(|| {
-                let mut pair = Pair::new(tv, ports.0, ports.1);
+                let mut pair = Pair::new(tv, ports.0, ports.1, accepted.clone());
                 loop {
-                    let seed = next.fetch_add(1, Ordering::Relaxed);
-                    if seed >= start + seeds {
-                        break;
-                    }
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let seed = match list {
+                        Some(l) => match l.get(i as usize) {
+                            Some(s) => *s,
+                            None => break,
+                        },
+                        None if i >= start + seeds => break,
+                        None => i,
+                    };
                     let steps = gen::generate(seed, versions);
                     let outcome = pair.run(&format!("s{seed}"), &steps);
+                    let hits = std::mem::take(&mut pair.hits);
+                    // A divergence counts as found when the diverging prefix, run again on fresh
+                    // names, diverges the same way; else it is reported as not reproduced.
+                    let reproduced = match &outcome {
+                        Outcome::Diverged(d) => matches!(
+                            pair.run(&format!("s{seed}-again"), &d.steps),
+                            Outcome::Diverged(e) if e.signature == d.signature
+                        ),
+                        _ => true,
+                    };
+                    pair.hits.clear();
                     let mut r = shared.lock().unwrap_or_else(|e| e.into_inner());
                     r.sequences += 1;
+                    if !hits.is_empty() {
+                        r.with_accepted += 1;
+                    }
+                    for d in hits {
+                        r.add(seed, d, true);
+                    }
                     match outcome {
                         Outcome::Same { requests } => r.requests += requests as u64,
                         Outcome::Setup(e) => r.setup_failures.push(format!("seed {seed}: {e}")),
                         Outcome::Diverged(d) => {
                             r.requests += d.steps.len() as u64;
                             r.diverged += 1;
-                            let answers = format!("{} | {}", d.ak[d.at], d.kaas[d.at]);
-                            let accepted_by =
-                                accepted.explain(tv, &d.signature, &answers).map(|a| (a.id.clone(), a.reason.clone()));
-                            let class = r.classes.entry(d.signature.clone()).or_insert_with(|| Class {
-                                first_seed: seed,
-                                count: 0,
-                                found: d.clone(),
-                                minimized: None,
-                                accepted_by,
-                            });
-                            class.count += 1;
+                            r.add(seed, d, reproduced);
                         }
                     }
                     if r.sequences % 100 == 0 {
@@ -165,8 +184,12 @@ fn random(
 fn minimize(rep: &mut TvReport, pair: &mut Pair) {
     let budget: usize = env_or("CONFORMANCE_MINIMIZE", 8);
     let max_runs: usize = env_or("CONFORMANCE_MINIMIZE_RUNS", 150);
-    let mut order: Vec<(u64, String)> =
-        rep.classes.iter().filter(|(_, c)| c.accepted_by.is_none()).map(|(s, c)| (c.first_seed, s.clone())).collect();
+    let mut order: Vec<(u64, String)> = rep
+        .classes
+        .iter()
+        .filter(|(_, c)| c.accepted_by.is_none() && c.reproduced)
+        .map(|(s, c)| (c.first_seed, s.clone()))
+        .collect();
     order.sort();
     for (seed, sig) in order.into_iter().take(budget) {
         let Some(class) = rep.classes.get_mut(&sig) else { continue };

@@ -2,7 +2,9 @@
 //! the first step whose normalized answers differ.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
+use crate::accepted::AcceptedList;
 use crate::answer::{signature, Answer};
 use crate::exec::{Exec, Ids};
 use crate::steps::Step;
@@ -13,6 +15,10 @@ pub struct Pair {
     pub tv: i16,
     pub ak: Conn,
     pub kaas: Conn,
+    accepted: Arc<AcceptedList>,
+    /// Divergences an accepted difference explains, met by the runs so far (the sequence went
+    /// on after each); the caller takes them.
+    pub hits: Vec<Divergence>,
 }
 
 #[derive(Clone, Debug)]
@@ -24,10 +30,14 @@ pub struct Divergence {
     pub ak: Vec<Answer>,
     pub kaas: Vec<Answer>,
     pub signature: String,
+    /// (accepted.toml id, reason) when an accepted difference explains it.
+    pub accepted_by: Option<(String, String)>,
 }
 
 pub enum Outcome {
-    Same { requests: usize },
+    Same {
+        requests: usize,
+    },
     Diverged(Divergence),
     /// The harness could not set the sequence up (a topic not created).
     Setup(String),
@@ -36,8 +46,8 @@ pub enum Outcome {
 static RUNS: AtomicU64 = AtomicU64::new(0);
 
 impl Pair {
-    pub fn new(tv: i16, ak_port: u16, kaas_port: u16) -> Pair {
-        Pair { tv, ak: Conn::new(ak_port), kaas: Conn::new(kaas_port) }
+    pub fn new(tv: i16, ak_port: u16, kaas_port: u16, accepted: Arc<AcceptedList>) -> Pair {
+        Pair { tv, ak: Conn::new(ak_port), kaas: Conn::new(kaas_port), accepted, hits: Vec::new() }
     }
 
     /// Runs `steps` on fresh names (`label` and a run counter make them unique).
@@ -57,6 +67,9 @@ impl Pair {
         outcome
     }
 
+    /// Runs the steps on both brokers. A divergence an accepted difference explains is noted in
+    /// `hits`; the sequence goes on when the entry says both states are the same, else it ends
+    /// there. Any other divergence ends it.
     fn compare(&mut self, ids: &Ids, steps: &[Step]) -> Outcome {
         let mut ak = Exec::new(&mut self.ak, ids);
         let mut kaas = Exec::new(&mut self.kaas, ids);
@@ -65,17 +78,30 @@ impl Pair {
             let a = ak.run(step, i);
             let k = kaas.run(step, i);
             let same = a == k;
-            let sig = if same { String::new() } else { signature(step.api(), &a, &k) };
             ak_answers.push(a);
             kaas_answers.push(k);
-            if !same {
-                return Outcome::Diverged(Divergence {
-                    at: i,
-                    steps: steps[..=i].to_vec(),
-                    ak: ak_answers,
-                    kaas: kaas_answers,
-                    signature: sig,
-                });
+            if same {
+                continue;
+            }
+            let signature = signature(step.api(), &ak_answers[i], &kaas_answers[i]);
+            let both = format!("{} | {}", ak_answers[i], kaas_answers[i]);
+            let explained = self.accepted.explain(self.tv, &signature, &both);
+            let same_state = explained.is_some_and(|a| a.same_state);
+            let accepted_by = explained.map(|a| (a.id.clone(), a.reason.clone()));
+            let d = Divergence {
+                at: i,
+                steps: steps[..=i].to_vec(),
+                ak: ak_answers.clone(),
+                kaas: kaas_answers.clone(),
+                signature,
+                accepted_by,
+            };
+            if d.accepted_by.is_none() {
+                return Outcome::Diverged(d);
+            }
+            self.hits.push(d);
+            if !same_state {
+                return Outcome::Same { requests: i + 1 };
             }
         }
         Outcome::Same { requests: steps.len() }

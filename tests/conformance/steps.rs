@@ -183,7 +183,11 @@ impl fmt::Display for Step {
                 write!(f, "Fetch p{part} {}", if *committed { "read_committed" } else { "read_uncommitted" })
             }
             Step::ListOffsets { part, committed } => {
-                write!(f, "ListOffsets p{part} latest {}", if *committed { "read_committed" } else { "read_uncommitted" })
+                write!(
+                    f,
+                    "ListOffsets p{part} latest {}",
+                    if *committed { "read_committed" } else { "read_uncommitted" }
+                )
             }
             Step::DescribeProducers => write!(f, "DescribeProducers p0,p1"),
             Step::DescribeTxn { txn } => write!(f, "DescribeTransactions T{txn}"),
