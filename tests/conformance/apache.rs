@@ -101,7 +101,17 @@ impl Apache {
         let format_out = std::fs::read_to_string(dir.path().join("format.log")).unwrap_or_default();
         assert!(status.success(), "StorageTool format failed:\n{format_out}");
         let log = std::fs::File::create(dir.path().join("broker.log")).expect("broker.log");
-        let child = Command::new("java")
+        let mut cmd = Command::new("java");
+        // SAFETY: prctl is async-signal-safe; the broker gets SIGKILL if this thread dies
+        // without dropping it (a killed or aborted test run leaves no JVM behind).
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let child = cmd
             .args(["-Xms512m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true", &log4j, "-cp", &cp])
             .arg("kafka.Kafka")
             .arg(&props)

@@ -6,8 +6,8 @@
 //!   CONFORMANCE_SEED_LIST=3,17   exactly these seeds instead
 //!   CONFORMANCE_TV=1,2           transaction versions (a cluster pair each)
 //!   CONFORMANCE_THREADS=4        sequences run at once
-//!   CONFORMANCE_MINIMIZE=8       divergence classes minimized per TV (0: none)
-//!   CONFORMANCE_MINIMIZE_RUNS=150  reruns allowed per minimization
+//!   CONFORMANCE_MINIMIZE=5       divergence classes minimized per TV (0: none)
+//!   CONFORMANCE_MINIMIZE_RUNS=60  reruns allowed per minimization
 //!   CONFORMANCE_KNOWN=fail|report  whether the four known divergences of the issue fail the run
 //!   CONFORMANCE_REPORT=target/conformance-report.txt
 
@@ -182,8 +182,8 @@ fn random(
 }
 
 fn minimize(rep: &mut TvReport, pair: &mut Pair) {
-    let budget: usize = env_or("CONFORMANCE_MINIMIZE", 8);
-    let max_runs: usize = env_or("CONFORMANCE_MINIMIZE_RUNS", 150);
+    let budget: usize = env_or("CONFORMANCE_MINIMIZE", 5);
+    let max_runs: usize = env_or("CONFORMANCE_MINIMIZE_RUNS", 60);
     let mut order: Vec<(u64, String)> = rep
         .classes
         .iter()
