@@ -1,0 +1,74 @@
+//! The four divergences issue I started from (Apache Kafka 4.4.0 vs kaas, TV1 and TV2, two
+//! partitions, transactional Produce v8 with explicit AddPartitionsToTxn v3), as hand-written
+//! sequences that run every time. They are kaas bugs being fixed in src/: until then they are
+//! reported as KNOWN divergences and fail the run; they are not accepted differences.
+
+use crate::steps::{Claim, EpochSel, PidSel, SeqSel, Step, Who};
+
+fn init(claim: Claim) -> Step {
+    Step::Init { txn: 0, claim, version: 4, timeout_ms: 60_000 }
+}
+
+fn add(parts: &[u8], epoch: EpochSel) -> Step {
+    Step::Add { txn: 0, parts: parts.to_vec(), pid: PidSel::Own, epoch, version: 3, verify_only: false }
+}
+
+fn txn_produce(part: u8, epoch: EpochSel, seq: i32) -> Step {
+    Step::Produce {
+        who: Who::Txn(0),
+        part,
+        txnal: true,
+        pid: PidSel::Own,
+        epoch,
+        seq: SeqSel::Abs(seq),
+        n: 1,
+        version: 8,
+    }
+}
+
+fn marker(epoch: i16, commit: bool) -> Step {
+    Step::Marker { who: Who::Txn(0), parts: vec![0], epoch: EpochSel::Abs(epoch), commit, version: 1, tv: 0 }
+}
+
+/// (name, what Apache Kafka answers at the last step, steps)
+pub fn cases() -> Vec<(&'static str, &'static str, Vec<Step>)> {
+    vec![
+        (
+            "I-1 rejected unadded batch leaves no sequence state",
+            "Produce at base sequence 3 after a refused unadded batch: AK 45, kaas 0",
+            vec![
+                init(Claim::None),
+                txn_produce(0, EpochSel::Current, 0),
+                add(&[0, 1], EpochSel::Current),
+                txn_produce(0, EpochSel::Current, 3),
+            ],
+        ),
+        (
+            "I-2 first batch of a re-initialized producer at sequence 3",
+            "first batch of (P, 2) at base sequence 3: AK 0 (offset 0), kaas 45",
+            vec![
+                init(Claim::None),
+                init(Claim::None),
+                init(Claim::None),
+                add(&[0, 1], EpochSel::Current),
+                txn_produce(0, EpochSel::Current, 3),
+            ],
+        ),
+        (
+            "I-3 v1 marker at an older epoch for a producer that never wrote",
+            "WriteTxnMarkers v1 ABORT (P, 0) on an untouched partition: AK 0, kaas 47",
+            vec![init(Claim::None), init(Claim::Own(0)), marker(0, false)],
+        ),
+        (
+            "I-4 zombie batch below the partition's epoch after a fence",
+            "transactional batch at epoch 1 after a COMMIT marker at epoch 2: AK 47, kaas 48",
+            vec![
+                init(Claim::None),
+                add(&[0], EpochSel::Current),
+                Step::Init { txn: 0, claim: Claim::Abs(0), version: 4, timeout_ms: 60_000 },
+                marker(2, true),
+                txn_produce(0, EpochSel::Abs(1), 0),
+            ],
+        ),
+    ]
+}

@@ -1,0 +1,159 @@
+//! What a run found, per transaction version: counts, the known divergences of the issue, and
+//! each divergence class with its first seed, its minimized sequence and both answers.
+
+use std::collections::BTreeMap;
+
+use crate::run::Divergence;
+
+pub struct Known {
+    pub name: &'static str,
+    pub expect: &'static str,
+    pub diverged: bool,
+    pub detail: String,
+    pub signature: String,
+}
+
+pub struct Class {
+    pub first_seed: u64,
+    pub count: u64,
+    pub found: Divergence,
+    /// The minimized sequence and the number of reruns it took.
+    pub minimized: Option<(Divergence, usize)>,
+    /// (accepted.toml id, reason)
+    pub accepted_by: Option<(String, String)>,
+    /// Whether the diverging prefix diverged the same way when run again.
+    pub reproduced: bool,
+}
+
+pub struct TvReport {
+    pub tv: i16,
+    pub sequences: u64,
+    /// Requests compared (each sent to both brokers), up to the first divergence of a sequence.
+    pub requests: u64,
+    pub diverged: u64,
+    /// Sequences that met at least one accepted difference.
+    pub with_accepted: u64,
+    pub classes: BTreeMap<String, Class>,
+    pub known: Vec<Known>,
+    pub setup_failures: Vec<String>,
+    pub seconds: u64,
+}
+
+impl TvReport {
+    pub fn new(tv: i16) -> TvReport {
+        TvReport {
+            tv,
+            sequences: 0,
+            requests: 0,
+            diverged: 0,
+            with_accepted: 0,
+            classes: BTreeMap::new(),
+            known: Vec::new(),
+            setup_failures: Vec::new(),
+            seconds: 0,
+        }
+    }
+
+    /// Files a divergence (an accepted one, or the one that ended a sequence) under its class.
+    pub fn add(&mut self, seed: u64, d: Divergence, reproduced: bool) {
+        let key = match (&d.accepted_by, reproduced) {
+            (Some((id, _)), _) => format!("{} [accepted: {id}]", d.signature),
+            (None, true) => d.signature.clone(),
+            (None, false) => format!("{} [not reproduced]", d.signature),
+        };
+        let accepted_by = d.accepted_by.clone();
+        let class = self.classes.entry(key).or_insert_with(|| Class {
+            first_seed: seed,
+            count: 0,
+            found: d,
+            minimized: None,
+            accepted_by,
+            reproduced,
+        });
+        class.count += 1;
+    }
+
+    /// Divergent sequences no accepted difference explains (and that reproduced).
+    pub fn unexplained(&self) -> usize {
+        self.classes.values().filter(|c| c.accepted_by.is_none() && c.reproduced).map(|c| c.count as usize).sum()
+    }
+
+    /// Divergent sequences whose divergence did not happen again on a rerun.
+    pub fn not_reproduced(&self) -> u64 {
+        self.classes.values().filter(|c| c.accepted_by.is_none() && !c.reproduced).map(|c| c.count).sum()
+    }
+
+    pub fn render(&self) -> String {
+        let mut o = String::new();
+        let accepted: u64 = self.classes.values().filter(|c| c.accepted_by.is_some()).map(|c| c.count).sum();
+        o.push_str(&format!(
+            "=== TV{}: {} random sequences, {} requests compared on each broker; {} without an unaccepted \
+             divergence ({} of them met accepted differences, {} in all); {} ended at an unaccepted \
+             divergence ({} unexplained, {} not reproduced) in {} classes; {} set-up failures; {} s\n",
+            self.tv,
+            self.sequences,
+            self.requests,
+            self.sequences - self.diverged - self.setup_failures.len() as u64,
+            self.with_accepted,
+            accepted,
+            self.diverged,
+            self.unexplained(),
+            self.not_reproduced(),
+            self.classes.len(),
+            self.setup_failures.len(),
+            self.seconds
+        ));
+        for k in &self.known {
+            let status =
+                if k.diverged { "STILL DIVERGES (known kaas bug, fix pending)" } else { "fixed: same answers" };
+            o.push_str(&format!("--- known {}: {status}\n    expected: {}\n", k.name, k.expect));
+            if k.diverged {
+                o.push_str(&indent(&k.detail));
+            }
+        }
+        for (sig, c) in &self.classes {
+            let known = self.known.iter().find(|k| k.diverged && k.signature == *sig);
+            let verdict = match (&c.accepted_by, known) {
+                (Some((id, reason)), _) => format!("ACCEPTED ({id}: {reason})"),
+                (None, _) if !c.reproduced => "NOT REPRODUCED on a rerun (timing-dependent)".to_string(),
+                (None, Some(k)) => format!("UNEXPLAINED, same signature as known {}", k.name),
+                (None, None) => "UNEXPLAINED".to_string(),
+            };
+            o.push_str(&format!(
+                "--- class [{verdict}] {sig}\n    {} sequences, first seed {} (rerun: CONFORMANCE_TV={} \
+                 CONFORMANCE_SEED_START={} CONFORMANCE_SEEDS=1)\n",
+                c.count, c.first_seed, self.tv, c.first_seed
+            ));
+            match &c.minimized {
+                Some((d, runs)) => {
+                    o.push_str(&format!(
+                        "    minimized from {} to {} steps in {runs} reruns:\n",
+                        c.found.steps.len(),
+                        d.steps.len()
+                    ));
+                    o.push_str(&indent(&d.render()));
+                }
+                None => {
+                    o.push_str("    not minimized; as found:\n");
+                    o.push_str(&indent(&c.found.render()));
+                }
+            }
+        }
+        for f in &self.setup_failures {
+            o.push_str(&format!("--- set-up failure: {f}\n"));
+        }
+        o
+    }
+}
+
+fn indent(s: &str) -> String {
+    s.lines().map(|l| format!("    {l}\n")).collect()
+}
+
+pub fn render_all(reports: &[TvReport]) -> String {
+    let mut o = String::from("# kaas vs Apache Kafka 4.4.0: differential conformance report\n");
+    for r in reports {
+        o.push_str(&r.render());
+    }
+    o
+}
