@@ -188,7 +188,7 @@ impl Partition {
         match op {
             Op::Append(spec, verify) => self.append(spec.encode(), verify),
             Op::BeginVerification { pid, epoch, sequence } => {
-                if let Ok(Some(g)) = self.producers.begin_verification(pid.get(), *epoch, *sequence, self.now_ms) {
+                if let Ok(Some(g)) = self.producers.begin_verification(pid.get(), *epoch, *sequence, *epoch % 2 == 0, self.now_ms) {
                     self.last_guard = Some(g);
                 }
             }

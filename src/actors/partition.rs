@@ -373,7 +373,13 @@ impl Handler<BeginVerification> for PartitionLeader {
     type Result = ();
 
     fn handle(&mut self, msg: BeginVerification, _: &mut Self::Context) {
-        let begun = self.partition.begin_verification(msg.producer_id, msg.producer_epoch, msg.base_sequence, now_ms());
+        let begun = self.partition.begin_verification(
+            msg.producer_id,
+            msg.producer_epoch,
+            msg.base_sequence,
+            msg.tv2,
+            now_ms(),
+        );
         let _ = msg.reply.send(begun.map_err(|e| e.code()));
     }
 }

@@ -93,7 +93,9 @@ impl Apache {
         let status = Command::new("java")
             .args(["-Xmx256m", "-cp", &cp, &log4j, "kafka.tools.StorageTool", "format", "--config"])
             .arg(&props)
-            .args(["--cluster-id", &cluster_id(), "--standalone", "--feature", &format!("transaction.version={tv}")])
+            // `=`: a random id may start with '-', which argparse would take for an option.
+            .arg(format!("--cluster-id={}", cluster_id()))
+            .args(["--standalone", "--feature", &format!("transaction.version={tv}")])
             .stdout(format_log.try_clone().expect("log"))
             .stderr(format_log)
             .status()

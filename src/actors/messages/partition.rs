@@ -40,6 +40,8 @@ pub struct BeginVerification {
     pub producer_id: i64,
     pub producer_epoch: i16,
     pub base_sequence: i32,
+    /// Produce v12 (TV2): the verification adds the partition (eos-rules 15, 29).
+    pub tv2: bool,
     pub reply: Reply<Result<Option<u64>, i16>>,
 }
 

@@ -285,6 +285,7 @@ async fn verify_all(
                 producer_id: r.header.producer_id,
                 producer_epoch: r.header.producer_epoch,
                 base_sequence: r.header.base_sequence,
+                tv2: version >= 12,
                 reply: tx,
             };
             let begun = match r.leader.send(begin).await {

@@ -177,7 +177,7 @@ impl Partition {
 
     /// DescribeProducers: the active producers.
     pub fn producers(&self) -> Vec<ProducerEntry> {
-        self.producers.entries().cloned().collect()
+        self.producers.described()
     }
 
     /// Producer ids with state here (kafka_server_replicamanager_produceridcount).
@@ -198,9 +198,10 @@ impl Partition {
         producer_id: i64,
         producer_epoch: i16,
         base_sequence: i32,
+        tv2: bool,
         now_ms: i64,
     ) -> Result<Option<u64>, ProducerStateError> {
-        self.producers.begin_verification(producer_id, producer_epoch, base_sequence, now_ms)
+        self.producers.begin_verification(producer_id, producer_epoch, base_sequence, tv2, now_ms)
     }
 
     /// Retention: takes whole segments past the limits out of the log; producers and aborted

@@ -177,17 +177,17 @@ fn rule_27_transactional_batch_needs_verification() {
     let (_dir, mut p) = open();
     let e = refused(produce(&mut p, transactional(0, 0, 1), Verified::No));
     assert_eq!(e.code(), ResponseError::InvalidTxnState.code());
-    let guard = p.begin_verification(PID, 0, 0, NOW).unwrap().unwrap();
+    let guard = p.begin_verification(PID, 0, 0, false, NOW).unwrap().unwrap();
     assert_eq!(appended_at(produce(&mut p, transactional(0, 0, 1), Verified::Guard(guard))), 0);
     // Open at this epoch now: no further verification needed.
-    assert_eq!(p.begin_verification(PID, 0, 1, NOW), Ok(None));
+    assert_eq!(p.begin_verification(PID, 0, 1, false, NOW), Ok(None));
     assert_eq!(appended_at(produce(&mut p, transactional(0, 1, 1), Verified::No)), 1);
 }
 
 #[test]
 fn rule_28_marker_between_verification_and_append_voids_the_guard() {
     let (_dir, mut p) = open();
-    let guard = p.begin_verification(PID, 0, 0, NOW).unwrap().unwrap();
+    let guard = p.begin_verification(PID, 0, 0, false, NOW).unwrap().unwrap();
     p.write_marker(PID, 0, false, 0, LEGACY, NOW).unwrap();
     let e = refused(produce(&mut p, transactional(0, 0, 1), Verified::Guard(guard)));
     assert_eq!(e.code(), ResponseError::InvalidTxnState.code());
@@ -196,6 +196,7 @@ fn rule_28_marker_between_verification_and_append_voids_the_guard() {
 #[test]
 fn rule_29_tv2_transaction_on_empty_state_must_start_at_zero() {
     let (_dir, mut p) = open();
+    p.begin_verification(PID, 0, 5, true, NOW).unwrap();
     let e = refused(produce(&mut p, transactional(0, 5, 1), Verified::Tv2Added));
     assert_eq!(e.code(), ResponseError::OutOfOrderSequenceNumber.code());
     assert_eq!(open_txn(&mut p, 0, 1), 0);

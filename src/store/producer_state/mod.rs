@@ -143,6 +143,8 @@ struct Verification {
     lowest_seq: i32,
     epoch: i16,
     created_ms: i64,
+    /// Made for a TV2 batch (Produce v12); fixed at creation, as Kafka's.
+    supports_epoch_bump: bool,
 }
 
 impl Verification {
@@ -159,10 +161,12 @@ impl Verification {
     }
 }
 
-/// The epoch a coordinator fenced a producer to on a partition it never wrote to: batches of
-/// older epochs are refused (kaas's fence, stricter than Kafka on purpose: a zombie is refused
-/// everywhere at once), but it is no producer state: a first batch may still start at any
-/// sequence (eos-rules 15) and markers are checked as if it were absent (46).
+/// The epoch a coordinator fenced a producer to: batches of older epochs are refused here
+/// (kaas's fence, stricter than Kafka on purpose: a zombie is refused everywhere at once, also
+/// where the coordinator's verification would not be asked), but it is no producer state: the
+/// producer's sequences and epoch here stay what its batches and markers made them, so a first
+/// batch may start at any sequence (eos-rules 15) and markers are checked against that state
+/// alone (46, 47), as in Kafka.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fence {
     pub epoch: i16,
@@ -197,6 +201,20 @@ impl ProducerStateTable {
 
     pub fn entries(&self) -> impl Iterator<Item = &ProducerEntry> {
         self.producers.values()
+    }
+
+    /// DescribeProducers: each producer's state as its fence left it (a fence above its epoch
+    /// shows that epoch and no last sequence: the older epoch's batches no longer count).
+    pub fn described(&self) -> Vec<ProducerEntry> {
+        let fenced = |e: &ProducerEntry| {
+            let mut e = e.clone();
+            if let Some(f) = self.fences.get(&e.producer_id).filter(|f| f.epoch > e.epoch) {
+                e.epoch = f.epoch;
+                e.batches.clear();
+            }
+            e
+        };
+        self.producers.values().map(fenced).collect()
     }
 
     pub fn len(&self) -> usize {
@@ -240,8 +258,17 @@ impl ProducerStateTable {
         if let Some(dup) = entry.and_then(|e| e.find_duplicate(h)) {
             return Ok(AppendDecision::Duplicate(dup));
         }
-        // eos-rules 28: while a verification is pending, nothing above its lowest sequence.
         if let Some(v) = self.verifications.get(&h.producer_id) {
+            // eos-rules 15 (4.1+, KAFKA-18202): a TV2 transaction on a producer with no batches
+            // here starts at sequence 0.
+            if v.supports_epoch_bump && h.base_sequence != 0 && entry.is_none_or(|e| e.batches.is_empty()) {
+                return Err(ProducerStateError::OutOfOrderSequence {
+                    epoch: h.producer_epoch,
+                    first_seq: h.base_sequence,
+                    last_seq: NO_SEQUENCE,
+                });
+            }
+            // eos-rules 28: while a verification is pending, nothing above its lowest sequence.
             if h.base_sequence > v.lowest_seq {
                 return Err(ProducerStateError::OutOfOrderSequence {
                     epoch: h.producer_epoch,
@@ -341,15 +368,9 @@ impl ProducerStateTable {
 
     /// Fencing: a coordinator bumped this producer to `epoch`; older batches are rejected from now
     /// on, and the dedupe window of the older epoch is dropped.
-    /// A producer with no state here gets a `Fence` instead: what it may write first is not
-    /// changed (eos-rules 15).
+    /// It is a `Fence`, not a change of the producer's state (see there).
     pub fn fence(&mut self, producer_id: i64, epoch: i16, now_ms: i64) {
-        if let Some(entry) = self.producers.get_mut(&producer_id) {
-            if epoch > entry.epoch {
-                entry.epoch = epoch;
-                entry.batches.clear();
-                entry.last_update_ms = now_ms;
-            }
+        if self.producers.get(&producer_id).is_some_and(|e| e.epoch >= epoch) {
             return;
         }
         let fence = self.fences.entry(producer_id).or_insert(Fence { epoch, fenced_ms: now_ms });
@@ -368,9 +389,12 @@ impl ProducerStateTable {
         producer_id: i64,
         epoch: i16,
         sequence: i32,
+        tv2: bool,
         now_ms: i64,
     ) -> Result<Option<u64>, ProducerStateError> {
-        let current = self.current_epoch(producer_id);
+        // The producer's own state decides, as Kafka's check; a fence is checked at the append,
+        // after the coordinator answered (which names a fenced producer PRODUCER_FENCED too).
+        let current = self.producers.get(&producer_id).map_or(NO_PRODUCER_EPOCH, |e| e.epoch);
         if epoch < current {
             return Err(ProducerStateError::InvalidProducerEpoch { got: epoch, current });
         }
@@ -382,7 +406,13 @@ impl ProducerStateTable {
             return Ok(Some(v.guard));
         }
         self.next_guard += 1;
-        let v = Verification { guard: self.next_guard, lowest_seq: sequence, epoch, created_ms: now_ms };
+        let v = Verification {
+            guard: self.next_guard,
+            lowest_seq: sequence,
+            epoch,
+            created_ms: now_ms,
+            supports_epoch_bump: tv2,
+        };
         self.verifications.insert(producer_id, v);
         self.verifications_by_guard.insert(v.guard, producer_id);
         while self.verifications.len() > MAX_VERIFICATIONS {
@@ -405,14 +435,7 @@ impl ProducerStateTable {
         let ok = match verified {
             Verified::No => false,
             Verified::Guard(g) => self.verifications.get(&h.producer_id).is_some_and(|v| v.guard == g),
-            // eos-rules 15 (4.1+, KAFKA-18202): a TV2 transaction on empty state starts at 0.
-            Verified::Tv2Added if self.get(h.producer_id).is_none() && h.base_sequence != 0 => {
-                return Err(ProducerStateError::OutOfOrderSequence {
-                    epoch: h.producer_epoch,
-                    first_seq: h.base_sequence,
-                    last_seq: NO_SEQUENCE,
-                });
-            }
+            // Its sequence is checked at the append (eos-rules 15, KAFKA-18202).
             Verified::Tv2Added => true,
         };
         if ok {

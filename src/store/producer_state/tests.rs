@@ -259,32 +259,40 @@ fn rule_27_transactional_batch_needs_verification() {
     let mut t = ProducerStateTable::new();
     let h = txn_header(1, 0, 0);
     assert_eq!(t.check_verification(&h, Verified::No).unwrap_err().code(), 48);
-    let g = t.begin_verification(1, 0, 0, 0).unwrap().unwrap();
+    let g = t.begin_verification(1, 0, 0, false, 0).unwrap().unwrap();
     assert!(t.check_verification(&h, Verified::Guard(g)).is_ok());
     assert!(t.check_verification(&h, Verified::Tv2Added).is_ok());
     // once the transaction is open here, later batches need no verification
     open_txn(&mut t, 1, 0, 0);
-    assert_eq!(t.begin_verification(1, 0, 1, 0), Ok(None));
+    assert_eq!(t.begin_verification(1, 0, 1, false, 0), Ok(None));
     assert!(t.check_verification(&txn_header(1, 0, 1), Verified::No).is_ok());
 }
 
 #[test]
 fn rule_15_tv2_transaction_on_empty_state_must_start_at_zero() {
-    let t = ProducerStateTable::new();
-    assert_eq!(t.check_verification(&txn_header(1, 0, 5), Verified::Tv2Added).unwrap_err().code(), 45);
-    assert!(t.check_verification(&txn_header(1, 0, 0), Verified::Tv2Added).is_ok());
+    let mut t = ProducerStateTable::new();
+    t.begin_verification(1, 0, 5, true, 0).unwrap();
+    assert!(t.check_verification(&txn_header(1, 0, 5), Verified::Tv2Added).is_ok());
+    assert_eq!(append(&mut t, txn_header(1, 0, 5), 0).unwrap_err().code(), 45);
+    assert_eq!(append(&mut t, txn_header(1, 0, 0), 0), Ok(AppendDecision::Append));
+    // Kafka decides it by the verification's first batch: one made by a TV1 batch (v9)
+    // keeps rule 15 proper for a later v12 attempt at the next epoch.
+    let mut t = ProducerStateTable::new();
+    t.begin_verification(1, 0, 0, false, 0).unwrap();
+    t.begin_verification(1, 1, 3, true, 0).unwrap();
+    assert_eq!(append(&mut t, txn_header(1, 1, 3), 0), Ok(AppendDecision::Append));
     // TV1 keeps rule 15 proper: any sequence for an unknown producer id
     let mut t = ProducerStateTable::new();
-    let g = t.begin_verification(1, 0, 0, 0).unwrap().unwrap();
+    let g = t.begin_verification(1, 0, 0, false, 0).unwrap().unwrap();
     assert!(t.check_verification(&txn_header(1, 0, 5), Verified::Guard(g)).is_ok());
 }
 
 #[test]
 fn rule_28_verifications_are_bounded_oldest_first() {
     let mut t = ProducerStateTable::new();
-    let first = t.begin_verification(0, 0, 0, 0).unwrap().unwrap();
+    let first = t.begin_verification(0, 0, 0, false, 0).unwrap().unwrap();
     for pid in 1..=MAX_VERIFICATIONS as i64 {
-        t.begin_verification(pid, 0, 0, 0).unwrap().unwrap();
+        t.begin_verification(pid, 0, 0, false, 0).unwrap().unwrap();
     }
     assert_eq!(t.verifications.len(), MAX_VERIFICATIONS);
     assert_eq!(t.verifications_by_guard.len(), MAX_VERIFICATIONS);
@@ -300,12 +308,12 @@ fn rule_28_marker_between_verification_and_append_voids_the_guard() {
     let mut t = ProducerStateTable::new();
     open_txn(&mut t, 1, 0, 0);
     t.record_marker(1, 0, 0, 1, true, 0);
-    let g = t.begin_verification(1, 0, 0, 0).unwrap().unwrap();
+    let g = t.begin_verification(1, 0, 0, false, 0).unwrap().unwrap();
     // the transaction being verified ended (a marker) before the batch arrived
     t.record_marker(1, 0, 0, 2, true, 0);
     assert_eq!(t.check_verification(&txn_header(1, 0, 1), Verified::Guard(g)).unwrap_err().code(), 48);
     // a stale guard from a verification a marker ended is refused too
-    let g2 = t.begin_verification(1, 0, 0, 0).unwrap().unwrap();
+    let g2 = t.begin_verification(1, 0, 0, false, 0).unwrap().unwrap();
     assert_ne!(g, g2);
     assert!(t.check_verification(&txn_header(1, 0, 1), Verified::Guard(g)).is_err());
     assert!(t.check_verification(&txn_header(1, 0, 1), Verified::Guard(g2)).is_ok());
@@ -315,10 +323,10 @@ fn rule_28_marker_between_verification_and_append_voids_the_guard() {
 fn rule_28_a_verification_keeps_the_lowest_sequence_until_the_transaction_opens() {
     let mut t = ProducerStateTable::new();
     // A batch at sequence 0 started a verification and failed it (not in the transaction).
-    let g = t.begin_verification(1, 0, 0, 0).unwrap().unwrap();
+    let g = t.begin_verification(1, 0, 0, false, 0).unwrap().unwrap();
     assert_eq!(t.check_verification(&txn_header(1, 0, 0), Verified::No).unwrap_err().code(), 48);
     // A later attempt at sequence 3 shares the verification: 3 is above the lowest seen.
-    assert_eq!(t.begin_verification(1, 0, 3, 0), Ok(Some(g)), "the same verification");
+    assert_eq!(t.begin_verification(1, 0, 3, false, 0), Ok(Some(g)), "the same verification");
     assert_eq!(append(&mut t, txn_header(1, 0, 3), 0).unwrap_err().code(), 45);
     // A lower sequence lowers the bar; the batch at the lowest sequence is taken.
     assert_eq!(append(&mut t, txn_header(1, 0, 0), 0), Ok(AppendDecision::Append));
@@ -330,8 +338,8 @@ fn rule_28_a_verification_keeps_the_lowest_sequence_until_the_transaction_opens(
 #[test]
 fn rule_28_a_higher_epoch_resets_the_lowest_sequence() {
     let mut t = ProducerStateTable::new();
-    t.begin_verification(1, 0, 0, 0).unwrap();
-    t.begin_verification(1, 1, 4, 0).unwrap();
+    t.begin_verification(1, 0, 0, false, 0).unwrap();
+    t.begin_verification(1, 1, 4, false, 0).unwrap();
     assert_eq!(t.verifications[&1].lowest_seq, 4);
     assert_eq!(append(&mut t, txn_header(1, 1, 4), 0), Ok(AppendDecision::Append));
 }
@@ -339,7 +347,7 @@ fn rule_28_a_higher_epoch_resets_the_lowest_sequence() {
 #[test]
 fn rule_28_verifications_expire_with_producer_ids() {
     let mut t = ProducerStateTable::new();
-    t.begin_verification(1, 0, 0, 1_000).unwrap();
+    t.begin_verification(1, 0, 0, false, 1_000).unwrap();
     t.expire(2_000, 86_400_000);
     assert_eq!(t.verifications.len(), 1);
     t.expire(86_401_000, 86_400_000);
@@ -351,12 +359,13 @@ fn rule_18_a_lower_epoch_is_refused_before_verification() {
     let mut t = ProducerStateTable::new();
     open_txn(&mut t, 1, 0, 0);
     t.record_marker(1, 2, 0, 1, true, 0);
-    assert_eq!(t.begin_verification(1, 1, 0, 0).unwrap_err().code(), 47);
+    assert_eq!(t.begin_verification(1, 1, 0, false, 0).unwrap_err().code(), 47);
     assert!(t.verifications.is_empty(), "nothing to verify");
-    // and a fence raises the bar the same way
+    // a fence is checked at the append, after the coordinator (as Kafka's verification would
+    // answer a fenced producer)
     t.fence(7, 3, 0);
-    assert_eq!(t.begin_verification(7, 2, 0, 0).unwrap_err().code(), 47);
-    assert!(t.begin_verification(7, 3, 0, 0).unwrap().is_some());
+    assert!(t.begin_verification(7, 2, 0, false, 0).unwrap().is_some());
+    assert_eq!(append(&mut t, txn_header(7, 2, 0), 0).unwrap_err().code(), 47);
 }
 
 #[test]
@@ -397,16 +406,23 @@ fn rule_26_is_checked_after_the_sequence() {
 }
 
 #[test]
-fn fence_bumps_epoch_and_clears_window() {
+fn a_fence_refuses_older_epochs_and_leaves_the_state_as_it_was() {
     let mut t = ProducerStateTable::new();
     append(&mut t, header(1, 0, 0, 1), 0).unwrap();
     t.fence(1, 3, 0);
-    assert_eq!(t.get(1).unwrap().batches.len(), 0);
+    let e = t.get(1).unwrap();
+    assert_eq!((e.epoch, e.batches.len()), (0, 1), "the state is the batches' and markers'");
+    let shown = t.described();
+    assert_eq!((shown[0].epoch, shown[0].batches.len()), (3, 0), "DescribeProducers shows the fence");
+    // eos-rules 46: markers are checked against the state alone, as in Kafka
+    assert!(t.check_marker(1, 0, 0, 1).is_ok());
     assert_eq!(append(&mut t, header(1, 0, 1, 1), 1).unwrap_err().code(), 47);
     assert_eq!(append(&mut t, header(1, 3, 0, 1), 1), Ok(AppendDecision::Append));
+    assert!(t.fences.is_empty(), "the state reached the fence");
     // a lower fence is a no-op
     t.fence(1, 2, 0);
     assert_eq!(t.get(1).unwrap().epoch, 3);
+    assert!(t.fences.is_empty());
     // fencing an unknown producer still rejects its zombie batches here
     t.fence(8, 5, 0);
     assert_eq!(append(&mut t, header(8, 4, 0, 1), 2).unwrap_err().code(), 47);
