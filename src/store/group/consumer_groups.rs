@@ -85,7 +85,9 @@ impl Groups {
     /// The consumer group a non-leave heartbeat may use (Kafka's getOrMaybeCreateConsumerGroup,
     /// the rules of [`super::migration`]): created by a join (epoch 0); an Empty classic group
     /// is replaced by a new consumer group, its offsets kept (rule 1); a classic group with
-    /// members is not a consumer group (GROUP_ID_NOT_FOUND, rule 2).
+    /// members is converted online when validateOnlineUpgrade passes, else GROUP_ID_NOT_FOUND
+    /// with Kafka's message (rule 2); a heartbeat that is not a join on a classic group is
+    /// GROUP_ID_NOT_FOUND "Group <id> is not a consumer group.".
     fn consumer_group_for(
         &mut self,
         now_ms: u64,
