@@ -2,9 +2,10 @@
 //! against the real binary (store::group::migration): an Empty classic group with committed
 //! offsets becomes a consumer group on the first ConsumerGroupHeartbeat and keeps its offsets
 //! (rule 1, whatever `group_consumer_migration_policy` says); a classic group with members is not
-//! a consumer group (GROUP_ID_NOT_FOUND and Kafka's message, rule 2 as kaas refuses it); a classic
-//! JoinGroup on a consumer group with members is INCONSISTENT_GROUP_PROTOCOL (rule 4 as kaas
-//! refuses it), and once it is Empty the group becomes classic again with its offsets (rule 3).
+//! upgraded when the policy disables it (GROUP_ID_NOT_FOUND and Kafka's message, rule 2); a
+//! classic JoinGroup of another protocol type on a consumer group with members is
+//! INCONSISTENT_GROUP_PROTOCOL (rule 4), and once it is Empty the group becomes classic again with
+//! its offsets (rule 3). Mixed mode itself is in tests/group_mixed_wire.rs.
 
 mod common;
 
@@ -139,11 +140,6 @@ fn an_empty_classic_group_becomes_a_consumer_group_with_its_offsets_then_classic
     let (code, member, generation) = classic_join(&mut c, "gm", "consumer");
     assert_eq!((code, generation), (0, 1));
     assert_eq!(commit(&mut c, "gm", &member, generation, 42), 0);
-    // A classic group in use is not a consumer group (rule 2: kaas has no mixed mode).
-    let r = consumer_join(&mut c, "gm", "kip848-a");
-    assert_eq!(r.error_code, GROUP_ID_NOT_FOUND);
-    assert_eq!(r.error_message.as_ref().map(|m| m.to_string()).as_deref(), Some("Group gm is not a consumer group."));
-    assert_eq!(group_type(&mut c, "gm"), "classic");
 
     // Empty: the first heartbeat makes it a consumer group (rule 1); the offsets stay.
     classic_leave(&mut c, "gm", &member);
@@ -152,8 +148,9 @@ fn an_empty_classic_group_becomes_a_consumer_group_with_its_offsets_then_classic
     assert_eq!(group_type(&mut c, "gm"), "consumer");
     assert_eq!(committed(&mut c, "gm"), 42);
 
-    // A classic member cannot join while a consumer-protocol member is in (rule 4 refused).
-    assert_eq!(classic_join(&mut c, "gm", "consumer").0, INCONSISTENT_GROUP_PROTOCOL);
+    // A classic member of another protocol type cannot join it (rule 4; tests/group_mixed_wire.rs
+    // has the classic members of the `consumer` type).
+    assert_eq!(classic_join(&mut c, "gm", "connect").0, INCONSISTENT_GROUP_PROTOCOL);
     // Once Empty, a classic JoinGroup makes it classic again (rule 3), generation 1, offsets kept.
     consumer_leave(&mut c, "gm", "kip848-a");
     let (code, _, generation) = classic_join(&mut c, "gm", "consumer");
@@ -168,7 +165,13 @@ fn the_migration_policy_does_not_hold_back_an_empty_group() {
     let (broker, mut c) = start("disabled");
     let (_, member, generation) = classic_join(&mut c, "gd", "consumer");
     assert_eq!(commit(&mut c, "gd", &member, generation, 7), 0);
-    assert_eq!(consumer_join(&mut c, "gd", "kip848-b").error_code, GROUP_ID_NOT_FOUND);
+    // With members, the policy decides (rule 2): disabled, so no online upgrade.
+    let r = consumer_join(&mut c, "gd", "kip848-b");
+    assert_eq!(r.error_code, GROUP_ID_NOT_FOUND);
+    assert_eq!(
+        r.error_message.as_ref().map(|m| m.to_string()).as_deref(),
+        Some("Cannot upgrade classic group gd to consumer group because online upgrade is disabled.")
+    );
     classic_leave(&mut c, "gd", &member);
     assert_eq!(consumer_join(&mut c, "gd", "kip848-b").error_code, 0);
     assert_eq!(committed(&mut c, "gd"), 7);

@@ -148,9 +148,13 @@ impl Handler<ConsumerHeartbeat> for GroupCoordinator {
         let unique = || uuid::Uuid::new_v4().to_string();
         let answer = self.groups.consumer_heartbeat(now_ms() as u64, &msg.group_id, msg.request, unique);
         let after = self.groups.consumer_group(&msg.group_id).map(|g| g.group_epoch());
-        if before.is_none() && after.is_some() {
-            // A new consumer group: its type and epoch are written (not awaited: membership
-            // itself is not durable, as for classic groups).
+        // Parked classic requests answered by an online upgrade.
+        let answers = self.groups.take_answers();
+        self.deliver(answers);
+        if before.is_none() != after.is_none() {
+            // A new consumer group (or an upgraded one), or one downgraded to a classic group:
+            // its type and epoch are written (not awaited: membership itself is not durable, as
+            // for classic groups).
             let flush = self.persist(&msg.group_id);
             ctx.spawn(
                 async move {
@@ -184,11 +188,24 @@ impl Actor for GroupCoordinator {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(1024);
-        ctx.run_interval(Duration::from_millis(100), |act, _| {
+        ctx.run_interval(Duration::from_millis(100), |act, ctx| {
             let now = now_ms() as u64;
             let replies = act.groups.tick(now);
             act.deliver(replies);
-            act.groups.consumer_tick(now);
+            for id in act.groups.consumer_tick(now) {
+                if act.groups.consumer_group(&id).is_none() {
+                    // Downgraded to a classic group: its type is written.
+                    let flush = act.persist(&id);
+                    ctx.spawn(
+                        async move {
+                            if let Err(e) = flush.await {
+                                tracing::error!("group type change not written: {e}");
+                            }
+                        }
+                        .into_actor(act),
+                    );
+                }
+            }
         });
         ctx.run_interval(TOPIC_REFRESH, |act, ctx| act.refresh_topics(ctx));
         ctx.run_interval(self.retention_check, |act, ctx| act.expire(ctx));
@@ -206,8 +223,8 @@ impl Handler<GroupCall> for GroupCoordinator {
         let before = self.groups.group_type(&msg.group_id);
         let replies = self.groups.call(now_ms() as u64, token, &msg.group_id, msg.op, unique);
         if before != self.groups.group_type(&msg.group_id) {
-            // An Empty consumer group became a classic group (KIP-848 downgrade): its type is
-            // written (not awaited: membership itself is not durable).
+            // A consumer group became a classic group (KIP-848 downgrade, Empty or with classic
+            // members left): its type is written (not awaited: membership is not durable).
             let flush = self.persist(&msg.group_id);
             ctx.spawn(
                 async move {

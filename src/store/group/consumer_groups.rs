@@ -85,8 +85,15 @@ impl Groups {
     /// The consumer group a non-leave heartbeat may use (Kafka's getOrMaybeCreateConsumerGroup,
     /// the rules of [`super::migration`]): created by a join (epoch 0); an Empty classic group
     /// is replaced by a new consumer group, its offsets kept (rule 1); a classic group with
-    /// members is not a consumer group (GROUP_ID_NOT_FOUND, rule 2).
-    fn consumer_group_for(&mut self, group_id: &str, create: bool) -> Result<&mut ConsumerGroup, ConsumerError> {
+    /// members is converted online when validateOnlineUpgrade passes, else GROUP_ID_NOT_FOUND
+    /// with Kafka's message (rule 2); a heartbeat that is not a join on a classic group is
+    /// GROUP_ID_NOT_FOUND "Group <id> is not a consumer group.".
+    fn consumer_group_for(
+        &mut self,
+        now_ms: u64,
+        group_id: &str,
+        create: bool,
+    ) -> Result<&mut ConsumerGroup, ConsumerError> {
         let not_consumer = || ConsumerError::GroupIdNotFound(format!("Group {group_id} is not a consumer group."));
         if !self.consumer.contains_key(group_id) {
             match self.groups.get_mut(group_id) {
@@ -105,11 +112,22 @@ impl Groups {
                     }
                     OnConsumerJoin::Refuse(why) => {
                         tracing::info!(group = %group_id, reason = why.reason(), "cannot upgrade the classic group to a consumer group");
-                        return Err(not_consumer());
+                        return Err(ConsumerError::GroupIdNotFound(format!(
+                            "Cannot upgrade classic group {group_id} to consumer group because {}.",
+                            why.reason()
+                        )));
+                    }
+                    OnConsumerJoin::Upgrade => {
+                        if self.convert_to_consumer_group(group_id, now_ms).is_err() {
+                            tracing::warn!(group = %group_id, "cannot upgrade the classic group: the embedded consumer protocol is malformed");
+                            return Err(ConsumerError::GroupIdNotFound(format!("Cannot upgrade classic group {group_id} to consumer group because the embedded consumer protocol is malformed.")));
+                        }
                     }
                 },
             }
-            self.consumer.insert(group_id.to_string(), ConsumerGroup::new(group_id));
+            if !self.consumer.contains_key(group_id) {
+                self.consumer.insert(group_id.to_string(), ConsumerGroup::new(group_id));
+            }
         }
         self.consumer.get_mut(group_id).ok_or_else(not_consumer)
     }
@@ -129,12 +147,19 @@ impl Groups {
                 .consumer
                 .get_mut(group_id)
                 .ok_or_else(|| ConsumerError::GroupIdNotFound(format!("Group {group_id} is not a consumer group.")))?;
-            return g.leave(&req);
+            let left = g.leave(&req);
+            // The last consumer-protocol member leaving classic members behind: downgrade.
+            if req.member_epoch == LEAVE_EPOCH && left.is_ok() {
+                self.maybe_downgrade(group_id, 1, now_ms);
+            }
+            return left;
         }
         let member_id = if req.member_id.is_empty() { unique() } else { req.member_id.clone() };
+        // First the group (an upgrade reads the topic image), then the heartbeat.
+        self.consumer_group_for(now_ms, group_id, req.member_epoch == 0)?;
         let image = std::mem::take(&mut self.image);
         let result = self
-            .consumer_group_for(group_id, req.member_epoch == 0)
+            .consumer_group_for(now_ms, group_id, false)
             .and_then(|g| g.heartbeat(now_ms, &req, &member_id, assignor, &image, &config));
         self.image = image;
         result
@@ -161,24 +186,22 @@ impl Groups {
                 let gone = g.expire_members(now_ms);
                 if !gone.is_empty() {
                     tracing::info!(group = %id, members = ?gone, "consumer group members expired (session or rebalance timeout)");
-                    changed.push(id.clone());
+                    changed.push((id.clone(), gone.len()));
                 }
             }
         }
-        changed
+        for (id, removed) in &changed {
+            self.maybe_downgrade(id, *removed, now_ms);
+        }
+        changed.into_iter().map(|(id, _)| id).collect()
     }
 
-    /// A classic JoinGroup on a consumer group ([`super::migration`]): an Empty consumer group is
-    /// replaced by a classic group, its offsets kept (rule 3); one with members would take the
-    /// member as a classic member in Kafka (rule 4), which kaas does not do: it answers
-    /// INCONSISTENT_GROUP_PROTOCOL, Kafka's answer to a member whose protocols the group does
-    /// not support.
+    /// A classic JoinGroup on an Empty consumer group ([`super::migration`] rule 3): it is
+    /// replaced by a classic group, its offsets kept. (A consumer group with members takes the
+    /// member as a classic member, rule 4, in [`super::mixed`].)
     pub(super) fn classic_join_allowed(&mut self, group_id: &str) -> Result<(), GroupError> {
         match self.consumer.get(group_id) {
-            Some(g) if !g.is_empty() => {
-                tracing::info!(group = %group_id, "classic JoinGroup on a consumer group with members refused: kaas has no mixed mode");
-                Err(GroupError::InconsistentGroupProtocol)
-            }
+            Some(g) if !g.is_empty() => Err(GroupError::InconsistentGroupProtocol),
             Some(_) => {
                 tracing::info!(group = %group_id, "the Empty consumer group is replaced by a classic group (KIP-848 online migration); its offsets stay");
                 self.consumer.remove(group_id);

@@ -58,11 +58,19 @@ pub struct Groups {
     pub(super) consumer: HashMap<String, ConsumerGroup>,
     /// The cluster's topics, for the consumer groups' assignors.
     pub(super) image: TopicImage,
+    /// Answers to parked classic requests that came out of a conversion ([`Groups::take_answers`]).
+    pub(super) answers: Vec<MemberAnswer>,
 }
 
 impl Groups {
     pub fn new(config: GroupConfig) -> Self {
-        Groups { config, groups: HashMap::new(), consumer: HashMap::new(), image: TopicImage::default() }
+        Groups {
+            config,
+            groups: HashMap::new(),
+            consumer: HashMap::new(),
+            image: TopicImage::default(),
+            answers: Vec::new(),
+        }
     }
 
     /// A group read back after a restart: Empty, generation and offsets kept.
@@ -85,14 +93,15 @@ impl Groups {
         Some(snap)
     }
 
-    fn group(&mut self, group_id: &str) -> &mut Group {
+    pub(super) fn group(&mut self, group_id: &str) -> &mut Group {
         let config = self.config.clone();
         self.groups.entry(group_id.to_string()).or_insert_with(|| Group::new(group_id, config))
     }
 
     /// A membership request under `token`. Only JoinGroup creates a group: SyncGroup, Heartbeat
     /// and LeaveGroup for an unknown group are answered (UNKNOWN_MEMBER_ID, as Kafka) by a
-    /// scratch group that is not kept. A new member's id is `<client id>-<unique()>`.
+    /// scratch group that is not kept. A new member's id is `<client id>-<unique()>`. A consumer
+    /// group takes them from its classic members (mixed mode, [`super::mixed`]).
     pub fn call(
         &mut self,
         now_ms: u64,
@@ -101,6 +110,11 @@ impl Groups {
         op: GroupOp,
         unique: impl FnOnce() -> String,
     ) -> Vec<MemberAnswer> {
+        let mut unique = Some(unique);
+        let mut minted = || unique.take().map(|f| f()).unwrap_or_default();
+        if let Some(answers) = self.consumer_group_call(now_ms, token, group_id, &op, &mut minted) {
+            return answers;
+        }
         if let GroupOp::Join(req) = &op {
             if let Err(e) = self.classic_join_allowed(group_id) {
                 let response = Response::Join(JoinResponse::err(&req.member_id, e));
@@ -118,7 +132,7 @@ impl Groups {
         match op {
             GroupOp::Join(req) => {
                 let client_id = req.client_id.clone();
-                group.join(now_ms, token, req, || format!("{client_id}-{}", unique()))
+                group.join(now_ms, token, req, || format!("{client_id}-{}", minted()))
             }
             GroupOp::Sync(req) => group.sync(now_ms, token, req),
             GroupOp::Heartbeat { generation_id, member_id, group_instance_id } => {

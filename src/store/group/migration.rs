@@ -23,11 +23,8 @@
 //!    member leaves a group whose other members are classic ones, the policy enables downgrades
 //!    and the classic group max size allows, the group becomes a classic group and rebalances.
 //!
-//! kaas does not keep classic members inside a consumer group (Kafka's mixed mode). So the
-//! conversions of rule 2 (a group with members) and the classic member of rule 4 are refused
-//! with the answer Kafka gives when the policy or the protocol forbids them (GROUP_ID_NOT_FOUND,
-//! INCONSISTENT_GROUP_PROTOCOL), and rule 5 never arises (a consumer group has no classic
-//! members). Rules 1 and 3 are Kafka's.
+//! Rules 1-5 are Kafka's; the classic members of rules 2, 4 and 5 are served by
+//! [`super::mixed`] and [`super::consumer::classic`].
 
 use super::{Group, GroupState};
 
@@ -71,25 +68,21 @@ impl MigrationPolicy {
     }
 }
 
-/// Why a classic group with members does not become a consumer group (Kafka logs the first
-/// three in validateOnlineUpgrade; the last is kaas's: it has no mixed mode).
+/// Why a classic group with members does not become a consumer group (Kafka's
+/// validateOnlineUpgrade).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UpgradeRefused {
     Disabled,
     NotConsumerProtocol,
     TooManyMembers,
-    MixedModeUnsupported,
 }
 
 impl UpgradeRefused {
     pub fn reason(self) -> &'static str {
         match self {
-            UpgradeRefused::Disabled => "the online upgrade is disabled",
+            UpgradeRefused::Disabled => "online upgrade is disabled",
             UpgradeRefused::NotConsumerProtocol => "the group does not use the consumer embedded protocol",
             UpgradeRefused::TooManyMembers => "the group size exceeds the consumer group maximum size",
-            UpgradeRefused::MixedModeUnsupported => {
-                "kaas does not keep classic members inside a consumer group (no mixed mode)"
-            }
         }
     }
 }
@@ -101,6 +94,8 @@ pub enum OnConsumerJoin {
     ReplaceEmpty,
     /// Rule 2 refused: GROUP_ID_NOT_FOUND.
     Refuse(UpgradeRefused),
+    /// Rule 2: converted to a consumer group with its members (Kafka's convertToConsumerGroup).
+    Upgrade,
 }
 
 impl Group {
@@ -119,16 +114,15 @@ impl Group {
         if self.is_empty_classic() {
             return OnConsumerJoin::ReplaceEmpty;
         }
-        let refused = if !policy.is_upgrade_enabled() {
-            UpgradeRefused::Disabled
+        if !policy.is_upgrade_enabled() {
+            OnConsumerJoin::Refuse(UpgradeRefused::Disabled)
         } else if !self.uses_consumer_protocol() {
-            UpgradeRefused::NotConsumerProtocol
+            OnConsumerJoin::Refuse(UpgradeRefused::NotConsumerProtocol)
         } else if self.members.len() > consumer_max_size {
-            UpgradeRefused::TooManyMembers
+            OnConsumerJoin::Refuse(UpgradeRefused::TooManyMembers)
         } else {
-            UpgradeRefused::MixedModeUnsupported
-        };
-        OnConsumerJoin::Refuse(refused)
+            OnConsumerJoin::Upgrade
+        }
     }
 
     /// The classic group that replaces this one when it becomes a consumer group (rule 1) or a
@@ -222,12 +216,10 @@ mod tests {
     }
 
     #[test]
-    fn rule_2_an_eligible_group_with_members_is_refused_by_kaas_without_mixed_mode() {
+    fn rule_2_an_eligible_group_with_members_upgrades() {
         let g = group_with_member("consumer");
-        assert_eq!(
-            g.on_consumer_join(MigrationPolicy::Bidirectional, 10),
-            OnConsumerJoin::Refuse(UpgradeRefused::MixedModeUnsupported)
-        );
+        assert_eq!(g.on_consumer_join(MigrationPolicy::Bidirectional, 10), OnConsumerJoin::Upgrade);
+        assert_eq!(g.on_consumer_join(MigrationPolicy::Upgrade, 1), OnConsumerJoin::Upgrade);
     }
 
     #[test]

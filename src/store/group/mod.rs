@@ -11,7 +11,8 @@
 //! * [`consumer`]: the consumer group protocol (KIP-848), and [`consumer_groups`] its place
 //!   among the groups;
 //! * [`consumer_protocol`]: the consumer protocol's Subscription, as far as the coordinator reads it;
-//! * [`migration`]: the online upgrade / downgrade between the protocols (KIP-848);
+//! * [`migration`]: the online upgrade / downgrade between the protocols (KIP-848), and
+//!   [`mixed`]: classic members inside a consumer group (mixed mode) and the conversions;
 //! * [`groups`]: every group of the coordinator, which group a request goes to, what changed.
 //!
 //! No I/O, no clock: every call gets `now_ms` from the caller. Requests that must wait
@@ -33,6 +34,7 @@ pub mod groups;
 pub mod join;
 pub mod membership;
 pub mod migration;
+pub mod mixed;
 pub mod offsets;
 pub mod rebalance;
 pub mod txn_commit;
@@ -86,6 +88,7 @@ group_errors! {
     GroupSubscribedToTopic, "GROUP_SUBSCRIBED_TO_TOPIC";
     UnstableOffsetCommit, "UNSTABLE_OFFSET_COMMIT";
     StaleMemberEpoch, "STALE_MEMBER_EPOCH";
+    UnknownServerError, "UNKNOWN_SERVER_ERROR";
 }
 
 /// Wire code of an optional error (0 = NONE).

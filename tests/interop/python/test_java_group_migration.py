@@ -2,11 +2,14 @@
 against the real kaas (store::group::migration, store::group_config).
 
 1. kaas.interop.MigrateGroup: a classic Java consumer group commits offsets for half a topic;
-   while it is in the group a group.protocol=consumer member is refused (GROUP_ID_NOT_FOUND:
-   kaas has no mixed mode, Kafka's answer when the policy forbids the upgrade); once the classic
-   member left, the same group id consumed with group.protocol=consumer resumes at the committed
-   offsets: nothing read twice, nothing skipped. kafka-consumer-groups lists the group as
-   Classic before and Consumer after, and --describe shows the offsets with lag 0.
+   once the classic member left, the same group id consumed with group.protocol=consumer resumes
+   at the committed offsets: nothing read twice, nothing skipped. kafka-consumer-groups lists the
+   group as Classic before and Consumer after, and --describe shows the offsets with lag 0.
+1b. kaas.interop.MixedGroup (store::group::mixed): a classic Java group of two members
+   consuming; one restarted with group.protocol=consumer (online upgrade, the other stays a
+   classic member inside the consumer group); both keep consuming; the consumer-protocol member
+   leaves and the group is downgraded to classic; every record read exactly once, the committed
+   offsets at the end of the topic.
 2. kafka-configs --describe --entity-type groups: Kafka's group configs with the broker's values
    (DEFAULT_CONFIG), for a group that does not exist too; --alter is refused (an unknown name with
    Kafka's message).
@@ -71,7 +74,6 @@ def test_java_classic_group_moves_to_the_consumer_protocol_with_its_offsets(brok
     for p, offset in s["classic_committed"].items():
         if offset < ends[int(p)]:
             assert s["consumer_first"][p] == offset, ctx
-    assert s["mixed_error"] == "GroupIdNotFoundException", ctx
     assert s["described_type"] == "Consumer", ctx
 
     kind, listed = _listed_type(broker.bootstrap, group)
@@ -81,6 +83,31 @@ def test_java_classic_group_moves_to_the_consumer_protocol_with_its_offsets(brok
     assert sorted(rows) == list(range(partitions)), ctx
     for p, (current, end, lag) in rows.items():
         assert int(current) == ends[p] and int(end) == ends[p] and lag == "0", ctx
+    assert broker.alive(), ctx
+    assert_no_panic(broker)
+
+
+def test_java_group_in_use_upgrades_and_downgrades_online(broker):
+    topic = unique_topic("mix")
+    group = unique_topic("mix-g")
+    partitions, n = 3, 3000
+    create_topic(broker.bootstrap, topic, partitions)
+    produce_confluent(broker.bootstrap, topic, [(f"k{i}".encode(), f"v{i}".encode()) for i in range(n)])
+    ends = watermarks(broker.bootstrap, topic, partitions)
+
+    res = jh.run_java("kaas.interop.MixedGroup", broker.bootstrap, topic, group, str(n), timeout=400)
+    s = jh.last_json_line(res.stdout)
+    ctx = _ctx(broker, res)
+    assert s is not None, "MixedGroup printed no JSON summary\n" + ctx
+    assert res.returncode == 0 and s["ok"] is True, f"MixedGroup failed: {s['errors']}\n{ctx}"
+    assert s["read"] == n and s["duplicates"] == 0 and s["missing"] == 0, ctx
+    assert s["classic_a"] > 0 and s["classic_b"] > 0 and s["consumer_c"] > 0, ctx
+    assert (s["classic_type"], s["mixed_type"], s["final_type"]) == ("Classic", "Consumer", "Classic"), ctx
+    rows, described = _committed_rows(broker.bootstrap, group, topic)
+    ctx = _ctx(broker, res, described)
+    assert {p: int(r[0]) for p, r in rows.items()} == {p: ends[p] for p in range(partitions)}, ctx
+    kind, listed = _listed_type(broker.bootstrap, group)
+    assert kind == "Classic", _ctx(broker, listed)
     assert broker.alive(), ctx
     assert_no_panic(broker)
 

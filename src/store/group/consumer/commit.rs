@@ -10,7 +10,9 @@ impl ConsumerGroup {
     /// member must exist (UNKNOWN_MEMBER_ID) and the epoch match (STALE_MEMBER_EPOCH, or
     /// ILLEGAL_GENERATION for TxnOffsetCommit, which has no STALE_MEMBER_EPOCH: Kafka's
     /// OffsetMetadataManager converts it). Unlike a classic group, a consumer group does not
-    /// accept a transactional commit without member id and epoch while it has members.
+    /// accept a transactional commit without member id and epoch while it has members. A classic
+    /// member (mixed mode) commits with generation = its member epoch; a mismatch is
+    /// ILLEGAL_GENERATION, as for a classic group (Kafka's validateMemberEpoch).
     pub fn validate_offset_commit(
         &self,
         member_id: &str,
@@ -22,7 +24,13 @@ impl ConsumerGroup {
         }
         let member = self.members.get(member_id).ok_or(GroupError::UnknownMemberId)?;
         if member_epoch != member.member_epoch {
-            return Err(if transactional { GroupError::IllegalGeneration } else { GroupError::StaleMemberEpoch });
+            // A classic member commits with its generation, which is its member epoch.
+            let classic = member.uses_classic_protocol();
+            return Err(if transactional || classic {
+                GroupError::IllegalGeneration
+            } else {
+                GroupError::StaleMemberEpoch
+            });
         }
         Ok(())
     }

@@ -179,6 +179,12 @@ impl ConsumerGroup {
         }
         let member = self.heartbeat_member(req, member_id)?;
         let joining = !self.members.contains_key(member_id);
+        if req.member_epoch != 0 && member.uses_classic_protocol() {
+            return Err(ConsumerError::UnknownMemberId(format!(
+                "Member {member_id} is a classic member of group {}.",
+                self.group_id
+            )));
+        }
         if req.member_epoch != 0 {
             Self::check_member_epoch(&member, req.member_epoch, &req.owned)?;
         }
@@ -204,6 +210,8 @@ impl ConsumerGroup {
         }
         updated.client_id = req.client_id.clone();
         updated.client_host = req.client_host.clone();
+        // A member (re)joining with ConsumerGroupHeartbeat uses the consumer protocol.
+        updated.classic = None;
         let subscription_changed = updated.subscribed_topic_names != member.subscribed_topic_names
             || updated.subscribed_topic_regex != member.subscribed_topic_regex
             || updated.server_assignor != member.server_assignor;

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{Assignment, Assignor, TopicImage};
+use super::{Assignment, Assignor, ConsumerConfig, TopicImage};
 
 /// Kafka's MemberState.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -39,6 +39,17 @@ pub struct ConsumerMember {
     pub session_deadline_ms: u64,
     /// When it is removed unless it revoked what it must (set while UnrevokedPartitions).
     pub rebalance_deadline_ms: Option<u64>,
+    /// Set for a member using the classic protocol inside the consumer group (Kafka's
+    /// ClassicMemberMetadata): it joins with JoinGroup / SyncGroup / Heartbeat.
+    pub classic: Option<ClassicMemberMetadata>,
+}
+
+/// What a classic member told in its JoinGroup (Kafka's ClassicMemberMetadata).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClassicMemberMetadata {
+    pub session_timeout_ms: i32,
+    /// Its protocols (assignor names) with their Subscription bytes, in its order.
+    pub protocols: Vec<(String, Vec<u8>)>,
 }
 
 /// Compiles a subscription regex with a bounded program size (a client's regex must not make
@@ -65,6 +76,16 @@ impl ConsumerMember {
     /// Whether it has its target assignment at `assignment_epoch`.
     pub fn is_reconciled_to(&self, assignment_epoch: i32) -> bool {
         self.state == MemberState::Stable && self.member_epoch == assignment_epoch
+    }
+
+    /// Kafka's ConsumerGroupMember.useClassicProtocol.
+    pub fn uses_classic_protocol(&self) -> bool {
+        self.classic.is_some()
+    }
+
+    /// The session timeout that applies: the classic member's own, else the group's.
+    pub fn session_timeout_ms(&self, config: &ConsumerConfig) -> i32 {
+        self.classic.as_ref().map_or(config.session_timeout_ms, |c| c.session_timeout_ms)
     }
 
     pub fn assigned_count(&self) -> usize {

@@ -24,6 +24,7 @@ use uuid::Uuid;
 use crate::error_code::ResponseError;
 
 pub mod assignor;
+pub mod classic;
 pub mod commit;
 pub mod describe;
 pub mod heartbeat;
@@ -36,7 +37,7 @@ mod tests;
 pub use assignor::Assignor;
 pub use describe::{ConsumerGroupState, DescribedConsumerGroup, DescribedMember};
 pub use heartbeat::{HeartbeatRequest, HeartbeatResponse};
-pub use member::{ConsumerMember, MemberState};
+pub use member::{ClassicMemberMetadata, ConsumerMember, MemberState};
 
 /// Partitions by topic id.
 pub type Assignment = BTreeMap<Uuid, BTreeSet<i32>>;

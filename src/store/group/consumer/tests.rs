@@ -280,7 +280,7 @@ fn classic_group_in_use_is_not_a_consumer_group() {
 }
 
 #[test]
-fn classic_join_on_a_consumer_group_with_members_is_inconsistent_group_protocol() {
+fn classic_join_of_another_protocol_type_on_a_consumer_group_with_members_is_inconsistent_group_protocol() {
     use crate::store::group::{JoinRequest, Response};
     let mut g = groups(2);
     hb(&mut g, 0, join("a", &["t"])).unwrap();
@@ -292,7 +292,7 @@ fn classic_join_on_a_consumer_group_with_members_is_inconsistent_group_protocol(
         client_host: "h".into(),
         session_timeout_ms: 10_000,
         rebalance_timeout_ms: 10_000,
-        protocol_type: "consumer".into(),
+        protocol_type: "connect".into(),
         protocols: vec![("range".into(), vec![])],
     };
     let out = g.call(0, 7, "g", GroupOp::Join(req), || "x".into());

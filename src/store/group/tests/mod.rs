@@ -4,6 +4,7 @@ mod admin;
 mod consumer_protocol;
 mod groups;
 mod membership;
+mod mixed;
 mod offsets;
 mod rebalance;
 mod txn_commit;

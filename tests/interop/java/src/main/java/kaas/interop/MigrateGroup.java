@@ -26,10 +26,8 @@ import java.util.TreeSet;
  *
  * 1. A classic KafkaConsumer (group.protocol=classic, manual commitSync after every poll)
  *    consumes until it has read at least COUNT/2 records, commits, and stays in the group.
- * 2. While it is in the group, a KafkaConsumer with group.protocol=consumer subscribes to the
- *    same group: kaas has no mixed mode, so its heartbeat is GROUP_ID_NOT_FOUND (what Kafka
- *    answers when the migration policy forbids the upgrade) and its poll fails; the exception's
- *    class is reported. (The classic member keeps its session through its heartbeat thread.)
+ * 2. (A consumer-protocol member joining while the classic one is in the group upgrades the group
+ *    online: kaas.interop.MixedGroup.)
  * 3. The classic consumer closes (LeaveGroup: the group is Empty).
  * 4. A KafkaConsumer with group.protocol=consumer joins the group (it becomes a consumer group)
  *    and consumes the rest, committing after every poll; its first offset on each partition
@@ -86,27 +84,12 @@ public final class MigrateGroup {
         List<String> consumerValues = new ArrayList<>();
         Map<Integer, Long> classicFirst = new TreeMap<>(), classicCommitted = new TreeMap<>();
         Map<Integer, Long> consumerFirst = new TreeMap<>(), consumerCommitted = new TreeMap<>();
-        String mixedError = "none";
         String describedType = "";
 
         try (KafkaConsumer<String, String> classic =
                  new KafkaConsumer<>(consumerProps(bootstrap, group, "classic"))) {
             classic.subscribe(Collections.singletonList(topic));
             consume(classic, count / 2, classicValues, classicFirst, classicCommitted);
-            // Step 2: a consumer-protocol member while the classic one is in the group.
-            try (KafkaConsumer<String, String> early =
-                     new KafkaConsumer<>(consumerProps(bootstrap, group, "consumer"))) {
-                early.subscribe(Collections.singletonList(topic));
-                long deadline = System.currentTimeMillis() + 20_000;
-                while (System.currentTimeMillis() < deadline) {
-                    if (!early.poll(Duration.ofMillis(200)).isEmpty()) {
-                        errors.add("a consumer-protocol member read records beside a classic member");
-                        break;
-                    }
-                }
-            } catch (Exception e) {
-                mixedError = e.getClass().getSimpleName();
-            }
         }
 
         try (KafkaConsumer<String, String> modern =
@@ -150,7 +133,6 @@ public final class MigrateGroup {
         sb.append(",\"classic_committed\":").append(Common.intMap(classicCommitted));
         sb.append(",\"consumer_first\":").append(Common.intMap(consumerFirst));
         sb.append(",\"consumer_committed\":").append(Common.intMap(consumerCommitted));
-        sb.append(",\"mixed_error\":").append(Common.q(mixedError));
         sb.append(",\"described_type\":").append(Common.q(describedType));
         sb.append(",\"errors\":[");
         for (int i = 0; i < errors.size(); i++) {
