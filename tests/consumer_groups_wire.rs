@@ -195,10 +195,17 @@ fn two_members_revoke_then_assign_leave_fence_and_time_out() {
     list.types_filter = vec![s("classic")];
     let l: ListGroupsResponse = c.call(ApiKey::ListGroups, 5, list);
     assert!(l.groups.iter().all(|g| g.group_id.0.as_str() != GROUP));
+    // DescribeGroups is for classic groups (Apache Kafka 4.4): Dead, and from v6 an error.
     let mut dg = DescribeGroupsRequest::default();
     dg.groups = vec![GroupId(s(GROUP))];
-    let dg: DescribeGroupsResponse = c.call(ApiKey::DescribeGroups, 5, dg);
-    assert_eq!(dg.groups[0].error_code, 69, "DescribeGroups is for classic groups");
+    let v5: DescribeGroupsResponse = c.call(ApiKey::DescribeGroups, 5, dg.clone());
+    assert_eq!((v5.groups[0].error_code, v5.groups[0].group_state.as_str()), (0, "Dead"));
+    let v6: DescribeGroupsResponse = c.call(ApiKey::DescribeGroups, 6, dg);
+    assert_eq!((v6.groups[0].error_code, v6.groups[0].group_state.as_str()), (69, "Dead"));
+    assert_eq!(
+        v6.groups[0].error_message.as_deref(),
+        Some(format!("Group {GROUP} is not a classic group.").as_str())
+    );
 
     // B leaves: A gets everything at the next epoch.
     let leave = heartbeat(&mut c, "member-b", -1, None, false);

@@ -1,4 +1,7 @@
 //! DescribeGroups (key 15): state, protocol and members (metadata and assignment when Stable).
+//! A consumer-protocol group (KIP-848) is not described here, as in Apache Kafka 4.4: state
+//! Dead, and from v6 GROUP_ID_NOT_FOUND "Group <id> is not a classic group." (before v6 no
+//! error); clients describe it with ConsumerGroupDescribe.
 
 use std::rc::Rc;
 
@@ -7,6 +10,7 @@ use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse, Gr
 use tokio::sync::oneshot;
 
 use crate::actors::messages::{GroupAdmin, GroupAdminAnswer, GroupAdminOp, GroupError};
+use crate::store::group::GroupState;
 use crate::protocol::{str_bytes, Session};
 
 pub async fn handle(s: Rc<Session>, version: i16, req: DescribeGroupsRequest) -> DescribeGroupsResponse {
@@ -55,6 +59,13 @@ pub async fn handle(s: Rc<Session>, version: i16, req: DescribeGroupsRequest) ->
                         dm
                     })
                     .collect();
+            }
+            Err(GroupError::GroupIdNotFound) => {
+                g.group_state = str_bytes(GroupState::Dead.name());
+                if version >= 6 {
+                    g.error_code = GroupError::GroupIdNotFound.code();
+                    g.error_message = Some(str_bytes(&format!("Group {id} is not a classic group.")));
+                }
             }
             Err(e) => g.error_code = e.code(),
         }
