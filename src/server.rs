@@ -103,6 +103,8 @@ pub struct Broker {
 impl Broker {
     /// Recovers every partition and starts the actors. Must run inside an actix System.
     pub fn start(settings: &Arc<Settings>) -> Result<Broker, ServerError> {
+        crate::store::durable::create_dir_all_durable(&settings.data_dir.join("__cluster"))?;
+        let this_cluster: Arc<str> = cluster_id(&settings.data_dir)?.into();
         let mut arbiters: Vec<Arbiter> =
             (0..Settings::threads(settings.partition_threads)).map(|_| Arbiter::new()).collect();
         let cluster_arbiter = Arbiter::new();
@@ -187,6 +189,7 @@ impl Broker {
         let directory = Directory::new(ownership.clone(), topics.clone(), producer_ids, fences);
         let mut coordinators = Coordinators::new(
             settings.clone(),
+            this_cluster,
             directory.clone(),
             ownership.clone(),
             coordinator_arbiter.handle(),

@@ -23,10 +23,12 @@ use super::txn_coordinator::{TxnCoordinator, TxnSettings};
 use crate::config::Settings;
 use crate::metrics::Metrics;
 use crate::store::coordinator_key::OFFSETS_PARTITIONS;
+use crate::store::group::consumer::TopicInfo;
 use crate::store::group::GroupConfig;
 use crate::store::leases::{self, HeldLease};
 use crate::store::ownership::{Lease, Ownership};
 use crate::store::placement::CoordinatorUnit;
+use crate::store::topics::{internal_partitions, internal_topic_id, INTERNAL_TOPICS};
 
 /// The membership tick: the live brokers' node ids (this one included).
 #[derive(Message)]
@@ -46,6 +48,8 @@ pub struct Coordinators {
     ownership: Arc<RwLock<Ownership>>,
     arbiter: ArbiterHandle,
     settings: Arc<Settings>,
+    /// The cluster's id (the internal topics' ids derive from it).
+    cluster_id: Arc<str>,
     /// Where the shards send markers for partitions peers lead.
     peers: Option<Recipient<SendPeerMarker>>,
     /// kaas_coordinator_shards_owned, and what the shards count into.
@@ -55,6 +59,7 @@ pub struct Coordinators {
 impl Coordinators {
     pub fn new(
         settings: Arc<Settings>,
+        cluster_id: Arc<str>,
         directory: Directory,
         ownership: Arc<RwLock<Ownership>>,
         arbiter: ArbiterHandle,
@@ -71,6 +76,7 @@ impl Coordinators {
             ownership,
             arbiter,
             settings,
+            cluster_id,
             peers,
             metrics,
         }
@@ -159,7 +165,15 @@ impl Coordinators {
                 };
                 let retention_check = Duration::from_millis(s.offsets_retention_check_interval_ms.max(10));
                 let topics = Some(self.directory.topics().clone().recipient());
-                let g = GroupCoordinator::open(&s.data_dir, config, retention_check, topics)?;
+                // Kafka's server-side regexes match internal topics too (TopicRegexResolver).
+                let internal = INTERNAL_TOPICS
+                    .iter()
+                    .filter_map(|n| {
+                        let partitions = internal_partitions(n, s.txn_shards)?;
+                        Some((n.to_string(), TopicInfo { id: internal_topic_id(&self.cluster_id, n), partitions }))
+                    })
+                    .collect();
+                let g = GroupCoordinator::open(&s.data_dir, config, retention_check, topics, internal)?;
                 self.groups.set(Some(GroupCoordinator::start_in_arbiter(&self.arbiter, move |_| g)));
             }
             CoordinatorUnit::Txn(shard) => {

@@ -28,6 +28,8 @@ pub struct GroupCoordinator {
     topics: Option<actix::Recipient<ListTopics>>,
     /// A topic refresh is under way.
     refreshing: bool,
+    /// The internal topics as the groups see them (always there; no registry knows them).
+    internal: Vec<(String, TopicInfo)>,
 }
 
 impl GroupCoordinator {
@@ -36,6 +38,7 @@ impl GroupCoordinator {
         config: GroupConfig,
         retention_check: Duration,
         topics: Option<actix::Recipient<ListTopics>>,
+        internal: Vec<(String, TopicInfo)>,
     ) -> Result<GroupCoordinator, String> {
         let path = data_dir.join("__cluster").join("groups");
         let (db, db_file) = crate::store::durable::open_sled(&path)?;
@@ -57,6 +60,7 @@ impl GroupCoordinator {
             retention_check,
             topics,
             refreshing: false,
+            internal,
         })
     }
 
@@ -129,6 +133,7 @@ impl GroupCoordinator {
                     topics: all
                         .into_iter()
                         .map(|t| (t.name, TopicInfo { id: t.id, partitions: t.partitions }))
+                        .chain(act.internal.iter().cloned())
                         .collect(),
                 };
                 for id in act.groups.set_topics(image) {

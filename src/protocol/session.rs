@@ -25,9 +25,11 @@ use crate::protocol::fetch_session::FetchSessions;
 use crate::protocol::peer_link::{PeerAddPartitions, PeerLinks, SendPeerAddPartitions};
 use crate::protocol::response_budget::ResponseBudget;
 use crate::store::coordinator_key::{offsets_partition, txn_shard};
+use crate::store::group::consumer::TopicInfo;
 use crate::store::group::validate_group_id;
 use crate::store::ownership::{route_group, route_partition, route_txn, Owned};
-use crate::store::txn::TV_2;
+use crate::store::topics::{internal_partitions, internal_topic_id};
+use crate::store::txn::{CONSUMER_OFFSETS_TOPIC, TV_2};
 
 /// This broker's actors a connection talks to.
 #[derive(Clone)]
@@ -92,6 +94,33 @@ impl Session {
     /// Where the group coordinator of `group_id` is (its `__consumer_offsets` partition's owner).
     pub fn group(&self, group_id: &str) -> Location<Addr<GroupCoordinator>> {
         self.directory.locate(&Owned::GroupShard(offsets_partition(group_id)), || self.groups.get())
+    }
+
+    /// Partition `p` of an internal topic (store::topics::INTERNAL_TOPICS) as Fetch and
+    /// ListOffsets serve it: None for any other topic, Ok when this broker runs its coordinator
+    /// shard (its leader), else the error Kafka answers for a partition led elsewhere or unknown.
+    /// kaas keeps what Kafka writes there in the coordinators' sled databases, so the partition
+    /// reads as an empty log; a regex subscription that names it (Kafka's server-side regexes
+    /// match internal topics too) finds nothing to consume instead of an unknown topic.
+    pub fn internal_partition(&self, topic: &str, p: i32) -> Option<Result<(), i16>> {
+        let n = internal_partitions(topic, self.settings.txn_shards)?;
+        if !(0..n).contains(&p) {
+            return Some(Err(ResponseError::UnknownTopicOrPartition.code()));
+        }
+        let what =
+            if topic == CONSUMER_OFFSETS_TOPIC { Owned::GroupShard(p) } else { Owned::TxnShard(p.unsigned_abs()) };
+        let table = self.directory.ownership();
+        Some(match table.lease(&what) {
+            Some(_) if table.is_local(&what) => Ok(()),
+            Some(_) => Err(ResponseError::NotLeaderOrFollower.code()),
+            None => Err(ResponseError::LeaderNotAvailable.code()),
+        })
+    }
+
+    /// What the consumer groups see of internal topic `name` (its id and partitions).
+    pub fn internal_topic_info(&self, name: &str) -> Option<TopicInfo> {
+        let partitions = internal_partitions(name, self.settings.txn_shards)?;
+        Some(TopicInfo { id: internal_topic_id(&self.cluster_id, name), partitions })
     }
 
     /// The leader of partition `p`, or the answer for a partition this broker does not lead

@@ -155,6 +155,27 @@ pub fn is_internal(name: &str) -> bool {
     INTERNAL_TOPICS.contains(&name)
 }
 
+/// The partitions an internal topic shows: `__consumer_offsets` Kafka's 50 (one per group
+/// coordinator shard), `__transaction_state` one per transaction-coordinator shard.
+pub fn internal_partitions(name: &str, txn_shards: usize) -> Option<i32> {
+    match name {
+        "__consumer_offsets" => Some(super::coordinator_key::OFFSETS_PARTITIONS),
+        "__transaction_state" => Some(i32::try_from(txn_shards).unwrap_or(i32::MAX)),
+        _ => None,
+    }
+}
+
+/// The topic id of an internal topic: the same on every broker of the cluster and across
+/// restarts (Kafka draws one when it creates the topic; kaas never creates them).
+pub fn internal_topic_id(cluster_id: &str, name: &str) -> Uuid {
+    let mut h: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
+    for b in cluster_id.bytes().chain([0]).chain(name.bytes()) {
+        h ^= u128::from(b);
+        h = h.wrapping_mul(0x0000_0000_0100_0000_0000_0000_0000_013b);
+    }
+    Uuid::from_u128(h)
+}
+
 pub fn topics_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("__cluster").join("topics")
 }

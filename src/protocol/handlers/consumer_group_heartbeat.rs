@@ -51,8 +51,13 @@ async fn call(
     let groups = s.group_coordinator(group_id).map_err(|e| (e.error(), None))?;
     let mut topics = Vec::new();
     for name in req.subscribed_topic_names.iter().flatten() {
-        let found = s.directory.topic(&name.0, false).await.ok();
-        let info = found.map(|h| TopicInfo { id: h.meta.id, partitions: h.meta.partitions });
+        let info = match s.internal_topic_info(&name.0) {
+            Some(internal) => Some(internal),
+            None => {
+                let found = s.directory.topic(&name.0, false).await.ok();
+                found.map(|h| TopicInfo { id: h.meta.id, partitions: h.meta.partitions })
+            }
+        };
         topics.push((name.0.to_string(), info));
     }
     let (tx, rx) = oneshot::channel();

@@ -115,7 +115,9 @@ async fn read_all(s: &Session, wanted: &[Wanted], max_bytes: usize, isolation_le
             log_start_offset: -1,
             ..Default::default()
         };
-        if let Ok(h) = s.topic(&w.topic, false).await {
+        if let Some(here) = s.internal_partition(&w.topic, w.partition) {
+            r = internal_read(here, w.offset);
+        } else if let Ok(h) = s.topic(&w.topic, false).await {
             let leader = s.leader(&h, w.partition);
             if let Err(code) = leader {
                 r.error_code = code;
@@ -150,6 +152,20 @@ async fn read_all(s: &Session, wanted: &[Wanted], max_bytes: usize, isolation_le
         read.results.push(r);
     }
     read
+}
+
+/// A read of an internal topic's partition (Session::internal_partition): an empty log.
+fn internal_read(here: Result<(), i16>, offset: i64) -> ReadResult {
+    let mut r = ReadResult { high_watermark: 0, last_stable_offset: 0, log_start_offset: 0, ..Default::default() };
+    r.error_code = match here {
+        Ok(()) if offset == 0 => 0,
+        Ok(()) => ResponseError::OffsetOutOfRange.code(),
+        Err(code) => {
+            (r.high_watermark, r.last_stable_offset, r.log_start_offset) = (-1, -1, -1);
+            code
+        }
+    };
+    r
 }
 
 /// The request's session fields and partitions, for protocol::fetch_session.

@@ -15,7 +15,11 @@ pub async fn handle(s: Rc<Session>, version: i16, req: ListOffsetsRequest) -> Li
     let mut resp = ListOffsetsResponse::default();
     for t in req.topics {
         let name = t.name.0.to_string();
-        let handle = s.topic(&name, false).await;
+        let handle = if s.internal_partition(&name, 0).is_some() {
+            Err(ResponseError::UnknownTopicOrPartition.code())
+        } else {
+            s.topic(&name, false).await
+        };
         let mut out = ListOffsetsTopicResponse::default();
         out.name = t.name;
         for p in t.partitions {
@@ -30,10 +34,11 @@ pub async fn handle(s: Rc<Session>, version: i16, req: ListOffsetsRequest) -> Li
                 let current = if version >= 4 { p.current_leader_epoch } else { -1 };
                 check_leader_epoch(current, epoch).map(|()| l).map_err(|e| e.code())
             });
-            if let Err(code) = leader {
+            if let Some(here) = s.internal_partition(&name, p.partition_index) {
+                answer = internal_offset(here, p.timestamp);
+            } else if let Err(code) = leader {
                 answer.error_code = code;
-            }
-            if let Ok(leader) = leader {
+            } else if let Ok(leader) = leader {
                 let (tx, rx) = oneshot::channel();
                 let msg = ListOffset { timestamp: p.timestamp, isolation_level: req.isolation_level, reply: tx };
                 if leader.send(msg).await.is_ok() {
@@ -53,4 +58,15 @@ pub async fn handle(s: Rc<Session>, version: i16, req: ListOffsetsRequest) -> Li
         resp.topics.push(out);
     }
     resp
+}
+
+/// ListOffsets of an internal topic's partition (Session::internal_partition): an empty log,
+/// whose earliest and latest offsets are 0 and which has no record for a timestamp lookup.
+fn internal_offset(here: Result<(), i16>, timestamp: i64) -> OffsetAnswer {
+    match here {
+        // -1 latest, -2 earliest, -4 earliest-local, -5 earliest-pending-upload.
+        Ok(()) if matches!(timestamp, -1 | -2 | -4 | -5) => OffsetAnswer { error_code: 0, offset: 0, timestamp: -1 },
+        Ok(()) => OffsetAnswer { error_code: 0, offset: -1, timestamp: -1 },
+        Err(code) => OffsetAnswer { error_code: code, offset: -1, timestamp: -1 },
+    }
 }

@@ -13,7 +13,7 @@ use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
 use crate::store::coordinator_key::OFFSETS_PARTITIONS;
 use crate::store::ownership::Owned;
-use crate::store::topics::{validate_name, TopicMeta, INTERNAL_TOPICS};
+use crate::store::topics::{internal_topic_id, validate_name, TopicMeta, INTERNAL_TOPICS};
 use crate::store::txn::CONSUMER_OFFSETS_TOPIC;
 use uuid::Uuid;
 
@@ -49,16 +49,6 @@ pub(super) fn internal_entry(s: &Session, version: i16, name: &str) -> Option<Me
     };
     t.is_internal = true;
     Some(t)
-}
-
-/// A topic id for an internal topic, the same on every broker of the cluster and across restarts.
-fn internal_topic_id(cluster_id: &str, name: &str) -> Uuid {
-    let mut h: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
-    for b in cluster_id.bytes().chain([0]).chain(name.bytes()) {
-        h ^= u128::from(b);
-        h = h.wrapping_mul(0x0000_0000_0100_0000_0000_0000_0000_013b);
-    }
-    Uuid::from_u128(h)
 }
 
 fn partitions_entry(
@@ -144,6 +134,11 @@ pub async fn handle(s: Rc<Session>, version: i16, req: MetadataRequest) -> Metad
         let Some(name) = t.name else {
             if by_id.is_none() && !t.topic_id.is_nil() {
                 by_id = Some(s.directory.topics().send(ListTopics).await.unwrap_or_default());
+            }
+            let internal = INTERNAL_TOPICS.iter().find(|n| internal_topic_id(&s.cluster_id, n) == t.topic_id);
+            if let Some(entry) = internal.and_then(|n| internal_entry(&s, version, n)) {
+                r.topics.push(entry);
+                continue;
             }
             match by_id.iter().flatten().find(|m| m.id == t.topic_id && !t.topic_id.is_nil()) {
                 Some(m) => r.topics.push(topic_entry(&s, version, m)),

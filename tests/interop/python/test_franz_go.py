@@ -10,8 +10,8 @@ environment its pkg/kgo/helpers_test.go reads:
   KGO_TEST_RECORDS is left at its default (500,000 records through each ETL chain)
 
 Both tests create their topics with CreateTopics (7, 11 or 31 partitions), produce, run chains
-of consumer groups (range, cooperative-sticky, cooperative-sticky with static membership; the
-KIP-848 variants skip themselves because kaas does not advertise ConsumerGroupHeartbeat), and
+of consumer groups (range, cooperative-sticky, cooperative-sticky with static membership, and
+the KIP-848 variants range/848, sticky/848, sticky/848/static with server-side assignment), and
 check every record is consumed exactly once and in order; TestTxnEtl does it with
 transactional consume-transform-produce (franz-go uses KIP-890 part 2 when the broker
 finalizes transaction.version=2, hence the second parametrisation).
@@ -31,6 +31,13 @@ one data directory (about 20 s of `go test`). It found that kaas answered a too-
 with the full API list, which franz-go takes as a pre-KIP-511 broker's answer (no features,
 Produce capped at v11) for that connection: produces there skipped AddPartitionsToTxn under
 KIP-890 part 2 and were refused with TRANSACTION_ABORTABLE.
+
+test_franz_go_kgo_suite runs every other test of pkg/kgo (about 140 top-level tests: produce,
+consume, regex and KIP-848 groups, admin requests, compression, fetch edge cases, franz-go's
+issue reproductions) against one broker; only the share-group tests (KIP-932, which kaas does
+not serve) and the SASL tests (no SCRAM/OAuth listener configured) skip themselves. It found
+that kaas left Kafka's internal topics out of KIP-848 regex subscriptions (Apache Kafka 4.4
+matches them: Test848RegexBrokerResolves) and answered them UNKNOWN_TOPIC_ID by id.
 
 Never skipped: without a Go toolchain (`go` on PATH, or /usr/local/go/bin/go, or $GOROOT/bin/go)
 the test fails and says how to install one.
@@ -116,14 +123,16 @@ def _request_counts(broker):
 RESULT_RE = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (Test\w+)(/\S+)? \(([\d.]+)s\)", re.M)
 
 
-def _go_test(src, seeds, tests):
-    """Runs franz-go's pkg/kgo tests matching `tests` against `seeds`; (rc, output, results, s)."""
+def _go_test(src, seeds, tests, skip=None):
+    """Runs franz-go's pkg/kgo tests matching `tests` (but not `skip`) against `seeds`;
+    (rc, output, results, s)."""
     env = dict(os.environ)
     env.update({"KGO_SEEDS": seeds, "KGO_TEST_RF": "1", "GOFLAGS": "-buildvcs=false"})
     env.pop("KGO_TEST_RECORDS", None)
     started = time.time()
+    skipping = ["-skip", f"^({skip})$"] if skip else []
     try:
-        proc = _run([GO, "test", "-run", f"^({tests})$", "-count=1", "-v",
+        proc = _run([GO, "test", "-run", f"^({tests})$", *skipping, "-count=1", "-v",
                      f"-timeout={GO_TEST_TIMEOUT - 30}s", "./pkg/kgo/"],
                     cwd=src, env=env, timeout=GO_TEST_TIMEOUT)
         out, rc = proc.stdout, proc.returncode
@@ -163,7 +172,8 @@ def test_franz_go_group_and_txn_etl(franz_go_src, tmp_path, txn_version):
         assert not any(v == "FAIL" for v in results.values()), ctx
         # The classic-protocol chains must really have run (only the KIP-848 ones may skip).
         for test in ("TestGroupETL", "TestTxnEtl"):
-            for sub in ("range", "cooperative-sticky", "cooperative-sticky/static"):
+            for sub in ("range", "cooperative-sticky", "cooperative-sticky/static",
+                        "range/848", "sticky/848", "sticky/848/static"):
                 assert results.get((test, sub)) == "PASS", f"{test}/{sub} did not pass\n" + ctx
         assert broker.alive(), "kaas exited during franz-go's tests\n" + ctx
         counts = _request_counts(broker)
@@ -233,3 +243,38 @@ def test_franz_go_txn_etl_on_a_three_broker_cluster(franz_go_src, tmp_path):
     assert total[("AddPartitionsToTxn", 5)] > 0, dict(total)
     assert total[("EndTxn", 5)] > 0 and total[("TxnOffsetCommit", 5)] > 0, dict(total)
     assert sum(1 for seen in counts.values() if seen[("WriteTxnMarkers", 2)] > 0) >= 2, dict(total)
+
+
+# What may skip itself in the whole pkg/kgo suite against one kaas broker: share groups
+# (KIP-932) are not served, and no SASL listener is configured.
+ALLOWED_SKIPS = {"TestShareGroup", "TestShareGroupETL", "TestShareGroupAckOnClose",
+                 "TestShareGroupOffsetsAdmin", "TestConsumeRegexShareSkipsInternal",
+                 "TestSCRAMAuth", "TestSCRAMAuthBadCredentials", "TestOAuthAuth"}
+
+
+def test_franz_go_kgo_suite(franz_go_src, tmp_path):
+    """Every pkg/kgo test but the two ETL tests (run above) against one broker, TV2."""
+    broker = Broker(tmp_path / "data", free_port(), extra_env={"KAAS_TRANSACTION_VERSION": "2"}).start()
+    try:
+        rc, out, results, elapsed = _go_test(franz_go_src, broker.bootstrap, ".*",
+                                             skip="TestGroupETL|TestTxnEtl")
+        top = {t: r for (t, sub), r in results.items() if not sub}
+        print(f"franz-go {FRANZ_GO_VERSION} pkg/kgo suite against kaas: {len(top)} tests, "
+              f"{sum(r == 'PASS' for r in top.values())} passed, "
+              f"skipped {sorted(t for t, r in top.items() if r == 'SKIP')}; go test took {elapsed:.1f}s")
+        ctx = _context(rc, out, elapsed, [broker])
+        assert rc is not None, "go test timed out\n" + ctx
+        failed = sorted(f"{t}/{sub}" if sub else t for (t, sub), r in results.items() if r == "FAIL")
+        assert not failed, f"failed: {failed}\n" + ctx
+        skipped = {t for t, r in top.items() if r == "SKIP"}
+        assert skipped <= ALLOWED_SKIPS, f"unexpected skips: {sorted(skipped - ALLOWED_SKIPS)}\n" + ctx
+        assert len(top) >= 100, f"only {len(top)} tests ran\n" + ctx
+        # The KIP-848 tests must really run against kaas (they skip on brokers without it).
+        for test in ("Test848RegexBrokerResolves", "TestGroupSimple"):
+            assert top.get(test) == "PASS", f"{test}: {top.get(test)}\n" + ctx
+        assert results.get(("TestGroupSimple", "848")) == "PASS", ctx
+        assert rc == 0, ctx
+        assert broker.alive(), "kaas exited during franz-go's tests\n" + ctx
+        assert_no_panic(broker)
+    finally:
+        broker.stop()
