@@ -23,6 +23,7 @@ const NONE: i16 = 0;
 const OFFSET_OUT_OF_RANGE: i16 = 1;
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 const INVALID_TOPIC_EXCEPTION: i16 = 17;
+const POLICY_VIOLATION: i16 = 44;
 
 fn name(s: &str) -> TopicName {
     TopicName(StrBytes::from_string(s.to_string()))
@@ -148,8 +149,13 @@ fn delete_records_moves_the_log_start_durably() {
 
     // 1 MiB segments (Kafka's minimum) and 200 kB records: offsets 0-4 in the first segment.
     create(&mut c, "dr", &[("segment.bytes", "1048576")]);
-    // A compacted topic (POLICY_VIOLATION here, store::partition::delete_records) cannot be made:
-    // kaas refuses cleanup.policy=compact at creation (store::topic_config), as it cannot compact.
+    // Records of a compacted topic cannot be deleted (Kafka: POLICY_VIOLATION).
+    create(&mut c, "dr-compact", &[("cleanup.policy", "compact")]);
+    assert_eq!(produce(&mut c, "dr-compact", batch(-1, -1, -1, 1, "k")), (NONE, 0));
+    assert_eq!(
+        delete_records(&mut c, 2, &[("dr-compact", 0, 1)])[0],
+        ("dr-compact".to_string(), 0, POLICY_VIOLATION, -1)
+    );
     let big = "x".repeat(200_000);
     for _ in 0..8 {
         assert_eq!(produce(&mut c, "dr", batch(-1, -1, -1, 1, &big)), (NONE, 0));

@@ -33,6 +33,7 @@ const MESSAGE_TOO_LARGE: i16 = 10;
 const INVALID_TIMESTAMP: i16 = 32;
 const INVALID_CONFIG: i16 = 40;
 const INVALID_REQUEST: i16 = 42;
+const INVALID_RECORD: i16 = 87;
 
 fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
@@ -210,7 +211,10 @@ fn a_topic_created_with_a_larger_limit_accepts_larger_batches() {
     assert_eq!(produce(&mut c, "roomy", big_batch(5 * 1024 * 1024)).0, 0);
     assert_eq!(create(&mut c, "tight", &[("max.message.bytes", "100")]), 0);
     assert_eq!(produce(&mut c, "tight", big_batch(1000)).0, MESSAGE_TOO_LARGE);
-    assert_eq!(create(&mut c, "compacted", &[("cleanup.policy", "compact")]), INVALID_CONFIG);
+    // A compacted topic: every record needs a key (Kafka's LogValidator.validateKey).
+    assert_eq!(create(&mut c, "compacted", &[("cleanup.policy", "compact")]), 0);
+    assert_eq!(produce(&mut c, "compacted", big_batch(10)).0, INVALID_RECORD, "a record without a key");
+    assert_eq!(produce(&mut c, "compacted", batch(-1, -1, -1, 1, "keyed")).0, 0);
     b.finish();
 }
 
@@ -228,7 +232,7 @@ fn alter_errors_are_kafkas() {
         one(&mut c, &[("retention.ms", SET, Some("abc"))]),
         (INVALID_CONFIG, "Invalid value abc for configuration retention.ms: Not a number of type LONG".into())
     );
-    assert_eq!(one(&mut c, &[("cleanup.policy", SET, Some("compact"))]).0, INVALID_CONFIG, "kaas does not compact");
+    assert_eq!(one(&mut c, &[("compression.type", SET, Some("gzip"))]).0, INVALID_CONFIG, "kaas never recompresses");
     assert_eq!(
         one(&mut c, &[("retention.ms", APPEND, Some("1"))]),
         (INVALID_CONFIG, "Can't APPEND to key retention.ms because its type is not LIST.".into())

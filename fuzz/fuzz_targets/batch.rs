@@ -139,7 +139,7 @@ impl Partition {
         let mut buf = records.clone();
         let _ = kafka_protocol::records::RecordBatchDecoder::decode(&mut buf);
         // Kafka's LogValidator (store::validate): batch shape, every record, timestamps.
-        if validate::validate_client_batch(&records, &header, &TimestampPolicy::default(), self.now_ms).is_err() {
+        if validate::validate_client_batch(&records, &header, &TimestampPolicy::default(), self.now_ms, "fuzz-0").is_err() {
             return;
         }
         let verified = match verify {

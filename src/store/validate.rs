@@ -11,18 +11,20 @@ pub const NO_TIMESTAMP: i64 = -1;
 /// Record errors kept per batch (the count is always exact); bounds the answer's size.
 pub const MAX_RECORD_ERRORS: usize = 1000;
 
-/// Kafka's `message.timestamp.type` and `message.timestamp.{before,after}.max.ms`.
+/// Kafka's `message.timestamp.type` and `message.timestamp.{before,after}.max.ms`, and whether
+/// the topic is compacted (`cleanup.policy` holds `compact`: every record needs a key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TimestampPolicy {
     pub log_append_time: bool,
     pub before_max_ms: i64,
     pub after_max_ms: i64,
+    pub compacted: bool,
 }
 
 impl Default for TimestampPolicy {
     /// Kafka 4.x defaults: CreateTime, any time in the past, at most one hour ahead.
     fn default() -> Self {
-        TimestampPolicy { log_append_time: false, before_max_ms: i64::MAX, after_max_ms: 3_600_000 }
+        TimestampPolicy { log_append_time: false, before_max_ms: i64::MAX, after_max_ms: 3_600_000, compacted: false }
     }
 }
 
@@ -134,12 +136,14 @@ pub fn check_timestamp(h: &BatchHeader, timestamp: i64, now: i64, policy: &Times
     None
 }
 
-/// Validates one client batch (already CRC-checked) record by record. Returns how to stamp it.
+/// Validates one client batch (already CRC-checked) record by record for `partition`
+/// ("topic-index", named in Kafka's messages). Returns how to stamp it.
 pub fn validate_client_batch(
     batch: &[u8],
     h: &BatchHeader,
     policy: &TimestampPolicy,
     now: i64,
+    partition: &str,
 ) -> Result<Validated, ValidationError> {
     validate_batch_shape(h)?;
     let mut walk = RecordWalk::new(batch, h)?;
@@ -154,6 +158,9 @@ pub fn validate_client_batch(
         // rewrite a compressed batch whose inner offsets are off; kaas refuses it instead).
         let error = if r.offset_delta != index {
             Some(format!("Record at index {index} has offset delta {}, expected {index}", r.offset_delta))
+        } else if policy.compacted && !r.has_key {
+            // Kafka's LogValidator.validateKey: compaction keeps the last record of each key.
+            Some(format!("Compacted topic cannot accept message without key in topic partition {partition}."))
         } else {
             let t = check_timestamp(h, ts, now, policy);
             timestamp_error |= t.is_some();
@@ -205,7 +212,7 @@ mod tests {
 
     fn validate_with(b: &[u8], p: &TimestampPolicy) -> Result<Validated, ValidationError> {
         let h = BatchHeader::parse(b).unwrap();
-        validate_client_batch(b, &h, p, NOW)
+        validate_client_batch(b, &h, p, NOW, "t-0")
     }
 
     fn one_record(last_offset_delta: i32) -> Vec<u8> {
@@ -251,6 +258,19 @@ mod tests {
             let v = validate(&buf).unwrap();
             assert_eq!(v.max_timestamp, NOW + 19, "{compression:?}");
         }
+    }
+
+    #[test]
+    fn a_compacted_topic_refuses_records_without_a_key() {
+        let p = TimestampPolicy { compacted: true, ..TimestampPolicy::default() };
+        let mut raw = record(0, 0, Some(b"k"), b"a");
+        raw.extend(record(1, 0, None, b"b"));
+        let e = validate_with(&raw_batch(2, 1, 0, NOW, &raw), &p).unwrap_err();
+        let (_, errors) = e.record_errors().unwrap();
+        assert_eq!((e.code(), errors.len(), errors[0].batch_index), (ResponseError::InvalidRecord.code(), 1, 1));
+        assert_eq!(errors[0].message, "Compacted topic cannot accept message without key in topic partition t-0.");
+        assert!(validate_with(&raw_batch(1, 0, 0, NOW, &record(0, 0, Some(b"k"), b"a")), &p).is_ok());
+        assert!(validate(&raw_batch(1, 0, 0, NOW, &record(0, 0, None, b"a"))).is_ok(), "not compacted: no key needed");
     }
 
     #[test]
@@ -365,7 +385,7 @@ mod tests {
         let mut b = raw_batch(1, 0, 0, NOW, &record(0, 7, None, b"v"));
         b[35..43].copy_from_slice(&(NOW + 999).to_be_bytes());
         let h = BatchHeader::parse(&b).unwrap();
-        let v = validate_client_batch(&b, &h, &TimestampPolicy::default(), NOW).unwrap();
+        let v = validate_client_batch(&b, &h, &TimestampPolicy::default(), NOW, "t-0").unwrap();
         assert_eq!(v.max_timestamp, NOW + 7);
         assert!(v.needs_patch(&h));
     }

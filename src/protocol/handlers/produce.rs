@@ -47,10 +47,10 @@ fn err(code: i16) -> Slot {
 /// Kafka's LogValidator on the batch, then the append. The records are walked by streaming
 /// decompression (bounded memory, see store::records), never decoded whole.
 async fn validate_and_append(s: &Session, name: &str, ready: Ready, acks: i16) -> Slot {
-    let Ready { leader, header, records, verified, timestamp } = ready;
+    let Ready { leader, header, records, verified, timestamp, partition } = ready;
     let leader = &leader;
     let now = now_ms();
-    let validated = match validate::validate_client_batch(&records, &header, &timestamp, now) {
+    let validated = match validate::validate_client_batch(&records, &header, &timestamp, now, &partition) {
         Ok(v) => v,
         Err(e) => {
             tracing::debug!(topic = name, "produce refused by the record validator: {e}");
@@ -99,6 +99,8 @@ struct Ready {
     verified: Verified,
     /// The topic's timestamp rules (its configs, else the broker's).
     timestamp: TimestampPolicy,
+    /// "topic-index", for the validator's messages.
+    partition: String,
 }
 
 enum Prepared {
@@ -124,7 +126,8 @@ fn prepare_partition(
         Err(e) => return Prepared::Done(err(e.code())),
     };
     let records = p.records.unwrap_or_default();
-    Prepared::Ready(Ready { leader, header, records, verified: Verified::No, timestamp: limits.timestamp })
+    let partition = format!("{}-{}", topic.meta.name, p.index);
+    Prepared::Ready(Ready { leader, header, records, verified: Verified::No, timestamp: limits.timestamp, partition })
 }
 
 /// Enqueues every append now; the returned future completes with the response (None for acks=0).

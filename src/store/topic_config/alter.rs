@@ -172,12 +172,14 @@ mod tests {
     #[test]
     fn append_starts_from_kafkas_default_and_subtract_removes() {
         // cleanup.policy defaults to delete: appending delete changes nothing, appending compact
-        // is refused (kaas does not compact), subtracting delete leaves an empty (refused) list.
+        // gives both, subtracting delete leaves an empty list (Kafka 4.4, KIP-1161: nothing is
+        // ever removed).
         let out = apply_incremental(&BTreeMap::new(), &[op("cleanup.policy", OP_APPEND, Some("delete"))]).unwrap();
         assert_eq!(out, map(&[("cleanup.policy", "delete")]));
-        let e = apply_incremental(&BTreeMap::new(), &[op("cleanup.policy", OP_APPEND, Some("compact"))]).unwrap_err();
-        assert_eq!(e.code(), ResponseError::InvalidConfig.code());
-        assert!(apply_incremental(&out, &[op("cleanup.policy", OP_SUBTRACT, Some("delete"))]).is_err());
+        let both = apply_incremental(&BTreeMap::new(), &[op("cleanup.policy", OP_APPEND, Some("compact"))]).unwrap();
+        assert_eq!(both, map(&[("cleanup.policy", "delete,compact")]));
+        let none = apply_incremental(&out, &[op("cleanup.policy", OP_SUBTRACT, Some("delete"))]).unwrap();
+        assert_eq!(none, map(&[("cleanup.policy", "")]));
     }
 
     #[test]

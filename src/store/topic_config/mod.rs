@@ -254,7 +254,30 @@ pub fn log_config_for(base: &LogConfig, configs: &BTreeMap<String, String>) -> (
     if let Some(v) = stored(configs, "index.interval.bytes", &mut ignored) {
         out.index_interval_bytes = v;
     }
+    // Kafka: retention.ms and retention.bytes delete segments only under a cleanup.policy
+    // holding `delete`; a compact-only topic keeps them (its cleaner removes superseded keys).
+    if !deletes_by_retention(configs) {
+        (out.retention_ms, out.retention_bytes) = (-1, -1);
+    }
     (out, ignored)
+}
+
+/// The topic's cleanup.policy (Kafka's default `delete`) as its list of policies.
+fn cleanup_policies(configs: &BTreeMap<String, String>) -> Vec<&str> {
+    match configs.get("cleanup.policy").filter(|v| check("cleanup.policy", v).is_ok()) {
+        Some(v) => v.split(',').map(str::trim).filter(|p| !p.is_empty()).collect(),
+        None => vec!["delete"],
+    }
+}
+
+/// cleanup.policy holds `compact`: every record needs a key.
+pub fn is_compacted(configs: &BTreeMap<String, String>) -> bool {
+    cleanup_policies(configs).contains(&"compact")
+}
+
+/// cleanup.policy holds `delete`: retention removes old segments (and DeleteRecords may).
+pub fn deletes_by_retention(configs: &BTreeMap<String, String>) -> bool {
+    cleanup_policies(configs).contains(&"delete")
 }
 
 /// What Produce checks on a topic: the broker's settings, overridden by the topic's own.
@@ -265,6 +288,7 @@ pub fn produce_limits(defaults: &BrokerDefaults, configs: &BTreeMap<String, Stri
     ProduceLimits {
         max_message_bytes: stored(configs, "max.message.bytes", &mut ignored).unwrap_or(defaults.max_message_bytes),
         timestamp: TimestampPolicy {
+            compacted: is_compacted(configs),
             log_append_time: timestamp_type == "LogAppendTime",
             before_max_ms: stored(configs, "message.timestamp.before.max.ms", &mut ignored)
                 .unwrap_or(defaults.before_max_ms),
@@ -342,10 +366,20 @@ mod tests {
     }
 
     #[test]
-    fn cleanup_policy_compact_is_refused_as_kaas_does_not_compact() {
-        for v in ["compact", "delete , compact", ""] {
-            assert!(is_unsupported(one("cleanup.policy", v)), "{v:?}");
-        }
+    fn cleanup_policy_compact_is_accepted_and_stops_retention_unless_delete_is_listed_too() {
+        let compact = one("cleanup.policy", "compact").unwrap();
+        assert!(is_compacted(&compact) && !deletes_by_retention(&compact));
+        let (log, _) = log_config_for(&LogConfig::default(), &compact);
+        assert_eq!((log.retention_ms, log.retention_bytes), (-1, -1), "a compact-only topic keeps its segments");
+        let both = one("cleanup.policy", "delete , compact").unwrap();
+        assert!(is_compacted(&both) && deletes_by_retention(&both));
+        let (log, _) = log_config_for(&LogConfig::default(), &both);
+        assert_eq!(log.retention_ms, LogConfig::default().retention_ms);
+        assert!(!is_compacted(&BTreeMap::new()) && deletes_by_retention(&BTreeMap::new()), "Kafka's default: delete");
+        assert!(produce_limits(&BrokerDefaults::default(), &compact).timestamp.compacted);
+        // Kafka 4.4 (KIP-1161): an empty list neither deletes nor compacts.
+        let none = one("cleanup.policy", "").unwrap();
+        assert!(!is_compacted(&none) && !deletes_by_retention(&none));
     }
 
     #[test]

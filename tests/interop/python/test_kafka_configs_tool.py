@@ -72,7 +72,7 @@ def test_kafka_configs_refusals(broker):
     bs = broker.bootstrap
     topic = kaashelpers.unique_topic("cfgbad")
     kaashelpers.create_topic(bs, topic, 1)
-    run = configs(bs, "--entity-name", topic, "--alter", "--add-config", "cleanup.policy=compact", ok=False)
+    run = configs(bs, "--entity-name", topic, "--alter", "--add-config", "compression.type=gzip", ok=False)
     assert run.returncode != 0 and "InvalidConfigurationException" in run.stdout + run.stderr, run.describe()
     run = configs(bs, "--entity-name", topic, "--alter", "--add-config", "retention.ms=abc", ok=False)
     assert "Not a number of type LONG" in run.stdout + run.stderr, run.describe()
