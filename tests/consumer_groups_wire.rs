@@ -202,10 +202,7 @@ fn two_members_revoke_then_assign_leave_fence_and_time_out() {
     assert_eq!((v5.groups[0].error_code, v5.groups[0].group_state.as_str()), (0, "Dead"));
     let v6: DescribeGroupsResponse = c.call(ApiKey::DescribeGroups, 6, dg);
     assert_eq!((v6.groups[0].error_code, v6.groups[0].group_state.as_str()), (69, "Dead"));
-    assert_eq!(
-        v6.groups[0].error_message.as_deref(),
-        Some(format!("Group {GROUP} is not a classic group.").as_str())
-    );
+    assert_eq!(v6.groups[0].error_message.as_deref(), Some(format!("Group {GROUP} is not a classic group.").as_str()));
 
     // B leaves: A gets everything at the next epoch.
     let leave = heartbeat(&mut c, "member-b", -1, None, false);

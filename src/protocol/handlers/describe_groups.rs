@@ -10,8 +10,8 @@ use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse, Gr
 use tokio::sync::oneshot;
 
 use crate::actors::messages::{GroupAdmin, GroupAdminAnswer, GroupAdminOp, GroupError};
-use crate::store::group::GroupState;
 use crate::protocol::{str_bytes, Session};
+use crate::store::group::GroupState;
 
 pub async fn handle(s: Rc<Session>, version: i16, req: DescribeGroupsRequest) -> DescribeGroupsResponse {
     let mut r = DescribeGroupsResponse::default();
