@@ -5,7 +5,6 @@
 
 use kafka_protocol::messages::add_partitions_to_txn_request::{AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction};
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
@@ -13,9 +12,9 @@ use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
 };
 use kafka_protocol::messages::*;
-use kafka_protocol::records::RecordBatchDecoder;
 
 use crate::answer::{Answer, PidNames};
+use crate::common::fetch::{fetch_request, records as fetched_records};
 use crate::common::{batch, txn_batch};
 use crate::exec::Sent;
 use crate::wire::{str_bytes, topic_name, Conn, WireResult};
@@ -248,14 +247,10 @@ pub fn fetch(c: &mut Conn, topic: &str, part: u8, committed: bool, names: &mut P
                 }
             }
         }
-        let mut bytes = p.records.clone().unwrap_or_default();
         let mut last = None;
-        if !bytes.is_empty() {
-            let sets = RecordBatchDecoder::decode_all(&mut bytes).map_err(|e| format!("records: {e}"))?;
-            for r in sets.iter().flat_map(|s| s.records.iter()).filter(|r| r.offset >= offset) {
-                last = Some(r.offset);
-                records.push(render_record(r, names));
-            }
+        for r in fetched_records(&p).map_err(|e| format!("records: {e}"))?.iter().filter(|r| r.offset >= offset) {
+            last = Some(r.offset);
+            records.push(render_record(r, names));
         }
         let end = if committed { p.last_stable_offset } else { p.high_watermark };
         let done = p.error_code != 0 || last.is_none_or(|l| l + 1 >= end);
@@ -306,26 +301,7 @@ fn render_record(r: &kafka_protocol::records::Record, names: &mut PidNames) -> S
 }
 
 fn fetch_once(c: &mut Conn, topic: &str, part: u8, committed: bool, offset: i64) -> WireResult<PartitionData> {
-    let mut p = FetchPartition::default();
-    p.partition = part as i32;
-    p.current_leader_epoch = -1;
-    p.fetch_offset = offset;
-    p.last_fetched_epoch = -1;
-    p.log_start_offset = -1;
-    p.partition_max_bytes = 1 << 20;
-    let mut t = FetchTopic::default();
-    t.topic = topic_name(topic);
-    t.partitions = vec![p];
-    let mut req = FetchRequest::default();
-    req.replica_id = BrokerId(-1);
-    req.max_wait_ms = 0;
-    req.min_bytes = 0;
-    req.max_bytes = 1 << 20;
-    req.isolation_level = committed as i8;
-    req.session_id = 0;
-    req.session_epoch = -1;
-    req.topics = vec![t];
-    let r: FetchResponse = c.call(ApiKey::Fetch, 12, req)?;
+    let r: FetchResponse = c.call(ApiKey::Fetch, 12, fetch_request(topic, part as i32, offset, committed as i8))?;
     r.responses
         .into_iter()
         .next()
