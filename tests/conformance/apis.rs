@@ -361,8 +361,15 @@ pub fn describe_producers(c: &mut Conn, topic: &str, names: &mut PidNames) -> Wi
     Ok(a)
 }
 
-/// The normalized answer and the raw state name.
-pub fn describe_txn(c: &mut Conn, id: &str, topic: &str, names: &mut PidNames) -> WireResult<(Answer, String)> {
+/// A transaction as DescribeTransactions shows it, before normalization.
+pub struct TxnSeen {
+    pub state: String,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+}
+
+/// The normalized answer and the raw state, producer id and epoch.
+pub fn describe_txn(c: &mut Conn, id: &str, topic: &str, names: &mut PidNames) -> WireResult<(Answer, TxnSeen)> {
     let mut req = DescribeTransactionsRequest::default();
     req.transactional_ids = vec![txn_id(id)];
     let r: DescribeTransactionsResponse = c.call(ApiKey::DescribeTransactions, 0, req)?;
@@ -385,5 +392,5 @@ pub fn describe_txn(c: &mut Conn, id: &str, topic: &str, names: &mut PidNames) -
         .with("timeout", s.transaction_timeout_ms)
         .with("started", if s.transaction_start_time_ms == -1 { "-1" } else { "set" })
         .with("partitions", format!("[{}]", parts.join(",")));
-    Ok((a, state))
+    Ok((a, TxnSeen { state, producer_id: s.producer_id.0, producer_epoch: s.producer_epoch }))
 }
