@@ -9,51 +9,25 @@
 
 mod common;
 
+use common::groups::{classic_leave, consumer_leave, group_type, join_request, start_with_topic, str_bytes as s};
 use common::{Broker, Client};
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
-use kafka_protocol::messages::leave_group_request::MemberIdentity;
-use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
 use kafka_protocol::messages::offset_fetch_request::{OffsetFetchRequestGroup, OffsetFetchRequestTopics};
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
 
 const TOPIC: &str = "tmig";
 const GROUP_ID_NOT_FOUND: i16 = 69;
 const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
 
-fn s(v: &str) -> StrBytes {
-    StrBytes::from_string(v.to_string())
-}
-
 fn start(policy: &str) -> (Broker, Client) {
-    let broker = Broker::start_with_env(&[
-        ("KAAS_GROUP_INITIAL_REBALANCE_DELAY_MS", "0"),
-        ("KAAS_GROUP_CONSUMER_MIGRATION_POLICY", policy),
-    ]);
-    let mut c = broker.client();
-    let mut t = CreatableTopic::default();
-    t.name = TopicName(s(TOPIC));
-    t.num_partitions = 2;
-    t.replication_factor = 1;
-    let mut req = CreateTopicsRequest::default();
-    req.topics = vec![t];
-    let resp: CreateTopicsResponse = c.call(ApiKey::CreateTopics, 7, req);
-    assert_eq!(resp.topics[0].error_code, 0);
-    (broker, c)
+    start_with_topic(
+        &[("KAAS_GROUP_INITIAL_REBALANCE_DELAY_MS", "0"), ("KAAS_GROUP_CONSUMER_MIGRATION_POLICY", policy)],
+        TOPIC,
+    )
 }
 
 /// A classic consumer joins `group` (JoinGroup v3: no MEMBER_ID_REQUIRED round) and syncs.
 fn classic_join(c: &mut Client, group: &str, protocol_type: &str) -> (i16, String, i32) {
-    let mut join = JoinGroupRequest::default();
-    join.group_id = GroupId(s(group));
-    join.session_timeout_ms = 10_000;
-    join.rebalance_timeout_ms = 10_000;
-    join.protocol_type = s(protocol_type);
-    let mut proto = JoinGroupRequestProtocol::default();
-    proto.name = s("range");
-    join.protocols.push(proto);
-    let j: JoinGroupResponse = c.call(ApiKey::JoinGroup, 3, join);
+    let j: JoinGroupResponse = c.call(ApiKey::JoinGroup, 3, join_request(group, "", protocol_type, Vec::new()));
     if j.error_code != 0 {
         return (j.error_code, String::new(), -1);
     }
@@ -66,30 +40,8 @@ fn classic_join(c: &mut Client, group: &str, protocol_type: &str) -> (i16, Strin
     (0, j.member_id.to_string(), j.generation_id)
 }
 
-fn classic_leave(c: &mut Client, group: &str, member: &str) {
-    let mut leave = LeaveGroupRequest::default();
-    leave.group_id = GroupId(s(group));
-    let mut m = MemberIdentity::default();
-    m.member_id = s(member);
-    leave.members.push(m);
-    let resp: LeaveGroupResponse = c.call(ApiKey::LeaveGroup, 3, leave);
-    assert_eq!((resp.error_code, resp.members[0].error_code), (0, 0));
-}
-
 fn commit(c: &mut Client, group: &str, member: &str, generation: i32, offset: i64) -> i16 {
-    let mut p = OffsetCommitRequestPartition::default();
-    p.partition_index = 0;
-    p.committed_offset = offset;
-    let mut t = OffsetCommitRequestTopic::default();
-    t.name = TopicName(s(TOPIC));
-    t.partitions = vec![p];
-    let mut req = OffsetCommitRequest::default();
-    req.group_id = GroupId(s(group));
-    req.member_id = s(member);
-    req.generation_id_or_member_epoch = generation;
-    req.topics = vec![t];
-    let resp: OffsetCommitResponse = c.call(ApiKey::OffsetCommit, 8, req);
-    resp.topics[0].partitions[0].error_code
+    common::groups::commit(c, group, TOPIC, member, generation, offset)
 }
 
 fn committed(c: &mut Client, group: &str) -> i64 {
@@ -116,22 +68,6 @@ fn consumer_join(c: &mut Client, group: &str, member: &str) -> ConsumerGroupHear
     req.subscribed_topic_names = Some(vec![TopicName(s(TOPIC))]);
     req.topic_partitions = Some(vec![]);
     c.call(ApiKey::ConsumerGroupHeartbeat, 1, req)
-}
-
-fn consumer_leave(c: &mut Client, group: &str, member: &str) {
-    let mut req = ConsumerGroupHeartbeatRequest::default();
-    req.group_id = GroupId(s(group));
-    req.member_id = s(member);
-    req.member_epoch = -1;
-    let resp: ConsumerGroupHeartbeatResponse = c.call(ApiKey::ConsumerGroupHeartbeat, 1, req);
-    assert_eq!(resp.error_code, 0);
-}
-
-/// The group's type in ListGroups v5.
-fn group_type(c: &mut Client, group: &str) -> String {
-    let l: ListGroupsResponse = c.call(ApiKey::ListGroups, 5, ListGroupsRequest::default());
-    let g = l.groups.iter().find(|g| g.group_id.0.as_str() == group).expect("listed");
-    g.group_type.to_string()
 }
 
 #[test]

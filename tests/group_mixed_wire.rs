@@ -7,37 +7,19 @@
 
 mod common;
 
+use common::groups::{classic_leave, consumer_leave, group_type, join_request, start_with_topic, str_bytes as s};
 use common::{Broker, Client};
 use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions;
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
-use kafka_protocol::messages::leave_group_request::MemberIdentity;
-use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
 
 const TOPIC: &str = "tmix";
 const ILLEGAL_GENERATION: i16 = 22;
 const REBALANCE_IN_PROGRESS: i16 = 27;
 const MEMBER_ID_REQUIRED: i16 = 79;
 
-fn s(v: &str) -> StrBytes {
-    StrBytes::from_string(v.to_string())
-}
-
 fn start() -> (Broker, Client) {
-    let broker = Broker::start_with_env(&[("KAAS_GROUP_INITIAL_REBALANCE_DELAY_MS", "0")]);
-    let mut c = broker.client();
-    let mut t = CreatableTopic::default();
-    t.name = TopicName(s(TOPIC));
-    t.num_partitions = 2;
-    t.replication_factor = 1;
-    let mut req = CreateTopicsRequest::default();
-    req.topics = vec![t];
-    let resp: CreateTopicsResponse = c.call(ApiKey::CreateTopics, 7, req);
-    assert_eq!(resp.topics[0].error_code, 0);
-    (broker, c)
+    start_with_topic(&[("KAAS_GROUP_INITIAL_REBALANCE_DELAY_MS", "0")], TOPIC)
 }
 
 /// A ConsumerProtocol Subscription v1 of TOPIC owning nothing (as an eager consumer rejoins).
@@ -86,17 +68,7 @@ fn partitions(a: &[u8]) -> Vec<i32> {
 }
 
 fn join(c: &mut Client, group: &str, version: i16, member: &str) -> JoinGroupResponse {
-    let mut join = JoinGroupRequest::default();
-    join.group_id = GroupId(s(group));
-    join.member_id = s(member);
-    join.session_timeout_ms = 10_000;
-    join.rebalance_timeout_ms = 10_000;
-    join.protocol_type = s("consumer");
-    let mut proto = JoinGroupRequestProtocol::default();
-    proto.name = s("range");
-    proto.metadata = subscription().into();
-    join.protocols.push(proto);
-    c.call(ApiKey::JoinGroup, version, join)
+    c.call(ApiKey::JoinGroup, version, join_request(group, member, "consumer", subscription()))
 }
 
 fn sync(
@@ -131,19 +103,7 @@ fn heartbeat(c: &mut Client, group: &str, member: &str, generation: i32) -> i16 
 }
 
 fn commit(c: &mut Client, group: &str, member: &str, generation: i32, offset: i64) -> i16 {
-    let mut p = OffsetCommitRequestPartition::default();
-    p.partition_index = 0;
-    p.committed_offset = offset;
-    let mut t = OffsetCommitRequestTopic::default();
-    t.name = TopicName(s(TOPIC));
-    t.partitions = vec![p];
-    let mut req = OffsetCommitRequest::default();
-    req.group_id = GroupId(s(group));
-    req.member_id = s(member);
-    req.generation_id_or_member_epoch = generation;
-    req.topics = vec![t];
-    let resp: OffsetCommitResponse = c.call(ApiKey::OffsetCommit, 8, req);
-    resp.topics[0].partitions[0].error_code
+    common::groups::commit(c, group, TOPIC, member, generation, offset)
 }
 
 /// A ConsumerGroupHeartbeat: a join (epoch 0) or a heartbeat owning `owned` of TOPIC.
@@ -178,21 +138,6 @@ fn topic_id(c: &mut Client) -> uuid::Uuid {
     req.topics = Some(vec![t]);
     let resp: MetadataResponse = c.call(ApiKey::Metadata, 12, req);
     resp.topics[0].topic_id
-}
-
-fn consumer_leave(c: &mut Client, group: &str, member: &str) {
-    let mut req = ConsumerGroupHeartbeatRequest::default();
-    req.group_id = GroupId(s(group));
-    req.member_id = s(member);
-    req.member_epoch = -1;
-    let resp: ConsumerGroupHeartbeatResponse = c.call(ApiKey::ConsumerGroupHeartbeat, 1, req);
-    assert_eq!(resp.error_code, 0);
-}
-
-fn group_type(c: &mut Client, group: &str) -> String {
-    let l: ListGroupsResponse = c.call(ApiKey::ListGroups, 5, ListGroupsRequest::default());
-    let g = l.groups.iter().find(|g| g.group_id.0.as_str() == group).expect("listed");
-    g.group_type.to_string()
 }
 
 #[test]
@@ -241,13 +186,7 @@ fn a_classic_member_is_served_inside_a_consumer_group() {
     assert_eq!(heartbeat(&mut c, "g1", &member, 2), REBALANCE_IN_PROGRESS);
 
     // LeaveGroup removes it; the group stays a consumer group (kip-a, kip-b).
-    let mut leave = LeaveGroupRequest::default();
-    leave.group_id = GroupId(s("g1"));
-    let mut m = MemberIdentity::default();
-    m.member_id = s(&member);
-    leave.members.push(m);
-    let resp: LeaveGroupResponse = c.call(ApiKey::LeaveGroup, 3, leave);
-    assert_eq!((resp.error_code, resp.members[0].error_code), (0, 0));
+    classic_leave(&mut c, "g1", &member);
     assert_eq!(heartbeat(&mut c, "g1", &member, 2), 25, "UNKNOWN_MEMBER_ID once gone");
     assert_eq!(group_type(&mut c, "g1"), "consumer");
     broker.finish();

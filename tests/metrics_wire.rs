@@ -11,23 +11,13 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use common::fetch::fetch_request;
+use common::txn::{self, topic_name as name};
 use common::{batch, create_topic, create_topic_with, free_port, txn_batch, Broker, Client};
-use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
 
 const TOPIC: &str = "metered";
 const TXN: &str = "metered-txn";
-
-fn name(s: &str) -> TopicName {
-    TopicName(StrBytes::from_string(s.to_string()))
-}
-
-fn txn_id() -> TransactionalId {
-    TransactionalId(StrBytes::from_static_str(TXN))
-}
 
 fn agent() -> ureq::Agent {
     ureq::Agent::config_builder().timeout_global(Some(Duration::from_secs(10))).build().into()
@@ -75,34 +65,12 @@ fn scrape_until(port: u16, what: &str, check: impl Fn(&str) -> bool) -> String {
 }
 
 fn produce(c: &mut Client, records: Bytes, transactional: bool) {
-    let mut p = PartitionProduceData::default();
-    p.index = 0;
-    p.records = Some(records);
-    let mut t = TopicProduceData::default();
-    t.name = name(TOPIC);
-    t.partition_data = vec![p];
-    let mut req = ProduceRequest::default();
-    req.transactional_id = transactional.then(txn_id);
-    req.acks = -1;
-    req.timeout_ms = 30_000;
-    req.topic_data = vec![t];
-    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
-    assert_eq!(resp.responses[0].partition_responses[0].error_code, 0);
+    assert_eq!(txn::produce(c, transactional.then_some(TXN), TOPIC, records).0, 0);
 }
 
 /// Bytes of records a read_uncommitted fetch from offset 0 returns.
 fn fetch_all(c: &mut Client) -> usize {
-    let mut p = FetchPartition::default();
-    p.partition = 0;
-    p.partition_max_bytes = 1 << 20;
-    let mut t = FetchTopic::default();
-    t.topic = name(TOPIC);
-    t.partitions = vec![p];
-    let mut req = FetchRequest::default();
-    req.replica_id = BrokerId(-1);
-    req.max_bytes = 1 << 20;
-    req.topics = vec![t];
-    let resp: FetchResponse = c.call(ApiKey::Fetch, 11, req);
+    let resp: FetchResponse = c.call(ApiKey::Fetch, 11, fetch_request(TOPIC, 0, 0, 0));
     let p = &resp.responses[0].partitions[0];
     assert_eq!(p.error_code, 0);
     p.records.as_ref().map_or(0, Bytes::len)
@@ -110,36 +78,18 @@ fn fetch_all(c: &mut Client) -> usize {
 
 /// (pid, epoch)
 fn init_producer_id(c: &mut Client) -> (i64, i16) {
-    let mut req = InitProducerIdRequest::default();
-    req.transactional_id = Some(txn_id());
-    req.transaction_timeout_ms = 60_000;
-    let resp: InitProducerIdResponse = c.call(ApiKey::InitProducerId, 2, req);
-    assert_eq!(resp.error_code, 0);
-    (resp.producer_id.0, resp.producer_epoch)
+    let (error, pid, epoch) = txn::init_producer_id(c, TXN);
+    assert_eq!(error, 0);
+    (pid, epoch)
 }
 
 /// One committed transaction of one 2-record batch; returns its batch's size.
 fn commit_a_transaction(c: &mut Client, pid: i64, epoch: i16) -> usize {
-    let mut t = AddPartitionsToTxnTopic::default();
-    t.name = name(TOPIC);
-    t.partitions = vec![0];
-    let mut req = AddPartitionsToTxnRequest::default();
-    req.v3_and_below_transactional_id = txn_id();
-    req.v3_and_below_producer_id = ProducerId(pid);
-    req.v3_and_below_producer_epoch = epoch;
-    req.v3_and_below_topics = vec![t];
-    let resp: AddPartitionsToTxnResponse = c.call(ApiKey::AddPartitionsToTxn, 3, req);
-    assert_eq!(resp.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code, 0);
+    assert_eq!(txn::add_partition(c, TXN, TOPIC, pid, epoch), 0);
     let records = txn_batch(pid, epoch, 0, 2, "txn");
     let size = records.len();
     produce(c, records, true);
-    let mut req = EndTxnRequest::default();
-    req.transactional_id = txn_id();
-    req.producer_id = ProducerId(pid);
-    req.producer_epoch = epoch;
-    req.committed = true;
-    let resp: EndTxnResponse = c.call(ApiKey::EndTxn, 3, req);
-    assert_eq!(resp.error_code, 0);
+    assert_eq!(txn::end_txn(c, TXN, pid, epoch, true), 0);
     size
 }
 

@@ -5,113 +5,58 @@
 mod common;
 
 use bytes::Bytes;
+use common::fetch::{fetch_request, records as fetched_records};
+use common::txn::{self, topic_name as name};
 use common::{create_topic, txn_batch, Broker, Client};
 use kaas::protocol::txn_markers_codec::{encode_request, MarkerTopic, TxnMarker};
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{Decodable, StrBytes};
+use kafka_protocol::protocol::Decodable;
 
 const TOPIC: &str = "tw";
 const TXN: &str = "wire-txn";
 
-fn name(s: &str) -> TopicName {
-    TopicName(StrBytes::from_string(s.to_string()))
-}
 fn txn_id() -> TransactionalId {
-    TransactionalId(StrBytes::from_static_str(TXN))
+    txn::transactional_id(TXN)
 }
 
 /// (error, pid, epoch)
 fn init_pid(c: &mut Client) -> (i16, i64, i16) {
-    let mut req = InitProducerIdRequest::default();
-    req.transactional_id = Some(txn_id());
-    req.transaction_timeout_ms = 60_000;
-    let resp: InitProducerIdResponse = c.call(ApiKey::InitProducerId, 2, req);
-    (resp.error_code, resp.producer_id.0, resp.producer_epoch)
+    txn::init_producer_id(c, TXN)
 }
 
 fn add_partition(c: &mut Client, pid: i64, epoch: i16) -> i16 {
-    let mut t = AddPartitionsToTxnTopic::default();
-    t.name = name(TOPIC);
-    t.partitions = vec![0];
-    let mut req = AddPartitionsToTxnRequest::default();
-    req.v3_and_below_transactional_id = txn_id();
-    req.v3_and_below_producer_id = ProducerId(pid);
-    req.v3_and_below_producer_epoch = epoch;
-    req.v3_and_below_topics = vec![t];
-    let resp: AddPartitionsToTxnResponse = c.call(ApiKey::AddPartitionsToTxn, 3, req);
-    resp.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+    txn::add_partition(c, TXN, TOPIC, pid, epoch)
 }
 
 fn produce(c: &mut Client, records: Bytes) -> (i16, i64) {
-    let mut p = PartitionProduceData::default();
-    p.index = 0;
-    p.records = Some(records);
-    let mut t = TopicProduceData::default();
-    t.name = name(TOPIC);
-    t.partition_data = vec![p];
-    let mut req = ProduceRequest::default();
-    req.transactional_id = Some(txn_id());
-    req.acks = -1;
-    req.timeout_ms = 30_000;
-    req.topic_data = vec![t];
-    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
-    let p = &resp.responses[0].partition_responses[0];
-    (p.error_code, p.base_offset)
+    txn::produce(c, Some(TXN), TOPIC, records)
 }
 
 fn end_txn(c: &mut Client, pid: i64, epoch: i16, commit: bool) -> i16 {
-    let mut req = EndTxnRequest::default();
-    req.transactional_id = txn_id();
-    req.producer_id = ProducerId(pid);
-    req.producer_epoch = epoch;
-    req.committed = commit;
-    let resp: EndTxnResponse = c.call(ApiKey::EndTxn, 3, req);
-    resp.error_code
+    txn::end_txn(c, TXN, pid, epoch, commit)
 }
 
 /// (high watermark, last stable offset, aborted (pid, first offset), records a read_committed
 /// consumer keeps: it drops aborted transactions' records as Kafka consumers do)
 fn fetch(c: &mut Client, isolation_level: i8) -> (i64, i64, Vec<(i64, i64)>, usize) {
-    let mut p = FetchPartition::default();
-    p.partition = 0;
-    p.fetch_offset = 0;
-    p.partition_max_bytes = 1 << 20;
-    let mut t = FetchTopic::default();
-    t.topic = name(TOPIC);
-    t.partitions = vec![p];
-    let mut req = FetchRequest::default();
-    req.replica_id = BrokerId(-1);
-    req.max_wait_ms = 0;
-    req.min_bytes = 0;
-    req.max_bytes = 1 << 20;
-    req.isolation_level = isolation_level;
-    req.topics = vec![t];
-    let resp: FetchResponse = c.call(ApiKey::Fetch, 11, req);
+    let resp: FetchResponse = c.call(ApiKey::Fetch, 11, fetch_request(TOPIC, 0, 0, isolation_level));
     let p = &resp.responses[0].partitions[0];
     assert_eq!(p.error_code, 0);
     let aborted: Vec<(i64, i64)> =
         p.aborted_transactions.iter().flatten().map(|a| (a.producer_id.0, a.first_offset)).collect();
-    let mut records = p.records.clone().unwrap_or_default();
     let mut n = 0;
     let mut pending_aborts: Vec<(i64, i64)> = aborted.clone();
     let mut aborting = std::collections::HashSet::new();
-    if !records.is_empty() {
-        for set in kafka_protocol::records::RecordBatchDecoder::decode_all(&mut records).expect("batches") {
-            for r in &set.records {
-                if let Some(i) =
-                    pending_aborts.iter().position(|(pid, first)| *pid == r.producer_id && r.offset >= *first)
-                {
-                    aborting.insert(pending_aborts.remove(i).0);
-                }
-                if r.control {
-                    aborting.remove(&r.producer_id);
-                } else if !(r.transactional && aborting.contains(&r.producer_id)) {
-                    n += 1;
-                }
-            }
+    for r in &fetched_records(p).expect("batches") {
+        if let Some(i) = pending_aborts.iter().position(|(pid, first)| *pid == r.producer_id && r.offset >= *first) {
+            aborting.insert(pending_aborts.remove(i).0);
+        }
+        if r.control {
+            aborting.remove(&r.producer_id);
+        } else if !(r.transactional && aborting.contains(&r.producer_id)) {
+            n += 1;
         }
     }
     (p.high_watermark, p.last_stable_offset, aborted, n)
@@ -312,21 +257,10 @@ fn a_call_behind_a_completing_transaction_waits_for_it() {
         assert_eq!(add_partition(&mut c, pid, epoch), 0, "round {round}");
         let (code, _) = produce(&mut c, txn_batch(pid, epoch, round * 3, 3, "t"));
         assert_eq!(code, 0, "round {round}");
-        let mut end = EndTxnRequest::default();
-        end.transactional_id = txn_id();
-        end.producer_id = ProducerId(pid);
-        end.producer_epoch = epoch;
-        end.committed = true;
+        let end = txn::end_txn_request(TXN, pid, epoch, true);
         let mut end_body = bytes::BytesMut::new();
         end.encode(&mut end_body, 3).expect("encode");
-        let mut t = AddPartitionsToTxnTopic::default();
-        t.name = name(TOPIC);
-        t.partitions = vec![0];
-        let mut add = AddPartitionsToTxnRequest::default();
-        add.v3_and_below_transactional_id = txn_id();
-        add.v3_and_below_producer_id = ProducerId(pid);
-        add.v3_and_below_producer_epoch = epoch;
-        add.v3_and_below_topics = vec![t];
+        let add = txn::add_partition_request(TXN, TOPIC, pid, epoch);
         let mut add_body = bytes::BytesMut::new();
         add.encode(&mut add_body, 3).expect("encode");
         // Both on the wire before either is answered.

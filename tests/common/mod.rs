@@ -8,6 +8,9 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod fetch;
+pub mod groups;
+pub mod txn;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

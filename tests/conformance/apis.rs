@@ -5,7 +5,6 @@
 
 use kafka_protocol::messages::add_partitions_to_txn_request::{AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction};
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
@@ -13,9 +12,9 @@ use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
 };
 use kafka_protocol::messages::*;
-use kafka_protocol::records::RecordBatchDecoder;
 
 use crate::answer::{Answer, PidNames};
+use crate::common::fetch::{fetch_request, records as fetched_records};
 use crate::common::{batch, txn_batch};
 use crate::exec::Sent;
 use crate::wire::{str_bytes, topic_name, Conn, WireResult};
@@ -248,14 +247,10 @@ pub fn fetch(c: &mut Conn, topic: &str, part: u8, committed: bool, names: &mut P
                 }
             }
         }
-        let mut bytes = p.records.clone().unwrap_or_default();
         let mut last = None;
-        if !bytes.is_empty() {
-            let sets = RecordBatchDecoder::decode_all(&mut bytes).map_err(|e| format!("records: {e}"))?;
-            for r in sets.iter().flat_map(|s| s.records.iter()).filter(|r| r.offset >= offset) {
-                last = Some(r.offset);
-                records.push(render_record(r, names));
-            }
+        for r in fetched_records(&p).map_err(|e| format!("records: {e}"))?.iter().filter(|r| r.offset >= offset) {
+            last = Some(r.offset);
+            records.push(render_record(r, names));
         }
         let end = if committed { p.last_stable_offset } else { p.high_watermark };
         let done = p.error_code != 0 || last.is_none_or(|l| l + 1 >= end);
@@ -306,26 +301,7 @@ fn render_record(r: &kafka_protocol::records::Record, names: &mut PidNames) -> S
 }
 
 fn fetch_once(c: &mut Conn, topic: &str, part: u8, committed: bool, offset: i64) -> WireResult<PartitionData> {
-    let mut p = FetchPartition::default();
-    p.partition = part as i32;
-    p.current_leader_epoch = -1;
-    p.fetch_offset = offset;
-    p.last_fetched_epoch = -1;
-    p.log_start_offset = -1;
-    p.partition_max_bytes = 1 << 20;
-    let mut t = FetchTopic::default();
-    t.topic = topic_name(topic);
-    t.partitions = vec![p];
-    let mut req = FetchRequest::default();
-    req.replica_id = BrokerId(-1);
-    req.max_wait_ms = 0;
-    req.min_bytes = 0;
-    req.max_bytes = 1 << 20;
-    req.isolation_level = committed as i8;
-    req.session_id = 0;
-    req.session_epoch = -1;
-    req.topics = vec![t];
-    let r: FetchResponse = c.call(ApiKey::Fetch, 12, req)?;
+    let r: FetchResponse = c.call(ApiKey::Fetch, 12, fetch_request(topic, part as i32, offset, committed as i8))?;
     r.responses
         .into_iter()
         .next()
@@ -385,8 +361,15 @@ pub fn describe_producers(c: &mut Conn, topic: &str, names: &mut PidNames) -> Wi
     Ok(a)
 }
 
-/// The normalized answer and the raw state name.
-pub fn describe_txn(c: &mut Conn, id: &str, topic: &str, names: &mut PidNames) -> WireResult<(Answer, String)> {
+/// A transaction as DescribeTransactions shows it, before normalization.
+pub struct TxnSeen {
+    pub state: String,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+}
+
+/// The normalized answer and the raw state, producer id and epoch.
+pub fn describe_txn(c: &mut Conn, id: &str, topic: &str, names: &mut PidNames) -> WireResult<(Answer, TxnSeen)> {
     let mut req = DescribeTransactionsRequest::default();
     req.transactional_ids = vec![txn_id(id)];
     let r: DescribeTransactionsResponse = c.call(ApiKey::DescribeTransactions, 0, req)?;
@@ -409,5 +392,5 @@ pub fn describe_txn(c: &mut Conn, id: &str, topic: &str, names: &mut PidNames) -
         .with("timeout", s.transaction_timeout_ms)
         .with("started", if s.transaction_start_time_ms == -1 { "-1" } else { "set" })
         .with("partitions", format!("[{}]", parts.join(",")));
-    Ok((a, state))
+    Ok((a, TxnSeen { state, producer_id: s.producer_id.0, producer_epoch: s.producer_epoch }))
 }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use crate::answer::{Answer, PidNames, BOGUS_PID};
-use crate::apis;
+use crate::apis::{self, TxnSeen};
 use crate::steps::{Claim, EpochSel, PidSel, SeqSel, Step, Who};
 use crate::wire::Conn;
 
@@ -54,11 +54,34 @@ impl Default for Producer {
     }
 }
 
+/// The latest epoch per producer id that InitProducerId moved it to in a run, as the client
+/// learned it: what a zombie is measured against (accepted.toml `zombie`). Kafka's coordinator
+/// moves an epoch there in two ways, and kaas fences every partition with both: it hands the
+/// new epoch out (answer NONE), or it fences an ongoing transaction and aborts it at E+1
+/// (answer CONCURRENT_TRANSACTIONS; the client sees E+1 in DescribeTransactions only).
+#[derive(Clone, Debug, Default)]
+pub struct Grants(HashMap<i64, i16>);
+
+impl Grants {
+    pub fn grant(&mut self, pid: i64, epoch: i16) {
+        let latest = self.0.entry(pid).or_insert(epoch);
+        *latest = (*latest).max(epoch);
+    }
+
+    /// Whether `epoch` is below the latest epoch `pid` was moved to (a zombie's epoch).
+    pub fn fenced(&self, pid: i64, epoch: i16) -> bool {
+        self.0.get(&pid).is_some_and(|&granted| epoch < granted)
+    }
+}
+
 pub struct Exec<'a> {
     pub conn: &'a mut Conn,
     pub ids: &'a Ids,
     pub names: PidNames,
     producers: HashMap<Who, Producer>,
+    grants: Grants,
+    /// The batch the current step sent (None when it sent none).
+    last_batch: Option<Sent>,
     /// Answers whose transaction had to settle and did not within the bound.
     pub settle_timeout: Duration,
 }
@@ -70,6 +93,8 @@ impl<'a> Exec<'a> {
             ids,
             names: PidNames::default(),
             producers: HashMap::new(),
+            grants: Grants::default(),
+            last_batch: None,
             settle_timeout: Duration::from_secs(5),
         }
     }
@@ -94,6 +119,12 @@ impl<'a> Exec<'a> {
         }
     }
 
+    /// Whether the last step sent a batch at an epoch below the latest one InitProducerId
+    /// handed out for its producer id.
+    pub fn sent_by_zombie(&self) -> bool {
+        self.last_batch.as_ref().is_some_and(|b| self.grants.fenced(b.pid, b.epoch))
+    }
+
     /// A new (pid, epoch) from the coordinator: sequences start again at 0.
     fn adopt(&mut self, w: Who, pid: i64, epoch: i16) {
         let p = self.prod(w);
@@ -109,6 +140,7 @@ impl<'a> Exec<'a> {
             step,
             Step::Init { .. } | Step::Add { .. } | Step::AddOffsets { .. } | Step::TxnCommit { .. } | Step::End { .. }
         );
+        self.last_batch = None;
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let a = self.run_once(step, index);
@@ -220,12 +252,16 @@ impl<'a> Exec<'a> {
             Ok((code, pid, epoch)) => {
                 let mut a = Answer::new().with("err", code).with("pid", self.names.name(pid)).with("epoch", epoch);
                 if code == 0 {
+                    self.grants.grant(pid, epoch);
                     self.adopt(w, pid, epoch);
                 }
-                // A fence of an ongoing transaction answers 51 while its abort is written.
+                // A fence of an ongoing transaction answers 51 while its abort is written; the
+                // abort's epoch (E+1, never handed out) is the coordinator's once it settled.
                 if let (51, Some(t)) = (code, txn) {
                     let id = self.ids.txn(t);
-                    self.settle(&id, &mut a);
+                    if let Some(seen) = self.settle(&id, &mut a) {
+                        self.grants.grant(seen.producer_id, seen.producer_epoch);
+                    }
                 }
                 a
             }
@@ -277,6 +313,7 @@ impl<'a> Exec<'a> {
             _ => None,
         };
         let sent = format!("{}/e{}/s{}", self.names.name(batch.pid), batch.epoch, batch.seq);
+        self.last_batch = Some(batch.clone());
         match apis::produce(self.conn, &self.ids.topic, part, txn_id.as_deref(), &batch, version) {
             Err(e) => Answer::failed(&e).with("sent", sent),
             Ok(a) => {
@@ -300,23 +337,24 @@ impl<'a> Exec<'a> {
     }
 
     /// Waits until the transaction is no longer completing (its markers written), as a client
-    /// retrying CONCURRENT_TRANSACTIONS would; notes a timeout in the answer.
-    fn settle(&mut self, txn_id: &str, a: &mut Answer) {
+    /// retrying CONCURRENT_TRANSACTIONS would; notes a timeout in the answer. Returns the
+    /// transaction as last seen (None when DescribeTransactions failed).
+    fn settle(&mut self, txn_id: &str, a: &mut Answer) -> Option<TxnSeen> {
         let deadline = Instant::now() + self.settle_timeout;
         loop {
-            let state = match apis::describe_txn(self.conn, txn_id, &self.ids.topic, &mut PidNames::default()) {
-                Ok((_, state)) => state,
+            let seen = match apis::describe_txn(self.conn, txn_id, &self.ids.topic, &mut PidNames::default()) {
+                Ok((_, seen)) => seen,
                 Err(e) => {
                     a.push("settle", e.split(':').next().unwrap_or("io"));
-                    return;
+                    return None;
                 }
             };
-            if !state.starts_with("Prepare") {
-                return;
+            if !seen.state.starts_with("Prepare") {
+                return Some(seen);
             }
             if Instant::now() > deadline {
-                a.push("settle", format!("still {state}"));
-                return;
+                a.push("settle", format!("still {}", seen.state));
+                return Some(seen);
             }
             std::thread::sleep(Duration::from_millis(10));
         }

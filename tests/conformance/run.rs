@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::accepted::AcceptedList;
+use crate::accepted::{AcceptedList, Facts};
 use crate::answer::{signature, Answer};
 use crate::exec::{Exec, Ids};
 use crate::steps::Step;
@@ -85,7 +85,8 @@ impl Pair {
             }
             let signature = signature(step.api(), &ak_answers[i], &kaas_answers[i]);
             let both = format!("{} | {}", ak_answers[i], kaas_answers[i]);
-            let explained = self.accepted.explain(self.tv, &signature, &both);
+            let facts = Facts { zombie: ak.sent_by_zombie() && kaas.sent_by_zombie() };
+            let explained = self.accepted.explain(self.tv, &signature, &both, facts);
             let same_state = explained.is_some_and(|a| a.same_state);
             let accepted_by = explained.map(|a| (a.id.clone(), a.reason.clone()));
             let d = Divergence {

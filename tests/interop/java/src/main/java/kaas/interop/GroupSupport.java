@@ -3,6 +3,7 @@ package kaas.interop;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsOptions;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -16,15 +17,19 @@ import org.apache.kafka.common.serialization.StringSerializer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Collections;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
-/** Helpers for the consumer-group interop programs (GroupConsume, Ctp). */
+/** Helpers for the consumer-group interop programs (GroupConsume, Ctp, MigrateGroup, MixedGroup). */
 final class GroupSupport {
     private GroupSupport() {
     }
@@ -103,10 +108,13 @@ final class GroupSupport {
         return b.append(']').toString();
     }
 
+    /** A consumer with manual commits from the earliest offset; no client.id when clientId is null. */
     static Properties consumerProps(String bootstrap, String clientId, String group) {
         Properties p = new Properties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        p.put(ConsumerConfig.CLIENT_ID_CONFIG, clientId);
+        if (clientId != null) {
+            p.put(ConsumerConfig.CLIENT_ID_CONFIG, clientId);
+        }
         if (group != null) {
             p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
         }
@@ -115,6 +123,64 @@ final class GroupSupport {
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         return p;
+    }
+
+    /**
+     * A member of `group` speaking `protocol` (group.protocol: classic or consumer, KIP-848),
+     * polling at most maxPollRecords records.
+     */
+    static Properties memberProps(String bootstrap, String clientId, String group, String protocol,
+                                  int maxPollRecords) {
+        Properties p = consumerProps(bootstrap, clientId, group);
+        p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
+        p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, Integer.toString(maxPollRecords));
+        return p;
+    }
+
+    /** The offsets after the last record read of each partition: what commitSync commits. */
+    static Map<TopicPartition, OffsetAndMetadata> nextOffsets(Iterable<ConsumerRecord<String, String>> records) {
+        Map<TopicPartition, OffsetAndMetadata> commit = new HashMap<>();
+        for (ConsumerRecord<String, String> r : records) {
+            commit.put(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1));
+        }
+        return commit;
+    }
+
+    /** The group's type (Classic or Consumer) as Admin.describeConsumerGroups reports it. */
+    static String groupType(String bootstrap, String group) throws Exception {
+        try (Admin admin = Admin.create(Common.adminProps(bootstrap))) {
+            return admin.describeConsumerGroups(Collections.singletonList(group)).all().get().get(group).type()
+                .toString();
+        }
+    }
+
+    /** Whether the values v0..v(count-1) written beforehand were each read exactly once. */
+    static final class ReadOnce {
+        final int duplicates;
+        final int missing;
+        final int distinct;
+
+        ReadOnce(Collection<String> values, int count) {
+            Set<String> all = new TreeSet<>(values);
+            int notRead = 0;
+            for (int i = 0; i < count; i++) {
+                if (!all.contains("v" + i)) {
+                    notRead++;
+                }
+            }
+            duplicates = values.size() - all.size();
+            missing = notRead;
+            distinct = all.size();
+        }
+
+        /** Records the check (an error unless every value was read once) and its counts in `s`. */
+        void report(Summary s, int count) {
+            s.put("duplicates", duplicates);
+            s.put("missing", missing);
+            if (duplicates != 0 || missing != 0 || distinct != count) {
+                s.error("read " + distinct + " distinct of " + count + ", " + duplicates + " twice");
+            }
+        }
     }
 
     /** Sends "k<i>" / "v<i>" for i in [from, from+count) with a default (idempotent) producer. */

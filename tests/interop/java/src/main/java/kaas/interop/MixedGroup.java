@@ -1,8 +1,7 @@
 package kaas.interop;
 
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
@@ -10,12 +9,9 @@ import org.apache.kafka.common.TopicPartition;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import java.util.Set;
-import java.util.TreeSet;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
@@ -67,13 +63,13 @@ public final class MixedGroup {
             try (KafkaConsumer<String, String> c = new KafkaConsumer<>(props)) {
                 c.subscribe(Collections.singletonList(topic));
                 while (!stop) {
-                    Map<TopicPartition, OffsetAndMetadata> commit = new HashMap<>();
-                    for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(100))) {
+                    ConsumerRecords<String, String> records = c.poll(Duration.ofMillis(100));
+                    for (ConsumerRecord<String, String> r : records) {
                         VALUES.add(r.value());
                         read.incrementAndGet();
                         TOTAL.incrementAndGet();
-                        commit.put(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1));
                     }
+                    Map<TopicPartition, OffsetAndMetadata> commit = GroupSupport.nextOffsets(records);
                     if (!commit.isEmpty()) {
                         try {
                             c.commitSync(commit);
@@ -95,19 +91,7 @@ public final class MixedGroup {
     }
 
     private static Properties props(String bootstrap, String group, String protocol, String clientId) {
-        Properties p = new Properties();
-        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
-        p.put(ConsumerConfig.CLIENT_ID_CONFIG, clientId);
-        p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
-        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-        p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "5");
-        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG,
-              "org.apache.kafka.common.serialization.StringDeserializer");
-        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG,
-              "org.apache.kafka.common.serialization.StringDeserializer");
-        return p;
+        return GroupSupport.memberProps(bootstrap, clientId, group, protocol, 5);
     }
 
     private static boolean await(String what, BooleanSupplier cond) throws InterruptedException {
@@ -123,9 +107,8 @@ public final class MixedGroup {
     }
 
     private static String groupType(String bootstrap, String group) {
-        try (Admin admin = Admin.create(Common.adminProps(bootstrap))) {
-            return admin.describeConsumerGroups(Collections.singletonList(group)).all().get().get(group).type()
-                .toString();
+        try {
+            return GroupSupport.groupType(bootstrap, group);
         } catch (Exception e) {
             return "error: " + Common.describe(e);
         }
@@ -163,37 +146,18 @@ public final class MixedGroup {
         a.close();
 
         List<String> values = new ArrayList<>(VALUES);
-        Set<String> all = new TreeSet<>(values);
-        int duplicates = values.size() - all.size();
-        int missing = 0;
-        for (int i = 0; i < count; i++) {
-            if (!all.contains("v" + i)) {
-                missing++;
-            }
-        }
-        List<String> errors = new ArrayList<>(ERRORS);
-        if (duplicates != 0 || missing != 0 || all.size() != count) {
-            errors.add("read " + all.size() + " distinct of " + count + ", " + duplicates + " twice");
-        }
-        StringBuilder sb = new StringBuilder("{");
-        sb.append("\"ok\":").append(errors.isEmpty());
-        sb.append(",\"read\":").append(values.size());
-        sb.append(",\"classic_a\":").append(a.read.get());
-        sb.append(",\"classic_b\":").append(b.read.get());
-        sb.append(",\"consumer_c\":").append(c.read.get());
-        sb.append(",\"phase1\":").append(phase1);
-        sb.append(",\"phase2\":").append(phase2);
-        sb.append(",\"duplicates\":").append(duplicates);
-        sb.append(",\"missing\":").append(missing);
-        sb.append(",\"classic_type\":").append(Common.q(classicType));
-        sb.append(",\"mixed_type\":").append(Common.q(mixedType));
-        sb.append(",\"final_type\":").append(Common.q(finalType));
-        sb.append(",\"errors\":[");
-        for (int i = 0; i < errors.size(); i++) {
-            sb.append(i == 0 ? "" : ",").append(Common.q(errors.get(i)));
-        }
-        sb.append("]}");
-        System.out.println(sb);
-        System.exit(errors.isEmpty() ? 0 : 1);
+        GroupSupport.Summary s = new GroupSupport.Summary();
+        ERRORS.forEach(s::error);
+        s.put("read", values.size());
+        s.put("classic_a", a.read.get());
+        s.put("classic_b", b.read.get());
+        s.put("consumer_c", c.read.get());
+        s.put("phase1", phase1);
+        s.put("phase2", phase2);
+        new GroupSupport.ReadOnce(values, count).report(s, count);
+        s.putString("classic_type", classicType);
+        s.putString("mixed_type", mixedType);
+        s.putString("final_type", finalType);
+        s.finish("MixedGroup");
     }
 }
