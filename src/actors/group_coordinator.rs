@@ -5,7 +5,7 @@
 //! the blocking pool before a change is answered.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use actix::{Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, WrapFuture};
@@ -14,6 +14,7 @@ use super::messages::*;
 use crate::store::clock::now_ms;
 use crate::store::group::consumer::{TopicImage, TopicInfo};
 use crate::store::group::{unwritten, GroupConfig, GroupSnapshot, Groups, MemberAnswer};
+use crate::store::group_config_store::{self, AllGroupConfigs};
 
 pub struct GroupCoordinator {
     db: sled::Db,
@@ -30,7 +31,20 @@ pub struct GroupCoordinator {
     refreshing: bool,
     /// The internal topics as the groups see them (always there; no registry knows them).
     internal: Vec<(String, TopicInfo)>,
+    data_dir: PathBuf,
+    /// A read of the group configs is under way.
+    reading_configs: bool,
 }
+
+/// The per-group config overrides changed (IncrementalAlterConfigs / AlterConfigs of a GROUP
+/// on this broker): every group's, as the store now holds them.
+#[derive(actix::Message)]
+#[rtype(result = "()")]
+pub struct SetGroupConfigs(pub AllGroupConfigs);
+
+/// How often the group configs are read again while consumer groups have members (a change
+/// made on another broker of the cluster).
+const CONFIGS_REFRESH: Duration = Duration::from_secs(2);
 
 impl GroupCoordinator {
     pub fn open(
@@ -51,6 +65,10 @@ impl GroupCoordinator {
                 serde_json::from_slice(&v).map_err(|e| format!("corrupt group {id} in {}: {e}", path.display()))?;
             groups.restore(id, snap);
         }
+        match group_config_store::load(data_dir) {
+            Ok(all) => groups.set_group_configs(all),
+            Err(e) => tracing::error!("reading the group configs: {e}"),
+        }
         Ok(GroupCoordinator {
             db,
             db_file,
@@ -61,7 +79,27 @@ impl GroupCoordinator {
             topics,
             refreshing: false,
             internal,
+            data_dir: data_dir.to_path_buf(),
+            reading_configs: false,
         })
+    }
+
+    /// Reads the group configs again (on the blocking pool) while consumer groups have members.
+    fn refresh_configs(&mut self, ctx: &mut Context<Self>) {
+        if self.reading_configs || !self.groups.has_consumer_members() {
+            return;
+        }
+        self.reading_configs = true;
+        let dir = self.data_dir.clone();
+        let read = async move { tokio::task::spawn_blocking(move || group_config_store::load(&dir)).await };
+        ctx.spawn(read.into_actor(self).map(|res, act, _| {
+            act.reading_configs = false;
+            match res {
+                Ok(Ok(all)) => act.groups.set_group_configs(all),
+                Ok(Err(e)) => tracing::warn!("reading the group configs: {e}"),
+                Err(e) => tracing::warn!("reading the group configs: {e}"),
+            }
+        }));
     }
 
     /// Offset expiration (rules in `Groups::expire`); the changed groups are written.
@@ -213,7 +251,16 @@ impl Actor for GroupCoordinator {
             }
         });
         ctx.run_interval(TOPIC_REFRESH, |act, ctx| act.refresh_topics(ctx));
+        ctx.run_interval(CONFIGS_REFRESH, |act, ctx| act.refresh_configs(ctx));
         ctx.run_interval(self.retention_check, |act, ctx| act.expire(ctx));
+    }
+}
+
+impl Handler<SetGroupConfigs> for GroupCoordinator {
+    type Result = ();
+
+    fn handle(&mut self, msg: SetGroupConfigs, _: &mut Self::Context) {
+        self.groups.set_group_configs(msg.0);
     }
 }
 

@@ -150,7 +150,7 @@ pub fn listable_types(version: i16) -> &'static [i8] {
 /// ListConfigResources: the (name, type) of every config resource of the `requested` types (all
 /// listable ones when none is named), in Kafka's order: GROUP, CLIENT_METRICS, BROKER_LOGGER,
 /// BROKER, TOPIC. Kafka lists the groups and client-metrics subscriptions that have configs set:
-/// kaas has neither kind of config, so none. Every live broker is a BROKER and a BROKER_LOGGER
+/// `groups` (store::group_config_store), and kaas has no client-metrics subscriptions. Every live broker is a BROKER and a BROKER_LOGGER
 /// resource; every topic, the internal ones included, a TOPIC. A type the version cannot list
 /// fails the whole request with UNSUPPORTED_VERSION, as Kafka answers.
 pub fn listed(
@@ -158,6 +158,7 @@ pub fn listed(
     requested: &[i8],
     topics: &[String],
     brokers: &[i32],
+    groups: &[String],
 ) -> Result<Vec<(String, i8)>, ResponseError> {
     let supported = listable_types(version);
     let types = if requested.is_empty() { supported } else { requested };
@@ -172,6 +173,7 @@ pub fn listed(
         match t {
             RESOURCE_BROKER_LOGGER | RESOURCE_BROKER => out.extend(brokers.iter().map(|b| (b.to_string(), t))),
             RESOURCE_TOPIC => out.extend(topics.iter().map(|n| (n.clone(), t))),
+            RESOURCE_GROUP => out.extend(groups.iter().map(|n| (n.clone(), t))),
             _ => {}
         }
     }
@@ -251,7 +253,7 @@ mod tests {
     }
 
     fn all_listed(version: i16, requested: &[i8]) -> Result<Vec<(String, i8)>, ResponseError> {
-        listed(version, requested, &["__consumer_offsets".to_string(), "t".to_string()], &[1, 2])
+        listed(version, requested, &["__consumer_offsets".to_string(), "t".to_string()], &[1, 2], &[])
     }
 
     #[test]
@@ -270,8 +272,10 @@ mod tests {
     }
 
     #[test]
-    fn list_config_resources_has_no_group_or_client_metrics_configs() {
+    fn list_config_resources_lists_the_groups_with_configs_and_no_client_metrics() {
         assert_eq!(all_listed(1, &[RESOURCE_GROUP, RESOURCE_CLIENT_METRICS]), Ok(vec![]));
+        let g = listed(1, &[RESOURCE_GROUP], &[], &[1], &["g".to_string()]);
+        assert_eq!(g, Ok(vec![("g".to_string(), RESOURCE_GROUP)]));
         assert_eq!(all_listed(0, &[]), Ok(vec![]), "v0 (ListClientMetricsResources)");
     }
 

@@ -4,18 +4,22 @@
 //! Kafka 4.4 lists every non-internal config of its GroupConfig for any group name, known or not
 //! (ConfigHelper does not look the group up), an empty name being INVALID_REQUEST "Group name must
 //! not be empty". A config no group overrides has the DEFAULT_CONFIG source and the broker's
-//! value. kaas keeps no per-group overrides: every value is the broker's (`consumer.*` from the
-//! `group_consumer_*` settings, `consumer.assignment.interval.ms` 0 because kaas computes a new
-//! target assignment in the heartbeat that bumps the group epoch), and the share and streams
-//! group configs are Kafka's defaults (kaas has neither kind of group). A change is refused with
-//! INVALID_CONFIG: an unknown name with Kafka's message (GroupConfig.validateNames), a known one
-//! because kaas cannot hold it; deleting a config is a no-op, as nothing is set.
-//! Pure data, no I/O.
+//! value; an override the GROUP_CONFIG source. kaas keeps per-group overrides of the consumer
+//! group protocol's timers, `consumer.session.timeout.ms` and `consumer.heartbeat.interval.ms`
+//! (store::group_config_store keeps them on the shared disk; the group coordinator applies them
+//! at the next heartbeat), validated as Kafka's GroupConfig.validate does against the broker's
+//! bounds. `consumer.assignment.interval.ms` is 0 because kaas computes a new target assignment in
+//! the heartbeat that bumps the group epoch, and the share and streams group configs are Kafka's
+//! defaults (kaas has neither kind of group): setting any of those is INVALID_CONFIG, as kaas
+//! could not honour it; an unknown name is INVALID_CONFIG with Kafka's message
+//! (GroupConfig.validateNames). Pure data, no I/O.
+
+use std::collections::BTreeMap;
 
 use thiserror::Error;
 
 use super::broker_config::{TYPE_BOOLEAN, TYPE_INT, TYPE_LIST, TYPE_LONG, TYPE_STRING};
-use super::topic_config::alter::{check_shape, AlterError, AlterOp, OP_DELETE};
+use super::topic_config::alter::{check_shape, AlterError, AlterOp, OP_APPEND, OP_DELETE, OP_SUBTRACT};
 use super::topic_config::describe::SOURCE_DEFAULT;
 use crate::error_code::ResponseError;
 
@@ -27,7 +31,28 @@ pub struct GroupEntry {
     pub value: Option<String>,
     pub config_type: i8,
     pub source: i8,
+    /// The broker's value under an override (Kafka lists it as the DEFAULT_CONFIG synonym).
+    pub default: Option<String>,
 }
+
+/// Kafka's ConfigSource.GROUP_CONFIG: a value set on the group.
+pub const SOURCE_GROUP: i8 = 8;
+
+/// The group configs kaas stores per group.
+pub const SESSION_TIMEOUT: &str = "consumer.session.timeout.ms";
+pub const HEARTBEAT_INTERVAL: &str = "consumer.heartbeat.interval.ms";
+
+/// One group's overrides as stored: config name -> value.
+pub type GroupOverrides = BTreeMap<String, String>;
+
+/// At most this many groups have overrides (the store is one file, read whole).
+pub const MAX_GROUPS_WITH_CONFIGS: usize = 1000;
+
+/// Kafka 4.4's defaults of group.consumer.{min,max}.session.timeout.ms and
+/// group.consumer.{min,max}.heartbeat.interval.ms. kaas has no such settings: these bounds,
+/// widened to hold the broker's own values (which Kafka requires to lie within them).
+const SESSION_BOUNDS: (i32, i32) = (45_000, 60_000);
+const HEARTBEAT_BOUNDS: (i32, i32) = (5000, 15_000);
 
 /// The broker settings the group configs take their values from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,8 +104,20 @@ pub enum GroupConfigError {
     /// Kafka's GroupConfig.validateNames.
     #[error("Unknown group config name: {0}")]
     UnknownName(String),
-    #[error("{0} cannot be set on kaas: it keeps no per-group configs, every group uses the broker's settings")]
+    #[error("{0} cannot be set on kaas: it keeps only consumer.session.timeout.ms and consumer.heartbeat.interval.ms per group")]
     NotStored(String),
+    #[error("Can't {op} to key {name} because its type is not LIST.")]
+    NotList { op: &'static str, name: String },
+    #[error("Invalid value {value} for configuration {name}: Not a number of type INT")]
+    NotAnInt { name: String, value: String },
+    /// Kafka's GroupConfig.validateIntRange.
+    #[error("{name} must be in the range {min} to {max} inclusive.")]
+    OutOfRange { name: &'static str, min: i32, max: i32 },
+    /// Kafka's GroupConfig.validateSessionExceedsHeartbeat.
+    #[error("consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms")]
+    SessionNotAboveHeartbeat,
+    #[error("kaas keeps the configs of at most 1000 groups")]
+    TooManyGroups,
     #[error("{0}")]
     Shape(#[from] AlterError),
 }
@@ -90,9 +127,24 @@ impl GroupConfigError {
         match self {
             GroupConfigError::EmptyName => ResponseError::InvalidRequest.code(),
             GroupConfigError::Shape(e) => e.code(),
+            GroupConfigError::TooManyGroups => ResponseError::PolicyViolation.code(),
             _ => ResponseError::InvalidConfig.code(),
         }
     }
+}
+
+/// The effective (session timeout, heartbeat interval) of a group: its overrides, else the
+/// broker's.
+pub fn consumer_timers(overrides: Option<&GroupOverrides>, defaults: GroupDefaults) -> (i32, i32) {
+    let get = |name: &str| overrides.and_then(|o| o.get(name)).and_then(|v| v.parse::<i32>().ok());
+    (
+        get(SESSION_TIMEOUT).unwrap_or(defaults.consumer_session_timeout_ms),
+        get(HEARTBEAT_INTERVAL).unwrap_or(defaults.consumer_heartbeat_interval_ms),
+    )
+}
+
+fn widened((min, max): (i32, i32), own: i32) -> (i32, i32) {
+    (min.min(own), max.max(own))
 }
 
 /// Whether `name` is one of Kafka's group configs (internal ones included).
@@ -103,23 +155,49 @@ pub fn is_group_config(name: &str) -> bool {
         || INTERNAL.iter().any(|(n, _)| *n == name)
 }
 
-/// DescribeConfigs of group `name`: every non-internal group config, DEFAULT_CONFIG.
-pub fn describe_group(name: &str, defaults: GroupDefaults) -> Result<Vec<GroupEntry>, GroupConfigError> {
+/// DescribeConfigs of group `name` with its `overrides`: every non-internal group config.
+pub fn describe_group(
+    name: &str,
+    defaults: GroupDefaults,
+    overrides: Option<&GroupOverrides>,
+) -> Result<Vec<GroupEntry>, GroupConfigError> {
     if name.is_empty() {
         return Err(GroupConfigError::EmptyName);
     }
-    let entry =
-        |name, value: Option<String>, config_type| GroupEntry { name, value, config_type, source: SOURCE_DEFAULT };
+    let entry = |name, value: Option<String>, config_type| GroupEntry {
+        name,
+        value,
+        config_type,
+        source: SOURCE_DEFAULT,
+        default: None,
+    };
+    let stored = |name: &'static str, default: i32| match overrides.and_then(|o| o.get(name)) {
+        Some(v) => GroupEntry {
+            name,
+            value: Some(v.clone()),
+            config_type: TYPE_INT,
+            source: SOURCE_GROUP,
+            default: Some(default.to_string()),
+        },
+        None => entry(name, Some(default.to_string()), TYPE_INT),
+    };
     let mut out = vec![
-        entry("consumer.session.timeout.ms", Some(defaults.consumer_session_timeout_ms.to_string()), TYPE_INT),
-        entry("consumer.heartbeat.interval.ms", Some(defaults.consumer_heartbeat_interval_ms.to_string()), TYPE_INT),
+        stored(SESSION_TIMEOUT, defaults.consumer_session_timeout_ms),
+        stored(HEARTBEAT_INTERVAL, defaults.consumer_heartbeat_interval_ms),
     ];
     out.extend(FIXED.iter().map(|(n, t, v)| entry(n, v.map(str::to_string), *t)));
     Ok(out)
 }
 
-/// IncrementalAlterConfigs (and AlterConfigs, as SETs) of group `name`.
-pub fn alter_group(name: &str, ops: &[AlterOp]) -> Result<(), GroupConfigError> {
+/// IncrementalAlterConfigs (`replace` false) or AlterConfigs (`replace`: the ops, all SETs, are
+/// the group's whole set) of group `name`, whose overrides are `current`: the new overrides.
+pub fn alter_group(
+    name: &str,
+    ops: &[AlterOp],
+    replace: bool,
+    current: &GroupOverrides,
+    defaults: GroupDefaults,
+) -> Result<GroupOverrides, GroupConfigError> {
     if name.is_empty() {
         return Err(GroupConfigError::EmptyName);
     }
@@ -127,10 +205,42 @@ pub fn alter_group(name: &str, ops: &[AlterOp]) -> Result<(), GroupConfigError> 
     if let Some(o) = ops.iter().find(|o| !is_group_config(&o.name)) {
         return Err(GroupConfigError::UnknownName(o.name.clone()));
     }
-    match ops.iter().find(|o| o.op != OP_DELETE) {
-        Some(o) => Err(GroupConfigError::NotStored(o.name.clone())),
-        None => Ok(()),
+    let mut next = if replace { GroupOverrides::new() } else { current.clone() };
+    for o in ops {
+        let stored = o.name == SESSION_TIMEOUT || o.name == HEARTBEAT_INTERVAL;
+        match (o.op, &o.value) {
+            (OP_DELETE, _) => {
+                next.remove(&o.name);
+            }
+            (OP_APPEND | OP_SUBTRACT, _) if stored => {
+                let op = if o.op == OP_APPEND { "APPEND" } else { "SUBTRACT" };
+                return Err(GroupConfigError::NotList { op, name: o.name.clone() });
+            }
+            (_, Some(v)) if stored => {
+                let v = v.trim();
+                if v.parse::<i32>().is_err() {
+                    return Err(GroupConfigError::NotAnInt { name: o.name.clone(), value: v.to_string() });
+                }
+                next.insert(o.name.clone(), v.to_string());
+            }
+            _ => return Err(GroupConfigError::NotStored(o.name.clone())),
+        }
     }
+    // Kafka's GroupConfig.validateValues, on the values the group would have.
+    let (session, heartbeat) = consumer_timers(Some(&next), defaults);
+    let checks = [
+        (HEARTBEAT_INTERVAL, heartbeat, widened(HEARTBEAT_BOUNDS, defaults.consumer_heartbeat_interval_ms)),
+        (SESSION_TIMEOUT, session, widened(SESSION_BOUNDS, defaults.consumer_session_timeout_ms)),
+    ];
+    for (name, value, (min, max)) in checks {
+        if !(min..=max).contains(&value) {
+            return Err(GroupConfigError::OutOfRange { name, min, max });
+        }
+    }
+    if session <= heartbeat {
+        return Err(GroupConfigError::SessionNotAboveHeartbeat);
+    }
+    Ok(next)
 }
 
 #[cfg(test)]
@@ -141,14 +251,18 @@ mod tests {
     const DEFAULTS: GroupDefaults =
         GroupDefaults { consumer_session_timeout_ms: 45_000, consumer_heartbeat_interval_ms: 5000 };
 
-    fn op(name: &str, op: i8) -> AlterOp {
-        AlterOp { name: name.into(), op, value: Some("1".into()) }
+    fn op(name: &str, op: i8, value: &str) -> AlterOp {
+        AlterOp { name: name.into(), op, value: (op != OP_DELETE).then(|| value.to_string()) }
+    }
+
+    fn alter(name: &str, ops: &[AlterOp]) -> Result<GroupOverrides, GroupConfigError> {
+        alter_group(name, ops, false, &GroupOverrides::new(), DEFAULTS)
     }
 
     #[test]
     fn a_group_describes_kafkas_non_internal_group_configs_with_the_brokers_values() {
         let d = GroupDefaults { consumer_session_timeout_ms: 30_000, consumer_heartbeat_interval_ms: 3000 };
-        let all = describe_group("any-group", d).unwrap();
+        let all = describe_group("any-group", d, None).unwrap();
         assert_eq!(all.len(), 21, "Kafka 4.4: 27 group configs, 6 of them internal");
         assert!(all.iter().all(|e| e.source == SOURCE_DEFAULT));
         let get = |n: &str| all.iter().find(|e| e.name == n).and_then(|e| e.value.clone());
@@ -159,18 +273,27 @@ mod tests {
     }
 
     #[test]
+    fn an_override_is_described_with_the_group_config_source_and_the_brokers_value_beside_it() {
+        let o = GroupOverrides::from([(SESSION_TIMEOUT.to_string(), "50000".to_string())]);
+        let all = describe_group("g", DEFAULTS, Some(&o)).unwrap();
+        let e = all.iter().find(|e| e.name == SESSION_TIMEOUT).unwrap();
+        assert_eq!((e.value.as_deref(), e.source, e.default.as_deref()), (Some("50000"), SOURCE_GROUP, Some("45000")));
+        assert_eq!(consumer_timers(Some(&o), DEFAULTS), (50_000, 5000));
+    }
+
+    #[test]
     fn a_group_config_of_an_empty_group_name_is_invalid_request() {
-        let e = describe_group("", DEFAULTS).unwrap_err();
+        let e = describe_group("", DEFAULTS, None).unwrap_err();
         assert_eq!(
             (e.code(), e.to_string()),
             (ResponseError::InvalidRequest.code(), "Group name must not be empty".into())
         );
-        assert_eq!(alter_group("", &[]), Err(GroupConfigError::EmptyName));
+        assert_eq!(alter_group("", &[], false, &GroupOverrides::new(), DEFAULTS), Err(GroupConfigError::EmptyName));
     }
 
     #[test]
     fn an_unknown_group_config_name_is_invalid_config_with_kafkas_message() {
-        let e = alter_group("g", &[op("session.timeout.ms", OP_SET)]).unwrap_err();
+        let e = alter("g", &[op("session.timeout.ms", OP_SET, "1")]).unwrap_err();
         assert_eq!(
             (e.code(), e.to_string()),
             (ResponseError::InvalidConfig.code(), "Unknown group config name: session.timeout.ms".into())
@@ -178,11 +301,44 @@ mod tests {
     }
 
     #[test]
-    fn kaas_refuses_to_set_a_group_config_and_deleting_one_is_a_no_op() {
-        let e = alter_group("g", &[op("consumer.session.timeout.ms", OP_SET)]).unwrap_err();
+    fn the_consumer_timers_are_set_and_deleted_per_group() {
+        let set = alter("g", &[op(SESSION_TIMEOUT, OP_SET, "50000"), op(HEARTBEAT_INTERVAL, OP_SET, "6000")]).unwrap();
+        assert_eq!(consumer_timers(Some(&set), DEFAULTS), (50_000, 6000));
+        let deleted = alter_group("g", &[op(HEARTBEAT_INTERVAL, OP_DELETE, "")], false, &set, DEFAULTS).unwrap();
+        assert_eq!(deleted, GroupOverrides::from([(SESSION_TIMEOUT.to_string(), "50000".to_string())]));
+        // AlterConfigs replaces the whole set.
+        let replaced = alter_group("g", &[op(HEARTBEAT_INTERVAL, OP_SET, "7000")], true, &set, DEFAULTS).unwrap();
+        assert_eq!(replaced, GroupOverrides::from([(HEARTBEAT_INTERVAL.to_string(), "7000".to_string())]));
+    }
+
+    #[test]
+    fn group_timers_are_validated_as_kafkas_group_config() {
+        let e = alter("g", &[op(SESSION_TIMEOUT, OP_SET, "1000")]).unwrap_err();
+        assert_eq!(e.to_string(), "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive.");
+        let e = alter("g", &[op(HEARTBEAT_INTERVAL, OP_SET, "20000")]).unwrap_err();
+        assert_eq!(e.to_string(), "consumer.heartbeat.interval.ms must be in the range 5000 to 15000 inclusive.");
+        let e = alter("g", &[op(SESSION_TIMEOUT, OP_SET, "abc")]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Invalid value abc for configuration consumer.session.timeout.ms: Not a number of type INT"
+        );
+        let e = alter("g", &[op(SESSION_TIMEOUT, OP_APPEND, "1")]).unwrap_err();
+        assert_eq!(e.to_string(), "Can't APPEND to key consumer.session.timeout.ms because its type is not LIST.");
+        assert!(e.code() == ResponseError::InvalidConfig.code());
+        // A broker configured below Kafka's bounds widens them to its own values.
+        let low = GroupDefaults { consumer_session_timeout_ms: 3000, consumer_heartbeat_interval_ms: 500 };
+        let e = alter_group("g", &[op(HEARTBEAT_INTERVAL, OP_SET, "3000")], false, &GroupOverrides::new(), low)
+            .unwrap_err();
+        assert_eq!(e, GroupConfigError::SessionNotAboveHeartbeat);
+        assert!(alter_group("g", &[op(SESSION_TIMEOUT, OP_SET, "4000")], false, &GroupOverrides::new(), low).is_ok());
+    }
+
+    #[test]
+    fn kaas_refuses_to_set_the_group_configs_it_cannot_hold_and_deleting_one_is_a_no_op() {
+        let e = alter("g", &[op("share.session.timeout.ms", OP_SET, "50000")]).unwrap_err();
         assert_eq!(e.code(), ResponseError::InvalidConfig.code());
-        assert!(e.to_string().starts_with("consumer.session.timeout.ms cannot be set on kaas"));
-        assert_eq!(alter_group("g", &[op("consumer.session.timeout.ms", OP_DELETE)]), Ok(()));
-        assert_eq!(alter_group("g", &[op("consumer.assignor.offload.enable", OP_DELETE)]), Ok(()), "an internal name");
+        assert!(e.to_string().starts_with("share.session.timeout.ms cannot be set on kaas"));
+        assert_eq!(alter("g", &[op("consumer.assignment.interval.ms", OP_DELETE, "")]), Ok(GroupOverrides::new()));
+        assert_eq!(alter("g", &[op("consumer.assignor.offload.enable", OP_DELETE, "")]), Ok(GroupOverrides::new()));
     }
 }

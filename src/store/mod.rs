@@ -14,6 +14,7 @@ pub mod fence_watch;
 pub mod file_lock;
 pub mod group;
 pub mod group_config;
+pub mod group_config_store;
 pub mod known_fences;
 pub mod leases;
 pub mod log;

@@ -8,11 +8,10 @@ use std::rc::Rc;
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse};
 
-use super::incremental_alter_configs::alter_topic;
+use super::incremental_alter_configs::{alter_group_configs, alter_topic};
 use crate::actors::topic_configs::ConfigChange;
 use crate::protocol::{str_bytes, Session};
 use crate::store::config_resources::{self as res, ResourceError};
-use crate::store::group_config::alter_group;
 use crate::store::topic_config::alter::{check_shape, AlterOp, OP_SET};
 
 pub async fn handle(s: Rc<Session>, _version: i16, req: AlterConfigsRequest) -> AlterConfigsResponse {
@@ -34,7 +33,7 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: AlterConfigsRequest) -> 
                 Err(e) => Err((e.code(), e.to_string())),
             },
             res::RESOURCE_BROKER => res::broker_change(s.settings.node_id, &name, &ops).map_err(refused),
-            res::RESOURCE_GROUP => alter_group(&name, &ops).map_err(|e| (e.code(), e.to_string())),
+            res::RESOURCE_GROUP => alter_group_configs(&s, &name, ops, true, req.validate_only).await,
             t => Err(refused(ResourceError::UnknownType(t))),
         };
         let mut out = AlterConfigsResourceResponse::default();

@@ -20,7 +20,9 @@ use crate::store::broker_config::{describe_broker, BrokerEntry};
 use crate::store::config_resources::{
     describe_target, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_CLIENT_METRICS, RESOURCE_GROUP, RESOURCE_TOPIC,
 };
-use crate::store::group_config::{describe_group, GroupDefaults, GroupEntry};
+use crate::store::group_config::{describe_group, GroupDefaults, GroupEntry, GroupOverrides};
+use crate::store::group_config_store;
+use crate::store::topic_config::describe::SOURCE_DEFAULT;
 use crate::store::topic_config::describe::{describe_topic, internal_topic_configs, Described, Synonym};
 
 /// The value of every kaas setting that is a Kafka broker config (store::broker_config).
@@ -119,15 +121,28 @@ fn topic_entry(d: Described, synonyms: bool, documentation: bool, version: i16) 
     e
 }
 
-fn group_defaults(st: &Settings) -> GroupDefaults {
+pub(super) fn group_defaults(st: &Settings) -> GroupDefaults {
     GroupDefaults {
         consumer_session_timeout_ms: st.group_consumer_session_timeout_ms,
         consumer_heartbeat_interval_ms: st.group_consumer_heartbeat_interval_ms,
     }
 }
 
-/// One group config: not read-only (Kafka can change it), its own DEFAULT_CONFIG synonym when
-/// asked for (as Kafka's createGroupConfigEntry), its type from v3.
+/// Group `name`'s config overrides (store::group_config_store, read on the blocking pool).
+async fn group_overrides(s: &Session, name: &str) -> Option<GroupOverrides> {
+    let dir = s.settings.data_dir.clone();
+    match tokio::task::spawn_blocking(move || group_config_store::load(&dir)).await {
+        Ok(Ok(mut all)) => all.remove(name),
+        Ok(Err(e)) => {
+            tracing::warn!("reading the group configs: {e}");
+            None
+        }
+        Err(_) => None,
+    }
+}
+
+/// One group config: not read-only (Kafka can change it), its synonyms when asked for (as
+/// Kafka's createGroupConfigEntry: the group's value, then the broker's), its type from v3.
 fn group_entry(e: GroupEntry, synonyms: bool, version: i16) -> DescribeConfigsResourceResult {
     let mut out = DescribeConfigsResourceResult::default();
     out.name = str_bytes(e.name);
@@ -140,6 +155,13 @@ fn group_entry(e: GroupEntry, synonyms: bool, version: i16) -> DescribeConfigsRe
         syn.value = e.value.as_deref().map(str_bytes);
         syn.source = e.source;
         out.synonyms = vec![syn];
+        if let Some(default) = e.default.as_deref() {
+            let mut broker = DescribeConfigsSynonym::default();
+            broker.name = str_bytes(e.name);
+            broker.value = Some(str_bytes(default));
+            broker.source = SOURCE_DEFAULT;
+            out.synonyms.push(broker);
+        }
     }
     if version >= 3 {
         out.config_type = e.config_type;
@@ -211,7 +233,11 @@ pub async fn handle(s: Rc<Session>, version: i16, req: DescribeConfigsRequest) -
                 }
             },
             // Any group name, known or not, as Kafka's ConfigHelper (store::group_config).
-            RESOURCE_GROUP => match describe_group(&res.resource_name, group_defaults(st)) {
+            RESOURCE_GROUP => match describe_group(
+                &res.resource_name,
+                group_defaults(st),
+                group_overrides(&s, &res.resource_name).await.as_ref(),
+            ) {
                 Ok(entries) => {
                     for e in entries.into_iter().filter(|e| wanted(&res.configuration_keys, e.name)) {
                         r.configs.push(group_entry(e, req.include_synonyms, version));

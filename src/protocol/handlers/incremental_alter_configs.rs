@@ -1,7 +1,8 @@
 //! IncrementalAlterConfigs (key 44): SET, DELETE, APPEND and SUBTRACT on topic configs
 //! (store::topic_config::alter, applied and persisted by the TopicRegistry); BROKER and
 //! BROKER_LOGGER resources answered as Kafka answers changes it cannot make
-//! (store::config_resources); GROUP resources: Kafka's names, none stored (store::group_config).
+//! (store::config_resources); GROUP resources: the consumer group timers stored per group
+//! (store::group_config, store::group_config_store), Kafka's other group configs refused.
 
 use std::rc::Rc;
 
@@ -9,11 +10,13 @@ use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsRe
 use kafka_protocol::messages::{IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
 use tokio::sync::oneshot;
 
+use crate::actors::group_coordinator::SetGroupConfigs;
 use crate::actors::topic_configs::{AlterFailure, AlterTopicConfigs, ConfigChange};
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
 use crate::store::config_resources::{self as res, ResourceError};
 use crate::store::group_config::alter_group;
+use crate::store::group_config_store;
 use crate::store::topic_config::alter::{check_shape, AlterOp};
 
 fn refused(e: ResourceError) -> AlterFailure {
@@ -33,6 +36,33 @@ pub async fn alter_topic(
     let gone = || (ResponseError::UnknownServerError.code(), "the topic registry stopped".to_string());
     s.directory.topics().send(msg).await.map_err(|_| gone())?;
     rx.await.map_err(|_| gone())?
+}
+
+/// Alters the configs of group `name` (shared with AlterConfigs; `replace`: the ops are the
+/// whole set): in the store on the blocking pool, then this broker's group coordinator, if it
+/// runs here, takes them at once (another broker's reads them within seconds).
+pub async fn alter_group_configs(
+    s: &Session,
+    name: &str,
+    ops: Vec<AlterOp>,
+    replace: bool,
+    validate_only: bool,
+) -> Result<(), AlterFailure> {
+    let defaults = super::describe_configs::group_defaults(&s.settings);
+    let (dir, group) = (s.settings.data_dir.clone(), name.to_string());
+    let alter = move || {
+        group_config_store::alter(&dir, &group, validate_only, |current| {
+            alter_group(&group, &ops, replace, current, defaults)
+        })
+    };
+    let gone = |e: tokio::task::JoinError| (ResponseError::UnknownServerError.code(), e.to_string());
+    let all = tokio::task::spawn_blocking(alter).await.map_err(gone)??;
+    if !validate_only {
+        if let Some(groups) = s.groups.get() {
+            groups.do_send(SetGroupConfigs(all));
+        }
+    }
+    Ok(())
 }
 
 pub async fn handle(
@@ -64,7 +94,7 @@ pub async fn handle(
             },
             res::RESOURCE_BROKER => res::broker_change(node, &name, &ops).map_err(refused),
             res::RESOURCE_BROKER_LOGGER => res::logger_change(node, &name, &ops).map_err(refused),
-            res::RESOURCE_GROUP => alter_group(&name, &ops).map_err(|e| (e.code(), e.to_string())),
+            res::RESOURCE_GROUP => alter_group_configs(&s, &name, ops, false, req.validate_only).await,
             t => Err(refused(ResourceError::UnknownType(t))),
         };
         let mut out = AlterConfigsResourceResponse::default();

@@ -12,6 +12,7 @@ use super::consumer::{
     ConsumerError, ConsumerGroup, DescribedConsumerGroup, HeartbeatRequest, HeartbeatResponse, TopicImage, TopicInfo,
     LEAVE_EPOCH, LEAVE_STATIC_EPOCH,
 };
+use super::groups::consumer_config_for;
 use super::migration::OnConsumerJoin;
 use super::{Group, GroupError, Groups};
 
@@ -140,7 +141,7 @@ impl Groups {
         req: HeartbeatRequest,
         unique: impl FnOnce() -> String,
     ) -> Result<HeartbeatResponse, ConsumerError> {
-        let config = self.config.consumer.clone();
+        let config = consumer_config_for(&self.config.consumer, &self.group_configs, group_id);
         let assignor = validate(&req, &config)?;
         if req.member_epoch == LEAVE_EPOCH || req.member_epoch == LEAVE_STATIC_EPOCH {
             let g = self

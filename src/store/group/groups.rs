@@ -4,13 +4,15 @@
 
 use std::collections::HashMap;
 
-use super::consumer::{ConsumerGroup, TopicImage};
+use super::consumer::{ConsumerConfig, ConsumerGroup, TopicImage};
 use super::membership::{JoinRequest, JoinResponse, LeaveMember, MemberAnswer, Response, SyncRequest};
 use super::{
     subscribed_topics, FetchedOffset, Group, GroupConfig, GroupDescription, GroupError, GroupSnapshot, GroupState,
     GroupType, OffsetCommit,
 };
 use crate::store::coordinator_key::offsets_partition;
+use crate::store::group_config::{consumer_timers, GroupDefaults};
+use crate::store::group_config_store::AllGroupConfigs;
 
 /// A membership request of the classic protocol.
 #[derive(Debug, Clone)]
@@ -60,6 +62,19 @@ pub struct Groups {
     pub(super) image: TopicImage,
     /// Answers to parked classic requests that came out of a conversion ([`Groups::take_answers`]).
     pub(super) answers: Vec<MemberAnswer>,
+    /// Per-group config overrides (store::group_config_store).
+    pub(super) group_configs: AllGroupConfigs,
+}
+
+/// The consumer group protocol's settings of `group_id`: the broker's, with the group's
+/// `consumer.session.timeout.ms` / `consumer.heartbeat.interval.ms` overrides.
+pub(super) fn consumer_config_for(base: &ConsumerConfig, all: &AllGroupConfigs, group_id: &str) -> ConsumerConfig {
+    let defaults = GroupDefaults {
+        consumer_session_timeout_ms: base.session_timeout_ms,
+        consumer_heartbeat_interval_ms: base.heartbeat_interval_ms,
+    };
+    let (session_timeout_ms, heartbeat_interval_ms) = consumer_timers(all.get(group_id), defaults);
+    ConsumerConfig { session_timeout_ms, heartbeat_interval_ms, ..base.clone() }
 }
 
 impl Groups {
@@ -70,7 +85,13 @@ impl Groups {
             consumer: HashMap::new(),
             image: TopicImage::default(),
             answers: Vec::new(),
+            group_configs: AllGroupConfigs::new(),
         }
+    }
+
+    /// Every group's config overrides, as the store now holds them.
+    pub fn set_group_configs(&mut self, all: AllGroupConfigs) {
+        self.group_configs = all;
     }
 
     /// A group read back after a restart: Empty, generation and offsets kept.

@@ -8,6 +8,7 @@
 use super::consumer::classic::{by_id, named, CONSUMER_PROTOCOL_TYPE};
 use super::consumer::{ClassicMemberMetadata, ConsumerGroup, ConsumerMember, MemberState, TopicImage};
 use super::consumer_protocol::{deserialize_assignment, deserialize_subscription, serialize_assignment};
+use super::groups::consumer_config_for;
 use super::membership::{reply, JoinResponse, LeaveResponse, Member, MemberAnswer, Response, SyncResponse};
 use super::{Group, GroupError, GroupOp, GroupState, Groups};
 
@@ -181,7 +182,7 @@ impl Groups {
         if matches!(op, GroupOp::Join(_)) && cg.is_empty() {
             return None;
         }
-        let config = self.config.consumer.clone();
+        let config = consumer_config_for(&self.config.consumer, &self.group_configs, group_id);
         let response = match op {
             GroupOp::Join(req) => {
                 let id = if req.member_id.is_empty() {

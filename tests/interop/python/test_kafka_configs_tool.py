@@ -81,3 +81,34 @@ def test_kafka_configs_refusals(broker):
     configs(bs, "--entity-name", topic, "--alter", "--add-config", "retention.ms=60000")
     line = described(bs, topic, "retention.ms")
     assert line.startswith("retention.ms=60000 ") and "DYNAMIC_TOPIC_CONFIG" in line, line
+
+
+def group_configs(bootstrap, *args, ok=True):
+    run = javaharness.run_java("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", bootstrap,
+                               "--entity-type", "groups", *args, timeout=120)
+    if ok:
+        assert run.returncode == 0, run.describe()
+    return run
+
+
+def test_group_configs_with_kafka_configs(broker):
+    """kafka-configs --entity-type groups: a consumer group's session timeout set, described as
+    GROUP_CONFIG, kept across a restart, deleted; an out-of-range value refused with Kafka's
+    message."""
+    bs = broker.bootstrap
+    group = kaashelpers.unique_topic("cfg-group")
+    run = group_configs(bs, "--entity-name", group, "--alter", "--add-config", "consumer.session.timeout.ms=50000")
+    assert "Completed updating config" in run.stdout, run.describe()
+    out = group_configs(bs, "--entity-name", group, "--describe").stdout
+    assert "consumer.session.timeout.ms=50000" in out, out
+    broker.restart()
+    out = group_configs(bs, "--entity-name", group, "--describe", "--all").stdout
+    line = [x.strip() for x in out.splitlines() if x.strip().startswith("consumer.session.timeout.ms=")]
+    assert line and line[0].startswith("consumer.session.timeout.ms=50000 ") and "GROUP_CONFIG" in line[0], out
+    run = group_configs(bs, "--entity-name", group, "--alter", "--add-config", "consumer.session.timeout.ms=10",
+                        ok=False)
+    assert run.returncode != 0 and "must be in the range" in run.stdout + run.stderr, run.describe()
+    group_configs(bs, "--entity-name", group, "--alter", "--delete-config", "consumer.session.timeout.ms")
+    out = group_configs(bs, "--entity-name", group, "--describe").stdout
+    assert "consumer.session.timeout.ms" not in out, out
+    kaashelpers.assert_no_panic(broker)

@@ -1,0 +1,136 @@
+//! Per-group config overrides on the shared disk: `<data>/__cluster/group_configs.json` (group id
+//! -> its overrides, store::group_config), read whole and rewritten crash-safely under the lock
+//! file `group_configs.lock`, so brokers sharing the disk never interleave two changes. The
+//! group coordinator reads the file again while it has consumer groups (a change made on
+//! another broker reaches it within seconds); the broker that made a change tells its own
+//! coordinator at once. Blocking I/O: callers run it on the blocking pool.
+
+use std::collections::BTreeMap;
+use std::fs::OpenOptions;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::durable::create_dir_all_durable;
+use super::file_lock;
+use super::group_config::{GroupConfigError, GroupOverrides, MAX_GROUPS_WITH_CONFIGS};
+use super::topics::write_atomic;
+use crate::error_code::ResponseError;
+
+/// Every group's overrides.
+pub type AllGroupConfigs = BTreeMap<String, GroupOverrides>;
+
+/// How long a change waits for another broker's change (each takes milliseconds).
+const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+fn path(data_dir: &Path) -> PathBuf {
+    data_dir.join("__cluster").join("group_configs.json")
+}
+
+/// Every group's overrides; none when the file does not exist. A file that does not parse (a
+/// hand edit) is reported and read as none, so the broker keeps serving.
+pub fn load(data_dir: &Path) -> std::io::Result<AllGroupConfigs> {
+    let p = path(data_dir);
+    match std::fs::read(&p) {
+        Ok(bytes) => Ok(serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+            tracing::error!(path = %p.display(), "unreadable group configs, none applied: {e}");
+            AllGroupConfigs::new()
+        })),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(AllGroupConfigs::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// A refusal with the Kafka error code and message it is answered with.
+pub type Failure = (i16, String);
+
+fn storage(e: std::io::Error) -> Failure {
+    (ResponseError::KafkaStorageError.code(), format!("group configs: {e}"))
+}
+
+/// Changes group `group`'s overrides with `change` (given its current ones) under the lock and
+/// writes them durably unless `validate_only`; every group's overrides afterwards.
+pub fn alter(
+    data_dir: &Path,
+    group: &str,
+    validate_only: bool,
+    change: impl FnOnce(&GroupOverrides) -> Result<GroupOverrides, GroupConfigError>,
+) -> Result<AllGroupConfigs, Failure> {
+    let dir = data_dir.join("__cluster");
+    create_dir_all_durable(&dir).map_err(storage)?;
+    let lock = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(dir.join("group_configs.lock"))
+        .map_err(storage)?;
+    let deadline = Instant::now() + LOCK_WAIT;
+    while !file_lock::try_lock(&lock).map_err(storage)? {
+        if Instant::now() >= deadline {
+            let busy = "Another broker is changing the group configs; try again.";
+            return Err((ResponseError::RequestTimedOut.code(), busy.into()));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut all = load(data_dir).map_err(storage)?;
+    let current = all.get(group).cloned().unwrap_or_default();
+    let next = change(&current).map_err(|e| (e.code(), e.to_string()))?;
+    if validate_only || next == current {
+        return Ok(all);
+    }
+    if next.is_empty() {
+        all.remove(group);
+    } else {
+        if !all.contains_key(group) && all.len() >= MAX_GROUPS_WITH_CONFIGS {
+            let e = GroupConfigError::TooManyGroups;
+            return Err((e.code(), e.to_string()));
+        }
+        all.insert(group.to_string(), next);
+    }
+    let bytes = serde_json::to_vec(&all).map_err(|e| storage(e.into()))?;
+    write_atomic(&path(data_dir), &bytes).map_err(storage)?;
+    drop(lock);
+    Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(value: &str) -> impl FnOnce(&GroupOverrides) -> Result<GroupOverrides, GroupConfigError> + '_ {
+        move |_| Ok(GroupOverrides::from([("consumer.session.timeout.ms".to_string(), value.to_string())]))
+    }
+
+    #[test]
+    fn overrides_are_stored_durably_and_an_empty_set_removes_the_group() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(load(dir.path()).unwrap().is_empty());
+        alter(dir.path(), "g", false, set("50000")).unwrap();
+        assert_eq!(load(dir.path()).unwrap()["g"]["consumer.session.timeout.ms"], "50000");
+        let all = alter(dir.path(), "h", true, set("1")).unwrap();
+        assert!(!all.contains_key("h") && !load(dir.path()).unwrap().contains_key("h"), "validate_only writes nothing");
+        alter(dir.path(), "g", false, |_| Ok(GroupOverrides::new())).unwrap();
+        assert!(load(dir.path()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_number_of_groups_with_configs_is_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let full: AllGroupConfigs = (0..MAX_GROUPS_WITH_CONFIGS)
+            .map(|i| (format!("g{i}"), GroupOverrides::from([("consumer.session.timeout.ms".into(), "50000".into())])))
+            .collect();
+        std::fs::create_dir_all(dir.path().join("__cluster")).unwrap();
+        std::fs::write(path(dir.path()), serde_json::to_vec(&full).unwrap()).unwrap();
+        let (code, _) = alter(dir.path(), "one-more", false, set("50000")).unwrap_err();
+        assert_eq!(code, ResponseError::PolicyViolation.code());
+        alter(dir.path(), "g0", false, set("55000")).expect("a group that has configs may change them");
+    }
+
+    #[test]
+    fn an_unreadable_file_reads_as_no_overrides() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("__cluster")).unwrap();
+        std::fs::write(path(dir.path()), b"{not json").unwrap();
+        assert!(load(dir.path()).unwrap().is_empty());
+    }
+}
