@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs every kaas test on a fresh machine: installs what the tests need (kcat, and Java and Maven
-# when missing, from Debian; Go from the Go module proxy when missing; a Python venv with the
-# Kafka clients; the Maven-built Java harness), builds the broker, then runs the Rust unit and
+# Runs every kaas test on a fresh machine: installs what the tests need (kcat, and Java, Maven,
+# Node.js and npm when missing, from Debian; Go from the Go module proxy when missing; a Python
+# venv with the Kafka clients; the Maven-built Java harness; kafkajs from npm), builds the broker, then runs the Rust unit and
 # integration tests, the black-box client tests against the real binary and the fuzz targets.
 # Needs: Debian/Ubuntu with apt (root or sudo), Rust (cargo), python3 with venv, curl.
 set -euo pipefail
@@ -9,10 +9,12 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
-step "system packages (kcat, Java 17+ and Maven when missing)"
+step "system packages (kcat, Java 17+, Maven, Node.js and npm when missing)"
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 missing=()
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
 if [ ${#missing[@]} -gt 0 ]; then
@@ -48,8 +50,11 @@ step "python venv (.venv) with confluent-kafka, kafka-python, pytest"
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check -r tests/interop/python/requirements.txt
 
-step "java harness (kafka-clients, kafka-tools) via maven"
+step "java harness (kafka-clients, kafka-tools, kafka-streams) via maven"
 mvn -q -B -f tests/interop/java/pom.xml package -DskipTests
+
+step "node modules (kafkajs) via npm"
+(cd tests/interop/node && npm install --no-audit --no-fund --loglevel=error)
 
 step "build kaas (release)"
 cargo build --release --locked
