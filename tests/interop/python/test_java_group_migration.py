@@ -147,7 +147,7 @@ def test_kafka_configs_describes_group_configs(broker):
     assert lines["consumer.heartbeat.interval.ms"].startswith("consumer.heartbeat.interval.ms=5000 "), ctx
     assert "share.record.lock.duration.ms" in lines and "streams.num.standby.replicas" in lines, ctx
     assert "consumer.assignor.offload.enable" not in lines, "an internal config is not described\n" + ctx
-    # Without --all: only the configs set on the group, and kaas sets none.
+    # Without --all: only the configs set on the group, and none is set yet.
     dynamic = _configs(broker.bootstrap, "--entity-name", group, "--describe")
     assert dynamic.returncode == 0 and "consumer.session.timeout.ms" not in dynamic.stdout, _ctx(broker, dynamic)
 
@@ -155,10 +155,15 @@ def test_kafka_configs_describes_group_configs(broker):
     out = bad.stdout + bad.stderr
     assert bad.returncode != 0, _ctx(broker, bad)
     assert "InvalidConfigurationException: Unknown group config name: session.timeout.ms" in out, _ctx(broker, bad)
+    # A share-group config: kaas serves no share groups, so it cannot hold one.
     refused = _configs(broker.bootstrap, "--entity-name", group, "--alter", "--add-config",
-                       "consumer.session.timeout.ms=50000")
+                       "share.session.timeout.ms=50000")
     assert refused.returncode != 0 and "InvalidConfigurationException" in refused.stdout + refused.stderr, \
         _ctx(broker, refused)
+    # The consumer group timers are kept per group (test_kafka_configs_tool.py goes further).
+    taken = _configs(broker.bootstrap, "--entity-name", group, "--alter", "--add-config",
+                     "consumer.session.timeout.ms=50000")
+    assert taken.returncode == 0, _ctx(broker, taken)
     assert_no_panic(broker)
 
 
