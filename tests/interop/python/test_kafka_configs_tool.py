@@ -12,9 +12,9 @@ import kaashelpers
 TWO_MIB = 2 * 1024 * 1024
 
 
-def configs(bootstrap, *args, ok=True):
+def configs(bootstrap, *args, ok=True, entity_type="topics"):
     run = javaharness.run_java("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", bootstrap,
-                               "--entity-type", "topics", *args, timeout=120)
+                               "--entity-type", entity_type, *args, timeout=120)
     if ok:
         assert run.returncode == 0, run.describe()
     return run
@@ -84,11 +84,7 @@ def test_kafka_configs_refusals(broker):
 
 
 def group_configs(bootstrap, *args, ok=True):
-    run = javaharness.run_java("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", bootstrap,
-                               "--entity-type", "groups", *args, timeout=120)
-    if ok:
-        assert run.returncode == 0, run.describe()
-    return run
+    return configs(bootstrap, *args, ok=ok, entity_type="groups")
 
 
 def test_group_configs_with_kafka_configs(broker):
