@@ -89,9 +89,8 @@ pub struct Settings {
     /// Kafka's queued.max.request.bytes: bytes of requests read and not yet answered, broker-wide;
     /// readers wait beyond it. Must hold at least one max_request_bytes frame.
     pub queued_max_request_bytes: usize,
-    /// Bytes of Fetch responses held in memory, broker-wide, from the read until the bytes are
-    /// written to the socket (protocol::response_budget). Kafka has no such setting: it sends
-    /// log data with sendfile.
+    /// Bytes of fetched records not yet sent, broker-wide, from the read until they are written
+    /// to the socket (protocol::response_budget). Kafka has no such setting.
     pub queued_max_response_bytes: usize,
     /// Kafka's max.incremental.fetch.session.cache.slots: KIP-227 fetch sessions kept
     /// broker-wide (protocol::fetch_session); 0 = none, every fetch is a full one.

@@ -7,14 +7,14 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler};
-use bytes::Bytes;
 
 use super::messages::*;
 use super::syncer::{SyncJob, Synced, Syncer};
 use crate::error_code::ResponseError;
 use crate::metrics::{Metrics, TopicMeter};
-use crate::store::batch::count_records;
 use crate::store::clock::now_ms;
+use crate::store::log::file_range::{Stored, MAX_STAND_IN};
+use crate::store::log::LogError;
 use crate::store::partition::{DeleteRecordsError, DeletionError, Partition, PartitionError, Produced};
 
 /// Appends waiting for their fsync; beyond this the mailbox stops being drained fast enough and
@@ -283,16 +283,24 @@ impl Handler<Read> for PartitionLeader {
             high_watermark: p.high_watermark(),
             last_stable_offset: p.last_stable_offset(),
             log_start_offset: p.log_start_offset(),
-            records: Bytes::new(),
+            records: Stored::default(),
             aborted: Vec::new(),
         };
-        match p.read(msg.offset, msg.max_bytes, msg.isolation_level) {
+        match p.read_stored(msg.offset, msg.max_bytes, msg.isolation_level) {
             Ok(fetched) => {
-                if !fetched.records.is_empty() {
-                    self.meters.topic.bytes_out.inc_by(fetched.records.len() as u64);
-                    self.meters.topic.messages_out.inc_by(count_records(&fetched.records));
-                }
-                result.records = fetched.records;
+                self.meters.topic.bytes_out.inc_by(fetched.records.len() as u64);
+                result.records = match fetched.records {
+                    // A range no stand-in covers (file_range::MAX_STAND_IN) goes in memory.
+                    Stored::File(r) if r.len > MAX_STAND_IN => match r.load() {
+                        Ok(b) => Stored::Mem(b),
+                        Err(e) => {
+                            tracing::error!(partition = %self.name, "read: {e}");
+                            result.error_code = PartitionError::Read(LogError::Io(e)).code();
+                            Stored::default()
+                        }
+                    },
+                    records => records,
+                };
                 result.aborted = fetched.aborted;
             }
             Err(e) => {

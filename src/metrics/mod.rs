@@ -68,7 +68,6 @@ pub struct TopicMeter {
     pub bytes_in: Counter,
     pub messages_in: Counter,
     pub bytes_out: Counter,
-    pub messages_out: Counter,
 }
 
 /// The request count and time of one API.
@@ -93,7 +92,6 @@ struct Inner {
     bytes_in: Family<TopicLabels, Counter>,
     messages_in: Family<TopicLabels, Counter>,
     bytes_out: Family<TopicLabels, Counter>,
-    messages_out: Family<TopicLabels, Counter>,
     requests: Family<RequestLabels, Counter>,
     total_time: Family<RequestLabels, AtomicHistogram, fn() -> AtomicHistogram>,
     apis: Vec<OnceLock<ApiMeter>>,
@@ -147,11 +145,6 @@ impl Metrics {
             &mut r,
             "kafka_server_brokertopicmetrics_bytesout",
             "Bytes of record batches read for Fetch responses (BytesOutPerSec)",
-        );
-        let messages_out = topic_family(
-            &mut r,
-            "kaas_brokertopicmetrics_messagesout",
-            "Records read for Fetch responses, control records left out (Kafka has no such metric)",
         );
         let requests = Family::<RequestLabels, Counter>::default();
         r.register(
@@ -231,7 +224,6 @@ impl Metrics {
             bytes_in,
             messages_in,
             bytes_out,
-            messages_out,
             requests,
             total_time,
             apis: (0..API_SLOTS).map(|_| OnceLock::new()).collect(),
@@ -256,7 +248,6 @@ impl Metrics {
             bytes_in: i.bytes_in.get_or_create_owned(&l),
             messages_in: i.messages_in.get_or_create_owned(&l),
             bytes_out: i.bytes_out.get_or_create_owned(&l),
-            messages_out: i.messages_out.get_or_create_owned(&l),
         }
     }
 
@@ -264,7 +255,7 @@ impl Metrics {
     pub fn remove_topic(&self, topic: &str) {
         let l = TopicLabels { topic: topic.to_string() };
         let i = &self.0;
-        for f in [&i.bytes_in, &i.messages_in, &i.bytes_out, &i.messages_out] {
+        for f in [&i.bytes_in, &i.messages_in, &i.bytes_out] {
             f.remove(&l);
         }
     }

@@ -23,8 +23,9 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
-use super::frame::{encode_response, read_frame, FrameError, RequestPool};
+use super::frame::{encode_fetch_parts, encode_response, read_frame, FrameError, RequestPool};
 use super::handlers::api_versions;
+use super::outgoing::Outgoing;
 use super::response_budget::Charge;
 use super::versions::Offered;
 use super::{decode_for, dispatch, Answer, RequestError, Session};
@@ -106,19 +107,22 @@ async fn serve(stream: std::net::TcpStream, peer: SocketAddr, session: Rc<Sessio
             }
         }
     });
-    let (out_tx, mut out_rx) = mpsc::channel::<(Bytes, Charge, ApiKey, Instant)>(max_inflight);
+    let (out_tx, mut out_rx) = mpsc::channel::<(Outgoing, Charge, ApiKey, Instant)>(max_inflight);
     let metrics = session.metrics.clone();
     let writer = actix_rt::spawn(async move {
-        while let Some((b, charge, key, started)) = out_rx.recv().await {
-            match tokio::time::timeout(max_idle, wr.write_all(&b)).await {
+        while let Some((out, charge, key, started)) = out_rx.recv().await {
+            match tokio::time::timeout(max_idle, out.write(&mut wr)).await {
                 Ok(Ok(())) => {
                     drop(charge);
                     record(&metrics, key, started);
                 }
-                Ok(Err(_)) => break,
+                Ok(Err(e)) => {
+                    tracing::debug!(%peer, "closing connection: writing a response: {e}");
+                    break;
+                }
                 Err(_) => {
                     // Kafka's idle check counts a send that makes no progress as idle time.
-                    tracing::info!(%peer, bytes = b.len(), "closing connection: the client did not read a response within connections_max_idle_ms");
+                    tracing::info!(%peer, bytes = out.frame_len(), "closing connection: the client did not read a response within connections_max_idle_ms");
                     break;
                 }
             }
@@ -170,11 +174,17 @@ async fn serve(stream: std::net::TcpStream, peer: SocketAddr, session: Rc<Sessio
             },
             Some((header, key, response, started)) = pending.next(), if !pending.is_empty() => {
                 idle.as_mut().reset(tokio::time::Instant::now() + max_idle);
-                let Some(Answer { response, charge }) = response else {
+                let Some(Answer { response, charge, files }) = response else {
                     record(&session.metrics, key, started);
                     continue;
                 };
-                match encode_response(&header, key, &response) {
+                let encoded = match &response {
+                    ResponseKind::Fetch(fetch) if !files.is_empty() => {
+                        encode_fetch_parts(&header, fetch, files).map(Outgoing::Parts)
+                    }
+                    _ => encode_response(&header, key, &response).map(Outgoing::Frame),
+                };
+                match encoded {
                     Ok(bytes) => {
                         // The encoded copy is what stays until written; the decoded one goes now.
                         drop(response);

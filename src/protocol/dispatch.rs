@@ -12,6 +12,7 @@ use thiserror::Error;
 use super::response_budget::Charge;
 use super::session::Session;
 use super::{handlers, txn_markers_codec, versions};
+use crate::store::log::file_range::FileRange;
 
 #[derive(Debug, Error)]
 pub enum RequestError {
@@ -29,11 +30,13 @@ pub enum RequestError {
 pub struct Answer {
     pub response: ResponseKind,
     pub charge: Charge,
+    /// A Fetch answer's records as file ranges, in encoding order (protocol::outgoing).
+    pub files: Vec<FileRange>,
 }
 
 impl From<ResponseKind> for Answer {
     fn from(response: ResponseKind) -> Answer {
-        Answer { response, charge: Charge::none() }
+        Answer { response, charge: Charge::none(), files: Vec::new() }
     }
 }
 
@@ -121,8 +124,8 @@ pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
         }
         RequestKind::Fetch(r) => {
             return async move {
-                let (response, charge) = fetch::handle(session, v, r).await;
-                Some(Answer { response: ResponseKind::Fetch(response), charge })
+                let (response, charge, files) = fetch::handle(session, v, r).await;
+                Some(Answer { response: ResponseKind::Fetch(response), charge, files })
             }
             .boxed_local();
         }

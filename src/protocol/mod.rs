@@ -6,6 +6,7 @@ pub mod dispatch;
 pub mod fetch_session;
 pub mod frame;
 pub mod handlers;
+pub mod outgoing;
 pub mod peer_link;
 pub mod response_budget;
 pub mod session;

@@ -1,7 +1,8 @@
-//! The broker-wide bound on bytes of Fetch responses held in memory (`queued_max_response_bytes`).
-//! Apache Kafka sends fetched log data with sendfile and holds little of it; kaas reads it into
-//! memory, so without a bound many consumers (or clients that never read their socket) could
-//! make it hold `fetch_max_bytes` x requests in flight x connections. A Fetch reserves each
+//! The broker-wide bound on bytes of fetched records not yet sent (`queued_max_response_bytes`).
+//! Records go out with sendfile from the segment files (protocol::outgoing) and are not held in
+//! memory, except a range too large for a stand-in; still, without a bound many consumers (or
+//! clients that never read their socket) could keep `fetch_max_bytes` x requests in flight x
+//! connections of reads outstanding, each holding its segment file open. A Fetch reserves each
 //! partition read here before it reads, and the charge goes with the response until its bytes
 //! are written to the socket. When the budget is spent, fetches wait (up to their max_wait_ms)
 //! and answer with what they have, as when no data is there.

@@ -1,10 +1,11 @@
 //! Messages to a partition leader.
 
 use actix::Message;
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 
 use super::Reply;
 use crate::store::batch::BatchHeader;
+pub use crate::store::log::file_range::Stored;
 
 /// Outcome of a Produce to one partition, as the ProduceResponse needs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,7 +52,8 @@ pub struct ReadResult {
     pub high_watermark: i64,
     pub last_stable_offset: i64,
     pub log_start_offset: i64,
-    pub records: Bytes,
+    /// A range of a segment file (sent with sendfile), or bytes in memory.
+    pub records: Stored,
     /// read_committed only: (producer id, first offset) of overlapping aborted transactions.
     pub aborted: Vec<(i64, i64)>,
 }

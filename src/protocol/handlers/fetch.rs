@@ -9,17 +9,19 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use futures::future::select_all;
 use futures::FutureExt;
 use kafka_protocol::messages::fetch_response::{AbortedTransaction, FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId, TopicName};
 use tokio::sync::oneshot;
 
-use crate::actors::messages::{Read as ReadPartition, ReadResult, WaitForData};
+use crate::actors::messages::{Read as ReadPartition, ReadResult, Stored, WaitForData};
 use crate::error_code::ResponseError;
 use crate::protocol::fetch_session::{Answered, FetchPartition, FetchSessionError, PartitionKey, SessionRequest};
 use crate::protocol::response_budget::Charge;
 use crate::protocol::{str_bytes, Session};
+use crate::store::log::file_range::{stand_in, FileRange};
 
 struct Wanted {
     topic: Arc<str>,
@@ -28,12 +30,14 @@ struct Wanted {
     max_bytes: usize,
 }
 
-pub async fn handle(s: Rc<Session>, _version: i16, req: FetchRequest) -> (FetchResponse, Charge) {
+/// The answer, the response-budget charge of its records, and the file ranges its records stand
+/// in for (sent with sendfile, protocol::outgoing), in the order they are encoded.
+pub async fn handle(s: Rc<Session>, _version: i16, req: FetchRequest) -> (FetchResponse, Charge, Vec<FileRange>) {
     // The session decides what is read: the request's partitions, or all of an incremental
     // session's at their cached offsets.
     let plan = match s.fetch_sessions.begin(session_request(&req)) {
         Ok(plan) => plan,
-        Err(e) => return (session_error(e), Charge::none()),
+        Err(e) => return (session_error(e), Charge::none(), Vec::new()),
     };
     // The broker's fetch.max.bytes caps what a client may ask for (memory per response).
     let cap = s.settings.fetch_max_bytes;
@@ -59,14 +63,14 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: FetchRequest) -> (FetchR
             let answered: Vec<Answered> = read.results.iter().map(answered).collect();
             return match s.fetch_sessions.finish(&plan, &answered) {
                 Ok(reply) => {
-                    let mut resp = build(&wanted, read.results, &reply.include, req.isolation_level);
+                    let (mut resp, files) = build(&wanted, read.results, &reply.include, req.isolation_level);
                     if reply.session_id != req.session_id && reply.session_id != 0 {
                         tracing::debug!(session_id = reply.session_id, "fetch session created");
                     }
                     resp.session_id = reply.session_id;
-                    (resp, read.charge)
+                    (resp, read.charge, files)
                 }
-                Err(e) => (session_error(e), Charge::none()),
+                Err(e) => (session_error(e), Charge::none(), Vec::new()),
             };
         }
         let mut waits = Vec::new();
@@ -207,10 +211,16 @@ fn session_error(e: FetchSessionError) -> FetchResponse {
     resp
 }
 
-/// The response; `include` says which partitions it carries (all but an incremental one's
-/// unchanged partitions).
-fn build(wanted: &[Wanted], results: Vec<ReadResult>, include: &[bool], isolation_level: i8) -> FetchResponse {
+/// The response and the file ranges its records stand in for; `include` says which partitions it
+/// carries (all but an incremental one's unchanged partitions).
+fn build(
+    wanted: &[Wanted],
+    results: Vec<ReadResult>,
+    include: &[bool],
+    isolation_level: i8,
+) -> (FetchResponse, Vec<FileRange>) {
     let mut resp = FetchResponse::default();
+    let mut files = Vec::new();
     for ((w, r), _) in wanted.iter().zip(results).zip(include).filter(|(_, inc)| **inc) {
         let mut p = PartitionData::default();
         p.partition_index = w.partition;
@@ -229,7 +239,20 @@ fn build(wanted: &[Wanted], results: Vec<ReadResult>, include: &[bool], isolatio
                 })
                 .collect()
         });
-        p.records = Some(r.records);
+        p.records = Some(match r.records {
+            Stored::Mem(b) => b,
+            // Ranges above MAX_STAND_IN come in memory (actors::partition).
+            Stored::File(range) => match stand_in(range.len) {
+                Some(s) => {
+                    files.push(range);
+                    s
+                }
+                None => {
+                    p.error_code = ResponseError::KafkaStorageError.code();
+                    Bytes::new()
+                }
+            },
+        });
         match resp.responses.last_mut() {
             Some(t) if t.topic.0.as_str() == &*w.topic => t.partitions.push(p),
             _ => {
@@ -240,5 +263,5 @@ fn build(wanted: &[Wanted], results: Vec<ReadResult>, include: &[bool], isolatio
             }
         }
     }
-    resp
+    (resp, files)
 }

@@ -2,6 +2,7 @@
 //! base offset patched; reads return them as stored.
 
 pub mod file_cache;
+pub mod file_range;
 mod segment;
 pub mod start_offset;
 
@@ -15,6 +16,7 @@ use thiserror::Error;
 
 use super::batch::{self, BatchHeader};
 use file_cache::FileCache;
+use file_range::FileRange;
 use segment::Segment;
 use start_offset::{opening_start, segments_below_start, LogStartFile};
 
@@ -367,6 +369,11 @@ impl Log {
 
     /// Reads batches from `offset` (which must lie in [log start, log end]) up to `upper_bound`.
     pub fn read(&self, offset: i64, upper_bound: i64, max_bytes: usize) -> Result<Bytes, LogError> {
+        Ok(self.read_range(offset, upper_bound, max_bytes)?.map(|r| r.load()).transpose()?.unwrap_or_default())
+    }
+
+    /// The same batches as [`Log::read`], as a range of their segment file (None: nothing to read).
+    pub fn read_range(&self, offset: i64, upper_bound: i64, max_bytes: usize) -> Result<Option<FileRange>, LogError> {
         self.active()?;
         let (start, end) = (self.log_start_offset(), self.next_offset());
         if offset < start || offset > end {
@@ -377,9 +384,9 @@ impl Log {
             if seg.next_offset <= offset {
                 continue;
             }
-            return seg.read(offset, upper_bound, max_bytes);
+            return seg.read_range(offset, upper_bound, max_bytes);
         }
-        Ok(Bytes::new())
+        Ok(None)
     }
 
     /// eos/ListOffsets: the first batch holding a record with timestamp >= ts.

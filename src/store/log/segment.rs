@@ -10,6 +10,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 
 use super::file_cache::FileCache;
+use super::file_range::FileRange;
 use super::LogError;
 use crate::store::batch::{self, BatchHeader, HEADER_LEN};
 
@@ -189,28 +190,58 @@ impl Segment {
         Ok(None)
     }
 
-    /// Reads whole batches starting at the one holding `offset`, stopping before `upper_bound`
-    /// (exclusive) and after `max_bytes` (the first batch is returned whole even if larger).
-    pub fn read(&self, offset: i64, upper_bound: i64, max_bytes: usize) -> Result<Bytes, LogError> {
+    /// The range of whole batches from the one holding `offset`, stopping before `upper_bound`
+    /// (exclusive) and after `max_bytes` (the first batch is returned whole even if larger); None
+    /// when there is nothing to read. Only batch headers are read: the sparse index finds both
+    /// ends, so the work is bounded by the index interval, not by the bytes in the range.
+    pub fn read_range(&self, offset: i64, upper_bound: i64, max_bytes: usize) -> Result<Option<FileRange>, LogError> {
         let Some((start, first)) = self.locate(offset)? else {
-            return Ok(Bytes::new());
+            return Ok(None);
         };
         if first.base_offset >= upper_bound {
-            return Ok(Bytes::new());
+            return Ok(None);
         }
-        let left = usize::try_from(self.size - start).unwrap_or(usize::MAX);
-        let want = max_bytes.max(first.total_size()).min(left);
-        let mut buf = BytesMut::zeroed(want);
-        self.file()?.read_exact_at(&mut buf, start)?;
-        let buf = buf.freeze();
-        let mut end = 0usize;
-        for (h, _) in batch::iter_batches(&buf) {
-            if h.base_offset >= upper_bound || (end > 0 && end + h.total_size() > max_bytes) {
+        // Where the readable part ends: a batch that starts below the bound is readable whole.
+        let readable_end = if upper_bound >= self.next_offset {
+            self.size
+        } else {
+            match self.locate(upper_bound)? {
+                Some((pos, h)) if h.base_offset < upper_bound => pos + h.total_size() as u64,
+                Some((pos, _)) => pos,
+                None => self.size,
+            }
+        };
+        let cap = start.saturating_add(max_bytes.max(first.total_size()) as u64);
+        let end = if cap >= readable_end { readable_end } else { self.last_boundary(start, cap)? };
+        let len =
+            usize::try_from(end - start).map_err(|_| LogError::Corrupt(format!("{}: range", self.path.display())))?;
+        Ok(Some(FileRange { file: self.file()?, pos: start, len }))
+    }
+
+    #[cfg(test)]
+    pub fn read(&self, offset: i64, upper_bound: i64, max_bytes: usize) -> Result<Bytes, LogError> {
+        Ok(self.read_range(offset, upper_bound, max_bytes)?.map(|r| r.load()).transpose()?.unwrap_or_default())
+    }
+
+    /// The end of the last whole batch that ends at or before `cap`, walking the headers from the
+    /// last indexed batch at or after `start` that starts before `cap`.
+    fn last_boundary(&self, start: u64, cap: u64) -> Result<u64, LogError> {
+        let idx = self.index.partition_point(|&(_, p)| p < cap);
+        let mut pos = idx.checked_sub(1).and_then(|i| self.index.get(i)).map_or(start, |&(_, p)| p.max(start));
+        let mut end = pos;
+        let file = self.file()?;
+        let mut peek = [0u8; HEADER_LEN];
+        while pos + HEADER_LEN as u64 <= self.size {
+            file.read_exact_at(&mut peek, pos)?;
+            let h =
+                BatchHeader::parse(&peek).map_err(|e| LogError::Corrupt(format!("{}: {e}", self.path.display())))?;
+            let next = pos + h.total_size() as u64;
+            if next > cap {
                 break;
             }
-            end += h.total_size();
+            (end, pos) = (next, next);
         }
-        Ok(buf.slice(..end))
+        Ok(end)
     }
 
     /// Header of every batch, in order (recovery of producer state).
@@ -304,5 +335,55 @@ mod tests {
         let (pos, found) = seg.locate(2).unwrap().unwrap();
         assert_eq!((pos, found.base_offset), (five_gib + first.len() as u64, 2));
         assert_eq!(&seg.read(2, 4, 1 << 20).unwrap()[..], &second[..]);
+    }
+
+    /// What read_range must answer, from every header: (position, length) of the whole batches
+    /// from the one holding `offset`, below `upper`, within `max` (the first one always).
+    fn walked(batches: &[(i64, i64, usize)], offset: i64, upper: i64, max: usize) -> Option<(u64, usize)> {
+        let first = batches.iter().position(|&(_, last, _)| last >= offset)?;
+        if batches[first].0 >= upper {
+            return None;
+        }
+        let pos: usize = batches[..first].iter().map(|b| b.2).sum();
+        let mut len = batches[first].2;
+        for &(base, _, size) in &batches[first + 1..] {
+            if base >= upper || len + size > max {
+                break;
+            }
+            len += size;
+        }
+        Some((pos as u64, len))
+    }
+
+    #[test]
+    fn read_range_covers_the_whole_batches_a_walk_of_every_header_finds() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut seg = Segment::create(dir.path(), 0, &Arc::new(FileCache::new(4))).unwrap();
+        let mut batches = Vec::new();
+        let mut base = 0i64;
+        for i in 0..40 {
+            let n = 1 + (i * 7 % 9);
+            let mut data = batch(Spec { records: n, timestamp: 7, ..Spec::default() });
+            batch::patch_base_offset(&mut data, base);
+            let h = BatchHeader::parse(&data).unwrap();
+            // A small index interval: both ends are found from index entries, not from the start.
+            seg.append(&data, &h, 150).unwrap();
+            batches.push((base, h.last_offset(), data.len()));
+            base += i64::from(n);
+        }
+        let whole = std::fs::read(&seg.path).unwrap();
+        for offset in (0..=base).step_by(3) {
+            for upper in [offset, offset + 1, offset + 5, offset + 40, base - 1, base, base + 10] {
+                for max in [0, 1, 80, 200, 450, 1000, 1 << 20] {
+                    let got = seg.read_range(offset, upper, max).unwrap();
+                    let want = walked(&batches, offset, upper, max);
+                    assert_eq!(got.as_ref().map(|r| (r.pos, r.len)), want, "offset {offset} upper {upper} max {max}");
+                    if let Some(r) = got {
+                        let start = r.pos as usize;
+                        assert_eq!(&r.load().unwrap()[..], &whole[start..start + r.len]);
+                    }
+                }
+            }
+        }
     }
 }

@@ -6,13 +6,14 @@ use bytes::Bytes;
 use super::txn_index::last_stable_offset;
 use super::{Partition, PartitionError};
 use crate::store::batch;
+use crate::store::log::file_range::Stored;
 use crate::store::log::LogError;
 use crate::store::records::{self, RecordsError};
 
-/// What a fetch gets from the log.
+/// What a fetch gets from the log: the batches in memory, or (`Fetched<Stored>`) where they are.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Fetched {
-    pub records: Bytes,
+pub struct Fetched<R = Bytes> {
+    pub records: R,
     /// read_committed only: (producer id, first offset) of overlapping aborted transactions.
     pub aborted: Vec<(i64, i64)>,
 }
@@ -51,14 +52,28 @@ impl Partition {
     /// Batches from `offset` up to the readable end; read_committed also gets the aborted
     /// transactions overlapping [offset, LSO) (eos-rules 52).
     pub fn read(&self, offset: i64, max_bytes: usize, isolation_level: i8) -> Result<Fetched, PartitionError> {
+        let Fetched { records, aborted } = self.read_stored(offset, max_bytes, isolation_level)?;
+        let records = records.load().map_err(|e| PartitionError::Read(LogError::Io(e)))?;
+        Ok(Fetched { records, aborted })
+    }
+
+    /// As [`Partition::read`], the batches left where they are stored (a range of a segment
+    /// file, sent with sendfile).
+    pub fn read_stored(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        isolation_level: i8,
+    ) -> Result<Fetched<Stored>, PartitionError> {
         if self.offline {
             return Err(PartitionError::Offline);
         }
         let upper = self.readable_end(isolation_level);
-        let records = self.log.read(offset, upper, max_bytes).map_err(|e| match e {
+        let range = self.log.read_range(offset, upper, max_bytes).map_err(|e| match e {
             LogError::OffsetOutOfRange { .. } => PartitionError::OffsetOutOfRange,
             e => PartitionError::Read(e),
         })?;
+        let records = range.map_or_else(Stored::default, Stored::File);
         let aborted = if isolation_level == 1 { self.txns.overlapping(offset, upper) } else { Vec::new() };
         Ok(Fetched { records, aborted })
     }

@@ -1,0 +1,294 @@
+//! A response on its way to the socket: encoded bytes, and for a Fetch answer the ranges of
+//! segment files its records are in, sent with sendfile(2) between the encoded parts so the
+//! broker never copies them into its memory (Apache Kafka's zero-copy transfer).
+//!
+//! The Fetch message is encoded by kafka-protocol as usual, with a stand-in of the right length in
+//! place of each file range (store::log::file_range::stand_in): length prefixes and everything
+//! around the records come out exactly as if the bytes were there. [`Segments`], the buffer it is
+//! encoded into, recognises a stand-in by its address when the encoder writes it, and cuts the
+//! frame there instead of copying.
+
+use std::io;
+use std::ops::Range;
+use std::os::fd::AsRawFd;
+
+use bytes::buf::UninitSlice;
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::protocol::buf::ByteBufMut;
+use tokio::io::{AsyncWriteExt, Interest};
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::TcpStream;
+
+use crate::store::log::file_range::{is_stand_in, FileRange};
+
+/// One piece of a response frame, in order.
+#[derive(Debug)]
+pub enum Part {
+    Mem(Bytes),
+    File(FileRange),
+}
+
+/// What the writer sends for one response.
+#[derive(Debug)]
+pub enum Outgoing {
+    Frame(Bytes),
+    Parts(Vec<Part>),
+}
+
+impl Outgoing {
+    /// Bytes of the frame, file ranges included.
+    pub fn frame_len(&self) -> usize {
+        match self {
+            Outgoing::Frame(b) => b.len(),
+            Outgoing::Parts(p) => p
+                .iter()
+                .map(|p| match p {
+                    Part::Mem(b) => b.len(),
+                    Part::File(r) => r.len,
+                })
+                .sum(),
+        }
+    }
+
+    /// Writes it all, the file ranges with sendfile; an error closes the connection.
+    pub async fn write(&self, wr: &mut OwnedWriteHalf) -> io::Result<()> {
+        let parts = match self {
+            Outgoing::Frame(b) => return wr.write_all(b).await,
+            Outgoing::Parts(parts) => parts,
+        };
+        // One response in as few segments as the data allows: the short encoded parts wait for
+        // the file data instead of going out alone (TCP_NODELAY is on for the connection).
+        let sock: &TcpStream = wr.as_ref();
+        cork(sock, true);
+        let mut result = Ok(());
+        for p in parts {
+            result = match p {
+                Part::Mem(b) => wr.write_all(b).await,
+                Part::File(r) => send_file(wr.as_ref(), r).await,
+            };
+            if result.is_err() {
+                break;
+            }
+        }
+        cork(wr.as_ref(), false);
+        result
+    }
+}
+
+fn cork(sock: &TcpStream, on: bool) {
+    let v: libc::c_int = on.into();
+    // SAFETY: a valid socket descriptor and a c_int option value of the size given.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CORK,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        tracing::debug!("TCP_CORK: {}", io::Error::last_os_error());
+    }
+}
+
+/// sendfile(2) of `r` to the non-blocking socket, waiting for it to be writable.
+async fn send_file(sock: &TcpStream, r: &FileRange) -> io::Result<()> {
+    let end = r.pos + r.len as u64;
+    let mut off = libc::off_t::try_from(r.pos).map_err(|_| io::Error::other("file position out of range"))?;
+    loop {
+        let left = end.saturating_sub(off as u64);
+        if left == 0 {
+            return Ok(());
+        }
+        sock.writable().await?;
+        let sent = sock.try_io(Interest::WRITABLE, || {
+            // SAFETY: both descriptors are open for the call (the socket is borrowed, the file
+            // is held by the range); `off` is a valid off_t the kernel advances.
+            let n =
+                unsafe { libc::sendfile(sock.as_raw_fd(), r.file.as_raw_fd(), &mut off, left.min(1 << 30) as usize) };
+            if n < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(n as usize)
+            }
+        });
+        match sent {
+            // The file ends before the range: it was truncated under us; never send other bytes.
+            Ok(0) => {
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "segment file shorter than the fetched range"))
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The buffer a Fetch response is encoded into: encoded bytes in order, cut at every stand-in,
+/// which is replaced by the next of the response's file ranges.
+pub struct Segments {
+    cur: BytesMut,
+    parts: Vec<PartMut>,
+    ranges: std::vec::IntoIter<FileRange>,
+    /// A stand-in did not match the next range: the response cannot be sent as encoded.
+    mismatch: bool,
+}
+
+enum PartMut {
+    Mem(BytesMut),
+    File(FileRange),
+}
+
+impl Segments {
+    pub fn new(ranges: Vec<FileRange>) -> Segments {
+        Segments { cur: BytesMut::with_capacity(256), parts: Vec::new(), ranges: ranges.into_iter(), mismatch: false }
+    }
+
+    /// The parts, with the frame's 4-byte length (a placeholder at the start of the first part)
+    /// filled in; None if a stand-in and its range disagreed or a range was left over.
+    pub fn finish(mut self) -> Option<Vec<Part>> {
+        if self.mismatch || self.ranges.next().is_some() {
+            return None;
+        }
+        if !self.cur.is_empty() {
+            self.parts.push(PartMut::Mem(self.cur));
+        }
+        let total: usize = self
+            .parts
+            .iter()
+            .map(|p| match p {
+                PartMut::Mem(b) => b.len(),
+                PartMut::File(r) => r.len,
+            })
+            .sum();
+        let len = i32::try_from(total.checked_sub(4)?).ok()?;
+        match self.parts.first_mut() {
+            Some(PartMut::Mem(b)) if b.len() >= 4 => b[..4].copy_from_slice(&len.to_be_bytes()),
+            _ => return None,
+        }
+        Some(
+            self.parts
+                .into_iter()
+                .map(|p| match p {
+                    PartMut::Mem(b) => Part::Mem(b.freeze()),
+                    PartMut::File(r) => Part::File(r),
+                })
+                .collect(),
+        )
+    }
+}
+
+// SAFETY: every method hands the current BytesMut's own implementation through.
+unsafe impl BufMut for Segments {
+    fn remaining_mut(&self) -> usize {
+        self.cur.remaining_mut()
+    }
+
+    unsafe fn advance_mut(&mut self, cnt: usize) {
+        // SAFETY: the caller's promise is passed on to the same buffer it wrote into.
+        unsafe { self.cur.advance_mut(cnt) }
+    }
+
+    fn chunk_mut(&mut self) -> &mut UninitSlice {
+        self.cur.chunk_mut()
+    }
+
+    fn put_slice(&mut self, src: &[u8]) {
+        if !is_stand_in(src) {
+            return self.cur.extend_from_slice(src);
+        }
+        match self.ranges.next() {
+            Some(r) if r.len == src.len() => {
+                let done = self.cur.split();
+                self.parts.push(PartMut::Mem(done));
+                self.parts.push(PartMut::File(r));
+            }
+            _ => self.mismatch = true,
+        }
+    }
+}
+
+// Offsets are within the current part: kafka-protocol seeks only inside a field it is writing
+// (gaps for sizes), never across the records of a Fetch response.
+impl ByteBufMut for Segments {
+    fn offset(&self) -> usize {
+        self.cur.len()
+    }
+
+    fn seek(&mut self, offset: usize) {
+        self.cur.resize(offset, 0);
+    }
+
+    fn range(&mut self, r: Range<usize>) -> &mut [u8] {
+        &mut self.cur[r]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+    use kafka_protocol::messages::{ApiKey, FetchResponse, RequestHeader, ResponseKind, TopicName};
+
+    use super::*;
+    use crate::protocol::frame::{encode_fetch_parts, encode_response};
+    use crate::store::log::file_range::stand_in;
+
+    fn response(records: [Bytes; 3]) -> FetchResponse {
+        let mut t = FetchableTopicResponse::default();
+        t.topic = TopicName("t".to_string().into());
+        for (i, r) in records.into_iter().enumerate() {
+            let mut p = PartitionData::default();
+            p.partition_index = i as i32;
+            p.high_watermark = 10;
+            p.records = Some(r);
+            t.partitions.push(p);
+        }
+        let mut resp = FetchResponse::default();
+        resp.responses.push(t);
+        resp
+    }
+
+    #[test]
+    fn parts_with_their_file_ranges_are_the_frame_encoded_from_the_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("seg");
+        let content: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &content).unwrap();
+        let file = Arc::new(std::fs::File::open(&path).unwrap());
+        let a = FileRange { file: file.clone(), pos: 100, len: 1000 };
+        let b = FileRange { file, pos: 3000, len: 200 };
+        let in_memory = Bytes::from_static(b"in memory");
+        for version in [4, 11, 12, 16] {
+            let header = RequestHeader::default().with_request_api_version(version).with_correlation_id(7);
+            let real = response([a.load().unwrap(), in_memory.clone(), b.load().unwrap()]);
+            let want = encode_response(&header, ApiKey::Fetch, &ResponseKind::Fetch(real)).unwrap();
+            let stood = response([stand_in(a.len).unwrap(), in_memory.clone(), stand_in(b.len).unwrap()]);
+            let parts = encode_fetch_parts(&header, &stood, vec![a.clone(), b.clone()]).unwrap();
+            assert_eq!(parts.iter().filter(|p| matches!(p, Part::File(_))).count(), 2);
+            let mut got = Vec::new();
+            for p in &parts {
+                match p {
+                    Part::Mem(m) => got.extend_from_slice(m),
+                    Part::File(r) => got.extend_from_slice(&r.load().unwrap()),
+                }
+            }
+            assert_eq!(got, &want[..], "v{version}");
+            assert_eq!(Outgoing::Parts(parts).frame_len(), want.len());
+        }
+    }
+
+    #[test]
+    fn a_stand_in_without_its_range_is_refused() {
+        let header = RequestHeader::default().with_request_api_version(12);
+        let stood = response([stand_in(10).unwrap(), Bytes::new(), Bytes::new()]);
+        assert!(encode_fetch_parts(&header, &stood, Vec::new()).is_err());
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f"), [0u8; 64]).unwrap();
+        let file = Arc::new(std::fs::File::open(dir.path().join("f")).unwrap());
+        let wrong_len = FileRange { file, pos: 0, len: 11 };
+        assert!(encode_fetch_parts(&header, &stood, vec![wrong_len]).is_err());
+    }
+}
