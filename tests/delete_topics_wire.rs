@@ -1,15 +1,17 @@
 //! DeleteTopics against the real binary: a deleted topic's files are closed and gone at once.
 //! A descriptor left open on a deleted segment keeps its blocks allocated until the broker
 //! exits, and then the kernel frees them in the exit itself (seconds with discard), which
-//! made SIGTERM slow after franz-go's tests.
+//! made SIGTERM slow after franz-go's tests. Fetch answers are sent with sendfile from the
+//! segment files: one being sent when its topic is deleted is still sent whole.
 
 mod common;
 
+use common::fetch::records;
 use common::{batch, create_topic, Broker, Client};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 const TOPIC: &str = "doomed";
 
@@ -58,6 +60,66 @@ fn deleted_open_files(pid: u32) -> Vec<String> {
         .collect()
 }
 
+fn delete_topic(c: &mut Client) {
+    let mut req = DeleteTopicsRequest::default();
+    req.topic_names = vec![name()];
+    req.timeout_ms = 10_000;
+    let resp: DeleteTopicsResponse = c.call(ApiKey::DeleteTopics, 5, req);
+    assert_eq!(resp.responses[0].error_code, 0);
+}
+
+#[test]
+fn a_fetch_answer_being_sent_when_its_topic_is_deleted_is_sent_whole() {
+    let broker = Broker::start();
+    let mut c = broker.client();
+    create_topic(&mut c, TOPIC);
+    // About 20 MiB in one segment: far more than the socket buffers of a client not reading.
+    let batches = 200;
+    for i in 0..batches {
+        produce(&mut c, i * 100);
+    }
+    let mut p = FetchPartition::default();
+    p.partition = 0;
+    p.current_leader_epoch = -1;
+    p.log_start_offset = -1;
+    p.partition_max_bytes = 48 << 20;
+    let mut t = FetchTopic::default();
+    t.topic = name();
+    t.partitions = vec![p];
+    let mut req = FetchRequest::default();
+    req.replica_id = BrokerId(-1);
+    req.max_bytes = 48 << 20;
+    req.topics = vec![t];
+    let mut body = bytes::BytesMut::new();
+    req.encode(&mut body, 12).expect("fetch");
+    let mut reader = broker.client();
+    let correlation = reader.send_raw(ApiKey::Fetch, 12, &body);
+    // The broker is sending the answer and waits for the client's socket to drain.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    delete_topic(&mut c);
+    assert!(!broker.data_dir().join("topics").join(format!("{TOPIC}-0")).exists());
+    assert!(!deleted_open_files(broker.pid()).is_empty(), "the answer in flight holds its segment file");
+
+    let mut buf = reader.receive_raw(ApiKey::Fetch, 12, correlation);
+    let resp = FetchResponse::decode(&mut buf, 12).expect("fetch response");
+    let p = &resp.responses[0].partitions[0];
+    assert_eq!(p.error_code, 0);
+    let got = records(p).expect("whole batches");
+    assert_eq!(got.len(), batches as usize * 100, "every record, read from the deleted file");
+    for (i, r) in got.iter().enumerate() {
+        assert_eq!(r.offset, i as i64);
+        let want = format!("{}-{}", "v".repeat(1000), i % 100);
+        assert_eq!(r.value.as_deref(), Some(want.as_bytes()), "record {i}");
+    }
+    // Sent: the file closes.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !deleted_open_files(broker.pid()).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "{:?}", deleted_open_files(broker.pid()));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    broker.finish();
+}
+
 #[test]
 fn a_deleted_topic_leaves_no_open_file_behind() {
     let broker = Broker::start_with_env(&[("KAAS_SEGMENT_BYTES", "1048576")]);
@@ -75,11 +137,7 @@ fn a_deleted_topic_leaves_no_open_file_behind() {
         .count();
     assert!(segments >= 3, "{segments} segment files");
 
-    let mut req = DeleteTopicsRequest::default();
-    req.topic_names = vec![name()];
-    req.timeout_ms = 10_000;
-    let resp: DeleteTopicsResponse = c.call(ApiKey::DeleteTopics, 5, req);
-    assert_eq!(resp.responses[0].error_code, 0);
+    delete_topic(&mut c);
 
     assert!(!dir.join(format!("{TOPIC}-0")).exists(), "the partition directory is gone");
     let left = deleted_open_files(broker.pid());

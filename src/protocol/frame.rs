@@ -71,8 +71,15 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
         return Err(FrameError::TooLarge { len: len as i64, max: max_len });
     }
     let permit = pool.bytes.clone().acquire_many_owned(len as u32).await.map_err(|_| FrameError::Closed)?;
-    let mut buf = BytesMut::zeroed(len as usize);
-    r.read_exact(&mut buf).await?;
+    // Read into the spare capacity: zero-filling a frame only to overwrite it costs a pass over
+    // every byte produced.
+    let mut buf = BytesMut::with_capacity(len as usize);
+    while buf.len() < len as usize {
+        let mut limited = (&mut *r).take((len as usize - buf.len()) as u64);
+        if limited.read_buf(&mut buf).await? == 0 {
+            return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
+        }
+    }
     Ok((buf.freeze(), permit))
 }
 
