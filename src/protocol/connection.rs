@@ -23,9 +23,9 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
-use super::frame::{encode_fetch_parts, encode_response, read_frame, FrameError, RequestPool};
+use super::frame::{encode_response, read_frame, FrameError, RequestPool};
 use super::handlers::api_versions;
-use super::outgoing::Outgoing;
+use super::outgoing::{encode_fetch_parts, Outgoing};
 use super::response_budget::Charge;
 use super::versions::Offered;
 use super::{decode_for, dispatch, Answer, RequestError, Session};

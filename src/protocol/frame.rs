@@ -4,15 +4,12 @@
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use kafka_protocol::messages::{ApiKey, FetchResponse, RequestHeader, ResponseHeader, ResponseKind};
+use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::buf::ByteBufMut;
 use kafka_protocol::protocol::Encodable;
 use thiserror::Error;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-
-use super::outgoing::{Part, Segments};
-use crate::store::log::file_range::FileRange;
 
 /// Bytes of requests read and not yet answered, shared by every connection of the broker
 /// (Kafka's `queued.max.request.bytes`): a frame's bytes are taken before its body is read and
@@ -98,22 +95,8 @@ pub fn encode_response(header: &RequestHeader, api_key: ApiKey, response: &Respo
     Ok(buf.freeze())
 }
 
-/// Encodes a Fetch answer whose records stand in for `files` (file ranges, see
-/// store::log::file_range): the frame as parts with the ranges between them (protocol::outgoing).
-pub fn encode_fetch_parts(
-    header: &RequestHeader,
-    response: &FetchResponse,
-    files: Vec<FileRange>,
-) -> Result<Vec<Part>, FrameError> {
-    let version = header.request_api_version;
-    let mut buf = Segments::new(files);
-    put_head(&mut buf, header, ApiKey::Fetch.response_header_version(version))?;
-    response.encode(&mut buf, version).map_err(|e| FrameError::Encode(e.to_string()))?;
-    buf.finish().ok_or_else(|| FrameError::Encode("the response's records do not match its file ranges".into()))
-}
-
 /// The 4-byte length placeholder and the response header.
-fn put_head<B: ByteBufMut>(buf: &mut B, header: &RequestHeader, header_version: i16) -> Result<(), FrameError> {
+pub fn put_head<B: ByteBufMut>(buf: &mut B, header: &RequestHeader, header_version: i16) -> Result<(), FrameError> {
     buf.put_i32(0);
     let rh = ResponseHeader::default().with_correlation_id(header.correlation_id);
     rh.encode(buf, header_version).map_err(|e| FrameError::Encode(e.to_string()))

@@ -14,11 +14,14 @@ use std::os::fd::AsRawFd;
 
 use bytes::buf::UninitSlice;
 use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, FetchResponse, RequestHeader};
 use kafka_protocol::protocol::buf::ByteBufMut;
+use kafka_protocol::protocol::Encodable;
 use tokio::io::{AsyncWriteExt, Interest};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 
+use super::frame::{put_head, FrameError};
 use crate::store::log::file_range::{is_stand_in, FileRange};
 
 /// One piece of a response frame, in order.
@@ -123,6 +126,20 @@ async fn send_file(sock: &TcpStream, r: &FileRange) -> io::Result<()> {
             Err(e) => return Err(e),
         }
     }
+}
+
+/// Encodes a Fetch answer whose records stand in for `files` (file ranges, see
+/// store::log::file_range): the frame as parts with the ranges between them (protocol::outgoing).
+pub fn encode_fetch_parts(
+    header: &RequestHeader,
+    response: &FetchResponse,
+    files: Vec<FileRange>,
+) -> Result<Vec<Part>, FrameError> {
+    let version = header.request_api_version;
+    let mut buf = Segments::new(files);
+    put_head(&mut buf, header, ApiKey::Fetch.response_header_version(version))?;
+    response.encode(&mut buf, version).map_err(|e| FrameError::Encode(e.to_string()))?;
+    buf.finish().ok_or_else(|| FrameError::Encode("the response's records do not match its file ranges".into()))
 }
 
 /// The buffer a Fetch response is encoded into: encoded bytes in order, cut at every stand-in,
@@ -230,10 +247,10 @@ mod tests {
     use std::sync::Arc;
 
     use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-    use kafka_protocol::messages::{ApiKey, FetchResponse, RequestHeader, ResponseKind, TopicName};
+    use kafka_protocol::messages::{ResponseKind, TopicName};
 
     use super::*;
-    use crate::protocol::frame::{encode_fetch_parts, encode_response};
+    use crate::protocol::frame::encode_response;
     use crate::store::log::file_range::stand_in;
 
     fn response(records: [Bytes; 3]) -> FetchResponse {
