@@ -87,7 +87,8 @@ impl SyncSet {
 #[derive(Debug)]
 pub struct Log {
     dir: PathBuf,
-    segments: BTreeMap<i64, Segment>,
+    /// Boxed: a map node holds room for 11 entries, and most logs have one segment.
+    segments: BTreeMap<i64, Box<Segment>>,
     config: LogConfig,
     /// Rolled segments whose data has not been fsynced yet.
     unsynced: Vec<Arc<File>>,
@@ -152,7 +153,7 @@ impl Log {
         }
         bases.sort_unstable();
         let recovery_point = read_recovery_point(dir);
-        let mut segments: BTreeMap<i64, Segment> = BTreeMap::new();
+        let mut segments: BTreeMap<i64, Box<Segment>> = BTreeMap::new();
         let mut info = RecoveryInfo::default();
         let mut cut = false;
         for (i, &base) in bases.iter().enumerate() {
@@ -170,13 +171,13 @@ impl Log {
                 Segment::open(dir, base, holds_unchecked, config.index_interval_bytes, &config.files)?;
             info.truncated_bytes += truncated;
             cut = truncated > 0;
-            segments.insert(base, seg);
+            segments.insert(base, Box::new(seg));
         }
         if cut {
             crate::store::durable::sync_dir(dir)?;
         }
         if segments.is_empty() {
-            segments.insert(0, Segment::create(dir, 0, &config.files)?);
+            segments.insert(0, Box::new(Segment::create(dir, 0, &config.files)?));
             unsynced_dirs.push(dir.to_path_buf());
         }
         let (start_file, from_file) = LogStartFile::open(dir);
@@ -190,7 +191,7 @@ impl Log {
                 info.truncated_bytes += seg.size;
                 seg.delete(dir)?;
             }
-            segments.insert(start, Segment::create(dir, start, &config.files)?);
+            segments.insert(start, Box::new(Segment::create(dir, start, &config.files)?));
             unsynced_dirs.push(dir.to_path_buf());
         }
         // Segments wholly below the start that a crash left behind (they are deleted after the
@@ -264,7 +265,7 @@ impl Log {
 
     /// The segment appends go to; an opened log always has one, an offline log none.
     fn active(&self) -> Result<&Segment, LogError> {
-        self.segments.values().next_back().ok_or(LogError::Offline)
+        self.segments.values().next_back().map(|s| &**s).ok_or(LogError::Offline)
     }
 
     /// The log end offset: the offset the next batch gets (0 for an offline log).
@@ -286,7 +287,7 @@ impl Log {
         segments_below_start(&spans, self.log_start_offset())
             .into_iter()
             .filter_map(|base| self.segments.remove(&base))
-            .map(Segment::detach)
+            .map(|seg| seg.detach())
             .collect()
     }
 
@@ -332,7 +333,7 @@ impl Log {
             let next = Segment::create(&self.dir, base, &self.config.files)?;
             let rolled = self.segments.values_mut().next_back().ok_or(LogError::Offline)?;
             self.unsynced.extend(rolled.sync_handle());
-            self.segments.insert(base, next);
+            self.segments.insert(base, Box::new(next));
             if !self.unsynced_dirs.contains(&self.dir) {
                 self.unsynced_dirs.push(self.dir.clone());
             }
@@ -363,7 +364,7 @@ impl Log {
     pub fn sync_handles(&mut self) -> SyncSet {
         let mut files = std::mem::take(&mut self.unsynced);
         // An offline log has no segment and nothing to sync.
-        files.extend(self.segments.values_mut().next_back().and_then(Segment::sync_handle));
+        files.extend(self.segments.values_mut().next_back().and_then(|s| s.sync_handle()));
         SyncSet { files, dirs: std::mem::take(&mut self.unsynced_dirs) }
     }
 
