@@ -1,6 +1,6 @@
 //! Zero-copy view of a magic-v2 record batch header (fixed offsets, never re-encoded).
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use thiserror::Error;
 
 pub const HEADER_LEN: usize = 61;
@@ -175,13 +175,13 @@ pub fn validate_parsed(records: &[u8], h: &BatchHeader) -> Result<(), BatchError
 }
 
 /// Overwrites the base offset in place (the only field the broker changes).
-pub fn patch_base_offset(b: &mut BytesMut, base_offset: i64) {
+pub fn patch_base_offset(b: &mut [u8], base_offset: i64) {
     b[BASE_OFFSET..BASE_OFFSET + 8].copy_from_slice(&base_offset.to_be_bytes());
 }
 
 /// Overwrites the partition leader epoch in place (outside the CRC, like the base offset): the
 /// leader's epoch, which consumers validate their position with after a leader change.
-pub fn patch_partition_leader_epoch(b: &mut BytesMut, epoch: i32) {
+pub fn patch_partition_leader_epoch(b: &mut [u8], epoch: i32) {
     if b.len() >= PARTITION_LEADER_EPOCH + 4 {
         b[PARTITION_LEADER_EPOCH..PARTITION_LEADER_EPOCH + 4].copy_from_slice(&epoch.to_be_bytes());
     }
@@ -189,17 +189,72 @@ pub fn patch_partition_leader_epoch(b: &mut BytesMut, epoch: i32) {
 
 /// Sets the max timestamp (and with `log_append_time` the timestamp-type bit) and recomputes
 /// the CRC, as Kafka's LogValidator does in place (`setMaxTimestamp`). `b` holds one batch.
-pub fn patch_max_timestamp(b: &mut BytesMut, max_timestamp: i64, log_append_time: bool) {
+pub fn patch_max_timestamp(b: &mut [u8], max_timestamp: i64, log_append_time: bool) {
     if b.len() < HEADER_LEN {
         return;
     }
+    let (head, rest) = b.split_at_mut(HEADER_LEN);
+    patch_max_timestamp_split(head, rest, max_timestamp, log_append_time);
+}
+
+/// The same on a batch held as its header (`head`, HEADER_LEN bytes) and the rest.
+fn patch_max_timestamp_split(head: &mut [u8], rest: &[u8], max_timestamp: i64, log_append_time: bool) {
     if log_append_time {
-        let attrs = i16_at(b, ATTRIBUTES) | ATTR_TIMESTAMP_TYPE;
-        b[ATTRIBUTES..ATTRIBUTES + 2].copy_from_slice(&attrs.to_be_bytes());
+        let attrs = i16_at(head, ATTRIBUTES) | ATTR_TIMESTAMP_TYPE;
+        head[ATTRIBUTES..ATTRIBUTES + 2].copy_from_slice(&attrs.to_be_bytes());
     }
-    b[MAX_TIMESTAMP..MAX_TIMESTAMP + 8].copy_from_slice(&max_timestamp.to_be_bytes());
-    let crc = crc32c::crc32c(&b[ATTRIBUTES..]);
-    b[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
+    head[MAX_TIMESTAMP..MAX_TIMESTAMP + 8].copy_from_slice(&max_timestamp.to_be_bytes());
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&head[ATTRIBUTES..]), rest);
+    head[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
+}
+
+/// A batch on its way into the log, without a copy of its bytes: its header, which the broker
+/// patches (base offset, leader epoch, max timestamp with the CRC), apart from the rest as it
+/// arrived in the request frame. The log writes both with one vectored write.
+#[derive(Debug, Clone)]
+pub struct Incoming {
+    head: [u8; HEADER_LEN],
+    rest: Bytes,
+}
+
+impl Incoming {
+    pub fn new(data: Bytes) -> Result<Incoming, BatchError> {
+        let head = data
+            .get(..HEADER_LEN)
+            .and_then(|h| <[u8; HEADER_LEN]>::try_from(h).ok())
+            .ok_or(BatchError::Truncated { need: HEADER_LEN, have: data.len() })?;
+        Ok(Incoming { head, rest: data.slice(HEADER_LEN..) })
+    }
+
+    pub fn len(&self) -> usize {
+        HEADER_LEN + self.rest.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    pub fn header(&self) -> Result<BatchHeader, BatchError> {
+        BatchHeader::parse(&self.head)
+    }
+
+    /// The header and the rest, in order.
+    pub fn parts(&self) -> [&[u8]; 2] {
+        [&self.head, &self.rest]
+    }
+
+    pub fn set_base_offset(&mut self, base_offset: i64) {
+        patch_base_offset(&mut self.head, base_offset);
+    }
+
+    pub fn set_partition_leader_epoch(&mut self, epoch: i32) {
+        patch_partition_leader_epoch(&mut self.head, epoch);
+    }
+
+    /// As [`patch_max_timestamp`]: the CRC is computed over the header and the rest in place.
+    pub fn set_max_timestamp(&mut self, max_timestamp: i64, log_append_time: bool) {
+        patch_max_timestamp_split(&mut self.head, &self.rest, max_timestamp, log_append_time);
+    }
 }
 
 /// Iterates over the complete batches at the start of `buf`; stops at a partial one.
@@ -227,6 +282,8 @@ pub fn count_records(buf: &Bytes) -> u64 {
 #[cfg(test)]
 pub mod testutil {
     //! Builds real v2 batches (with CRC) for unit tests.
+    use bytes::BytesMut;
+
     use super::*;
 
     pub struct Spec {
@@ -360,5 +417,25 @@ mod tests {
         patch_base_offset(&mut b, 42);
         let h = validate_single(&b).unwrap();
         assert_eq!(h.base_offset, 42);
+    }
+
+    #[test]
+    fn an_incoming_batch_is_patched_as_the_whole_batch_would_be() {
+        let b = batch(Spec { records: 3, ..Spec::default() });
+        let mut whole = b.clone();
+        patch_base_offset(&mut whole, 42);
+        patch_partition_leader_epoch(&mut whole, 7);
+        patch_max_timestamp(&mut whole, 99, true);
+        let mut incoming = Incoming::new(b.freeze()).unwrap();
+        incoming.set_base_offset(42);
+        incoming.set_partition_leader_epoch(7);
+        incoming.set_max_timestamp(99, true);
+        let joined = incoming.parts().concat();
+        assert_eq!(joined, &whole[..]);
+        assert_eq!(incoming.len(), whole.len());
+        let h = validate_single(&joined).unwrap();
+        assert_eq!((h.base_offset, h.max_timestamp, h.is_log_append_time()), (42, 99, true));
+        assert_eq!(incoming.header().unwrap().base_offset, 42);
+        assert!(Incoming::new(Bytes::from_static(&[0; HEADER_LEN - 1])).is_err());
     }
 }

@@ -1,10 +1,9 @@
 //! Messages to a partition leader.
 
 use actix::Message;
-use bytes::BytesMut;
 
 use super::Reply;
-use crate::store::batch::BatchHeader;
+use crate::store::batch::{BatchHeader, Incoming};
 pub use crate::store::log::file_range::Stored;
 
 /// Outcome of a Produce to one partition, as the ProduceResponse needs it.
@@ -21,7 +20,7 @@ pub struct AppendAck {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Append {
-    pub data: BytesMut,
+    pub data: Incoming,
     pub header: BatchHeader,
     /// For a transactional batch that opens a transaction here: how the coordinator confirmed
     /// the partition (eos-rules 27-29).

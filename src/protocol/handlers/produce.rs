@@ -7,7 +7,6 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use actix::dev::SendError;
-use bytes::BytesMut;
 use futures::future::{join_all, LocalBoxFuture};
 use futures::FutureExt;
 use kafka_protocol::messages::produce_request::PartitionProduceData;
@@ -22,8 +21,7 @@ use crate::actors::partition::PartitionLeader;
 use crate::actors::topics::TopicHandle;
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
-use crate::store::batch;
-use crate::store::batch::BatchHeader;
+use crate::store::batch::{BatchHeader, Incoming};
 use crate::store::clock::now_ms;
 use crate::store::partition::{check_parsed_partition_data, check_request};
 use crate::store::topics::is_internal;
@@ -62,11 +60,14 @@ async fn validate_and_append(s: &Session, name: &str, ready: Ready, acks: i16) -
             return Slot::Rejected(ack, details);
         }
     };
-    let mut data = BytesMut::from(&records[..]);
+    // The records stay in the request's buffer; only the header is copied, to be patched.
+    let Ok(mut data) = Incoming::new(records) else {
+        return err(ResponseError::InvalidRecord.code());
+    };
     let mut header = header;
     if validated.needs_patch(&header) {
-        batch::patch_max_timestamp(&mut data, validated.max_timestamp, validated.log_append_time.is_some());
-        match BatchHeader::parse(&data) {
+        data.set_max_timestamp(validated.max_timestamp, validated.log_append_time.is_some());
+        match data.header() {
             Ok(h) => header = h,
             Err(_) => return err(ResponseError::InvalidRecord.code()),
         }

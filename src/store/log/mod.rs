@@ -11,10 +11,10 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use thiserror::Error;
 
-use super::batch::{self, BatchHeader};
+use super::batch::{BatchHeader, Incoming};
 use file_cache::FileCache;
 use file_range::FileRange;
 use segment::Segment;
@@ -313,11 +313,17 @@ impl Log {
 
     /// Appends one validated batch at the log end: patches its base offset and writes it.
     /// Returns the header as stored.
-    pub fn append(&mut self, mut data: BytesMut) -> Result<BatchHeader, LogError> {
+    pub fn append(&mut self, data: impl Into<Bytes>) -> Result<BatchHeader, LogError> {
+        let data = Incoming::new(data.into()).map_err(|e| LogError::InvalidBatch(e.to_string()))?;
+        self.append_incoming(data)
+    }
+
+    /// Appends a batch held as its header and the request's bytes (no copy of the records).
+    pub fn append_incoming(&mut self, mut data: Incoming) -> Result<BatchHeader, LogError> {
         let base = self.next_offset();
-        batch::patch_base_offset(&mut data, base);
-        batch::patch_partition_leader_epoch(&mut data, self.leader_epoch);
-        let h = BatchHeader::parse(&data).map_err(|e| LogError::InvalidBatch(e.to_string()))?;
+        data.set_base_offset(base);
+        data.set_partition_leader_epoch(self.leader_epoch);
+        let h = data.header().map_err(|e| LogError::InvalidBatch(e.to_string()))?;
         // Offsets only move forward: a negative lastOffsetDelta would move the log end back below
         // the high watermark, so no fsync would ever be asked for and the append never answered.
         if h.last_offset_delta < 0 {
@@ -340,7 +346,7 @@ impl Log {
         }
         let interval = self.config.index_interval_bytes;
         let active = self.segments.values_mut().next_back().ok_or(LogError::Offline)?;
-        active.append(&data, &h, interval)?;
+        active.append(&data.parts(), &h, interval)?;
         Ok(h)
     }
 
@@ -457,7 +463,10 @@ pub fn remove_segment_files(paths: &[PathBuf]) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use bytes::BytesMut;
+
     use super::*;
+    use crate::store::batch;
     use crate::store::batch::testutil::{batch, Spec};
 
     fn cfg(segment_bytes: u64) -> LogConfig {

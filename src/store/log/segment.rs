@@ -137,13 +137,14 @@ impl Segment {
     }
 
     /// Appends one batch whose base offset is already patched.
-    pub fn append(&mut self, data: &[u8], h: &BatchHeader, index_interval: usize) -> Result<(), LogError> {
+    /// Writes one batch, given as consecutive pieces (a header and the rest), at the end.
+    pub fn append(&mut self, data: &[&[u8]], h: &BatchHeader, index_interval: usize) -> Result<(), LogError> {
         let pos = self.size;
         let file = match self.written.take() {
             Some(f) => f,
             None => self.file()?,
         };
-        let wrote = file.write_all_at(data, pos);
+        let wrote = write_all_at_vectored(&file, data, pos);
         // Kept even after a failed write: part of it may be in the page cache.
         self.written = Some(file);
         wrote?;
@@ -298,6 +299,42 @@ impl Segment {
 /// segment went to retention) closes its file: the cache must not keep descriptors of files
 /// nobody will read, least of all of deleted ones, whose blocks the kernel frees only when the
 /// last descriptor closes (seconds of discard on some disks, at the broker's exit if not before).
+/// pwritev(2) of `parts` at `pos`, continued after short writes: one system call for a batch
+/// whose header the broker patched and whose records stay in the request's buffer.
+fn write_all_at_vectored(file: &File, parts: &[&[u8]], mut pos: u64) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let mut parts: Vec<&[u8]> = parts.iter().copied().filter(|p| !p.is_empty()).collect();
+    while !parts.is_empty() {
+        let iov: Vec<libc::iovec> =
+            parts.iter().map(|p| libc::iovec { iov_base: p.as_ptr() as *mut libc::c_void, iov_len: p.len() }).collect();
+        let off = libc::off_t::try_from(pos).map_err(|_| std::io::Error::other("file position out of range"))?;
+        let count = libc::c_int::try_from(iov.len()).unwrap_or(libc::c_int::MAX);
+        // SAFETY: every iovec points into a slice borrowed for the call; the file is open.
+        let n = unsafe { libc::pwritev(file.as_raw_fd(), iov.as_ptr(), count, off) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(std::io::Error::from(std::io::ErrorKind::WriteZero));
+        }
+        let mut n = n as usize;
+        pos += n as u64;
+        while let Some(first) = parts.first_mut() {
+            if n < first.len() {
+                *first = &first[n..];
+                break;
+            }
+            n -= first.len();
+            parts.remove(0);
+        }
+    }
+    Ok(())
+}
+
 impl Drop for Segment {
     fn drop(&mut self) {
         self.files.forget(self.id);
@@ -326,8 +363,8 @@ mod tests {
         seg.size = five_gib;
         let (first, h1) = stored(0);
         let (second, h2) = stored(2);
-        seg.append(&first, &h1, 0).unwrap();
-        seg.append(&second, &h2, 0).unwrap();
+        seg.append(&[&first[..]], &h1, 0).unwrap();
+        seg.append(&[&second[..7], &second[7..]], &h2, 0).unwrap();
         assert_eq!(seg.size, five_gib + (first.len() + second.len()) as u64);
         let mut head = [0u8; HEADER_LEN];
         seg.file().unwrap().read_exact_at(&mut head, five_gib - (4u64 << 30)).unwrap();
@@ -367,7 +404,7 @@ mod tests {
             batch::patch_base_offset(&mut data, base);
             let h = BatchHeader::parse(&data).unwrap();
             // A small index interval: both ends are found from index entries, not from the start.
-            seg.append(&data, &h, 150).unwrap();
+            seg.append(&[&data[..HEADER_LEN], &data[HEADER_LEN..]], &h, 150).unwrap();
             batches.push((base, h.last_offset(), data.len()));
             base += i64::from(n);
         }

@@ -33,7 +33,7 @@ fn produce(p: &mut Partition, spec: Spec) -> Result<Produced, PartitionError> {
     let verified = if spec.transactional { Verified::Tv2Added } else { Verified::No };
     let data: BytesMut = batch(spec);
     let h = BatchHeader::parse(&data).unwrap();
-    p.append(data, &h, verified, NOW)
+    p.append(crate::store::batch::Incoming::new(data.freeze()).unwrap(), &h, verified, NOW)
 }
 
 fn idempotent(seq: i32, records: i32) -> Spec {
@@ -221,7 +221,7 @@ fn list_offsets_by_time_never_answers_below_the_log_start() {
         let mut data = BytesMut::from(&crate::store::records::testutil::good_batch(4, 0, ts)[..]);
         crate::store::batch::patch_max_timestamp(&mut data, ts + 3, false);
         let h = BatchHeader::parse(&data).unwrap();
-        p.append(data, &h, Verified::No, NOW).unwrap();
+        p.append(crate::store::batch::Incoming::new(data.freeze()).unwrap(), &h, Verified::No, NOW).unwrap();
     }
     let end = p.log_end_offset();
     p.advance_high_watermark(end);

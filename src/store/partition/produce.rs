@@ -4,11 +4,9 @@
 
 use std::collections::BTreeSet;
 
-use bytes::BytesMut;
-
 use super::{Partition, PartitionError};
 use crate::error_code::ResponseError;
-use crate::store::batch::{self, BatchError, BatchHeader};
+use crate::store::batch::{self, BatchError, BatchHeader, Incoming};
 use crate::store::log::LogError;
 use crate::store::producer_state::{AppendDecision, BatchMetadata, ProducerStateTable, Verified};
 use crate::store::records;
@@ -100,14 +98,14 @@ impl Partition {
     /// Checks `header` (the parsed header of `data`) and appends the batch when it passes.
     pub fn append(
         &mut self,
-        data: BytesMut,
+        data: Incoming,
         header: &BatchHeader,
         verified: Verified,
         now_ms: i64,
     ) -> Result<Produced, PartitionError> {
         match self.check_batch(header, verified)? {
             AppendDecision::Duplicate(m) => Ok(Produced::Duplicate(m)),
-            AppendDecision::Append => match self.log.append(data) {
+            AppendDecision::Append => match self.log.append_incoming(data) {
                 Ok(h) => {
                     self.producers.record_append(&h, now_ms);
                     Ok(Produced::Appended(h))

@@ -53,7 +53,7 @@ fn transactional(epoch: i16, seq: i32, records: i32) -> BytesMut {
 
 fn produce(p: &mut Partition, data: BytesMut, verified: Verified) -> Result<Produced, PartitionError> {
     let h = BatchHeader::parse(&data).unwrap();
-    p.append(data, &h, verified, NOW)
+    p.append(crate::store::batch::Incoming::new(data.freeze()).unwrap(), &h, verified, NOW)
 }
 
 fn appended_at(r: Result<Produced, PartitionError>) -> i64 {
