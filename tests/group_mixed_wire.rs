@@ -229,3 +229,31 @@ fn a_classic_group_upgrades_online_and_downgrades_when_the_consumer_member_leave
     assert_eq!(commit(&mut c, "g2", &member, 3, 7), 0);
     broker.finish();
 }
+
+#[test]
+fn a_classic_member_that_does_not_rejoin_when_told_is_removed_after_its_rebalance_timeout() {
+    let (broker, mut c) = start();
+    consumer_beat(&mut c, "g3", "kip-a", 0, &[]);
+    let mut req = join_request("g3", "", "consumer", subscription());
+    req.rebalance_timeout_ms = 1_500;
+    let j: JoinGroupResponse = c.call(ApiKey::JoinGroup, 3, req);
+    assert_eq!(j.error_code, 0);
+    let member = j.member_id.to_string();
+    assert_eq!(sync(&mut c, "g3", &member, j.generation_id, &[]).error_code, 0);
+    // A new member: the classic member is told to rejoin, and only heartbeats (its 10 s
+    // session stays alive); Apache Kafka removes it after its rebalance timeout.
+    consumer_beat(&mut c, "g3", "kip-b", 0, &[]);
+    let told = std::time::Instant::now();
+    assert_eq!(heartbeat(&mut c, "g3", &member, j.generation_id), REBALANCE_IN_PROGRESS);
+    let gone = loop {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let e = heartbeat(&mut c, "g3", &member, j.generation_id);
+        if e != REBALANCE_IN_PROGRESS {
+            break e;
+        }
+        assert!(told.elapsed() < std::time::Duration::from_secs(8), "still a member long after its rebalance timeout");
+    };
+    assert_eq!(gone, 25, "UNKNOWN_MEMBER_ID: removed");
+    assert!(told.elapsed() >= std::time::Duration::from_millis(1_400), "not before its rebalance timeout");
+    broker.finish();
+}

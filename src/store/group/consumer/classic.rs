@@ -12,7 +12,9 @@
 //!   to revoke, or partitions it waited for now free);
 //! * LeaveGroup: the member goes, as a fenced member does.
 //!
-//! Its session timeout is the JoinGroup's.
+//! Its session timeout is the JoinGroup's. After a JoinGroup it must send SyncGroup, and once told
+//! REBALANCE_IN_PROGRESS it must send JoinGroup, each within its rebalance timeout, or it is
+//! removed (Kafka's consumerGroupSyncKey / consumerGroupJoinKey timers).
 
 use super::reconcile::reconcile;
 use super::*;
@@ -181,6 +183,10 @@ impl ConsumerGroup {
             MemberState::UnrevokedPartitions => Some(now_ms.saturating_add(next.rebalance_timeout_ms.max(0) as u64)),
             _ => None,
         };
+        // It joined: it must now sync within its rebalance timeout (Kafka cancels the join timer
+        // and schedules the sync timer).
+        next.classic_join_deadline_ms = None;
+        next.classic_sync_deadline_ms = Some(now_ms.saturating_add(next.rebalance_timeout_ms.max(0) as u64));
         let response = JoinResponse {
             error: None,
             generation_id: next.member_epoch,
@@ -212,12 +218,16 @@ impl ConsumerGroup {
         if type_bad || name_bad {
             return Err(GroupError::InconsistentGroupProtocol);
         }
-        // Kafka's throwIfRebalanceInProgress.
+        // Kafka's throwIfRebalanceInProgress: it must rejoin, within its rebalance timeout.
         if self.group_epoch > member.member_epoch && member.state != MemberState::UnrevokedPartitions {
+            let mut m = member.clone();
+            m.expect_classic_rejoin(now_ms);
+            self.members.insert(m.member_id.clone(), m);
             return Err(GroupError::RebalanceInProgress);
         }
         let assignment = serialize_assignment(&named(&member.assigned, image));
         let mut m = member.clone();
+        m.classic_sync_deadline_ms = None;
         m.session_deadline_ms =
             now_ms.saturating_add(m.classic.as_ref().map_or(0, |c| c.session_timeout_ms.max(0)) as u64);
         self.members.insert(m.member_id.clone(), m);
@@ -247,6 +257,9 @@ impl ConsumerGroup {
         let mut m = member.clone();
         m.session_deadline_ms =
             now_ms.saturating_add(m.classic.as_ref().map_or(0, |c| c.session_timeout_ms.max(0)) as u64);
+        if rejoin {
+            m.expect_classic_rejoin(now_ms);
+        }
         self.members.insert(m.member_id.clone(), m);
         if rejoin {
             return Err(GroupError::RebalanceInProgress);

@@ -306,23 +306,20 @@ impl ConsumerGroup {
         })
     }
 
-    /// Members whose session expired, or who did not revoke in their rebalance timeout, are
-    /// removed (Kafka fences them). Returns the removed member ids.
+    /// Members whose session expired, who did not revoke in their rebalance timeout, or classic
+    /// members that did not sync after joining or rejoin when told to within their rebalance
+    /// timeout, are removed (Kafka fences them). Returns the removed member ids.
     pub fn expire_members(&mut self, now_ms: u64) -> Vec<String> {
-        let expired: Vec<String> = self
-            .members
-            .values()
-            .filter(|m| m.session_deadline_ms <= now_ms || m.rebalance_deadline_ms.is_some_and(|d| d <= now_ms))
-            .map(|m| m.member_id.clone())
-            .collect();
+        let expired: Vec<String> =
+            self.members.values().filter(|m| m.deadlines().any(|d| d <= now_ms)).map(|m| m.member_id.clone()).collect();
         for id in &expired {
             self.remove_member(id);
         }
         expired
     }
 
-    /// The earliest session or rebalance deadline of a member.
+    /// The earliest deadline of a member.
     pub fn next_deadline(&self) -> Option<u64> {
-        self.members.values().flat_map(|m| std::iter::once(m.session_deadline_ms).chain(m.rebalance_deadline_ms)).min()
+        self.members.values().flat_map(ConsumerMember::deadlines).min()
     }
 }

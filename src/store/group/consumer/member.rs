@@ -39,6 +39,12 @@ pub struct ConsumerMember {
     pub session_deadline_ms: u64,
     /// When it is removed unless it revoked what it must (set while UnrevokedPartitions).
     pub rebalance_deadline_ms: Option<u64>,
+    /// A classic member: when it is removed unless it sends SyncGroup (set by its JoinGroup,
+    /// Kafka's consumerGroupSyncKey timer, its rebalance timeout).
+    pub classic_sync_deadline_ms: Option<u64>,
+    /// A classic member told to rejoin: when it is removed unless it sends JoinGroup (Kafka's
+    /// consumerGroupJoinKey timer, set if absent, its rebalance timeout).
+    pub classic_join_deadline_ms: Option<u64>,
     /// Set for a member using the classic protocol inside the consumer group (Kafka's
     /// ClassicMemberMetadata): it joins with JoinGroup / SyncGroup / Heartbeat.
     pub classic: Option<ClassicMemberMetadata>,
@@ -71,6 +77,26 @@ impl ConsumerMember {
             out.extend(image.topics.keys().filter(|n| re.is_match(n)).cloned());
         }
         out
+    }
+
+    /// Its session, rebalance and classic join/sync deadlines.
+    pub fn deadlines(&self) -> impl Iterator<Item = u64> {
+        [
+            Some(self.session_deadline_ms),
+            self.rebalance_deadline_ms,
+            self.classic_sync_deadline_ms,
+            self.classic_join_deadline_ms,
+        ]
+        .into_iter()
+        .flatten()
+    }
+
+    /// A classic member told to rejoin must do so within its rebalance timeout (Kafka's
+    /// scheduleConsumerGroupJoinTimeoutIfAbsent: a pending timer is kept).
+    pub fn expect_classic_rejoin(&mut self, now_ms: u64) {
+        if self.classic_join_deadline_ms.is_none() {
+            self.classic_join_deadline_ms = Some(now_ms.saturating_add(self.rebalance_timeout_ms.max(0) as u64));
+        }
     }
 
     /// Whether it has its target assignment at `assignment_epoch`.

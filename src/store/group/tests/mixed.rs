@@ -204,6 +204,62 @@ fn mixed_the_session_timeout_of_a_classic_member_is_its_join_groups() {
     assert!(cg(&gs).member("c-new").is_none() && cg(&gs).member("a").is_some());
 }
 
+#[test]
+fn mixed_a_classic_member_that_does_not_sync_within_its_rebalance_timeout_is_removed() {
+    let (mut gs, generation) = mixed_group(MigrationPolicy::Disabled);
+    // It heartbeats (its session lives) but never syncs: jreq's rebalance timeout is 30 s.
+    for now in [8_000, 16_000, 24_000] {
+        let _ = classic_heartbeat(&mut gs, now, "c-new", generation);
+    }
+    assert!(gs.consumer_tick(29_999).is_empty());
+    assert_eq!(gs.consumer_tick(30_000), vec!["g".to_string()]);
+    assert!(cg(&gs).member("c-new").is_none() && cg(&gs).member("a").is_some());
+}
+
+#[test]
+fn mixed_a_classic_member_that_syncs_is_not_held_to_the_sync_timeout() {
+    let (mut gs, generation) = settled_mixed_group();
+    assert_eq!(classic_sync(&mut gs, 0, "c-new", generation).error, None);
+    for now in [8_000, 16_000, 24_000, 32_000] {
+        assert_eq!(classic_heartbeat(&mut gs, now, "c-new", generation), None);
+    }
+    assert!(gs.consumer_tick(32_000).is_empty());
+    assert!(cg(&gs).member("c-new").is_some());
+}
+
+/// The settled mixed group, synced, then consumer member "b" joins at 1 s: "c-new" is told to
+/// rejoin by its heartbeat at 2 s.
+fn told_to_rejoin() -> (Groups, i32) {
+    let (mut gs, generation) = settled_mixed_group();
+    assert_eq!(classic_sync(&mut gs, 0, "c-new", generation).error, None);
+    consumer_join(&mut gs, 1_000, "b");
+    assert_eq!(classic_heartbeat(&mut gs, 2_000, "c-new", generation), Some(GroupError::RebalanceInProgress));
+    (gs, generation)
+}
+
+#[test]
+fn mixed_a_classic_member_told_to_rejoin_is_removed_unless_it_rejoins_within_its_rebalance_timeout() {
+    let (mut gs, generation) = told_to_rejoin();
+    // Heartbeats keep its session but do not move the join timer (set if absent).
+    for now in [10_000, 20_000, 30_000] {
+        assert_eq!(classic_heartbeat(&mut gs, now, "c-new", generation), Some(GroupError::RebalanceInProgress));
+    }
+    assert!(gs.consumer_tick(31_999).is_empty());
+    assert_eq!(gs.consumer_tick(32_000), vec!["g".to_string()]);
+    assert!(cg(&gs).member("c-new").is_none());
+}
+
+#[test]
+fn mixed_a_classic_member_that_rejoins_in_time_stays() {
+    let (mut gs, _) = told_to_rejoin();
+    let owned: Vec<i32> = cg(&gs).member("c-new").map(|m| m.assigned[&T].iter().copied().collect()).unwrap_or_default();
+    let j = classic_join(&mut gs, 20_000, "c-new", &owned);
+    assert_eq!(classic_sync(&mut gs, 21_000, "c-new", j.generation_id).error, None);
+    let _ = classic_heartbeat(&mut gs, 28_000, "c-new", j.generation_id);
+    assert!(gs.consumer_tick(32_000).is_empty());
+    assert!(cg(&gs).member("c-new").is_some());
+}
+
 /// A Stable classic group of two members, generation 1, with the leader's assignments.
 fn classic_group(gs: &mut Groups) {
     for (token, id) in [(1, "m1"), (2, "m2")] {
