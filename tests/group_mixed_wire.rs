@@ -257,3 +257,29 @@ fn a_classic_member_that_does_not_rejoin_when_told_is_removed_after_its_rebalanc
     assert!(told.elapsed() >= std::time::Duration::from_millis(1_400), "not before its rebalance timeout");
     broker.finish();
 }
+
+#[test]
+fn a_static_member_coming_back_on_the_classic_protocol_replaces_itself_and_the_group_downgrades() {
+    let (broker, mut c) = start();
+    let mut req = ConsumerGroupHeartbeatRequest::default();
+    req.group_id = GroupId(s("g4"));
+    req.member_id = s("kip-static");
+    req.instance_id = Some(s("instance-1"));
+    req.member_epoch = 0;
+    req.rebalance_timeout_ms = 30_000;
+    req.subscribed_topic_names = Some(vec![TopicName(s(TOPIC))]);
+    req.topic_partitions = Some(vec![]);
+    let resp: ConsumerGroupHeartbeatResponse = c.call(ApiKey::ConsumerGroupHeartbeat, 1, req);
+    assert_eq!((resp.error_code, resp.member_epoch), (0, 1));
+    assert_eq!(group_type(&mut c, "g4"), "consumer");
+    // The same instance restarts as a classic consumer: it takes the instance's place (Apache
+    // Kafka's static member replacement, whatever protocol the earlier member used); no member
+    // of the consumer protocol is left, so the group becomes a classic group.
+    let mut join = join_request("g4", "", "consumer", subscription());
+    join.group_instance_id = Some(s("instance-1"));
+    let j: JoinGroupResponse = c.call(ApiKey::JoinGroup, 5, join);
+    assert_eq!(j.error_code, 0);
+    assert_ne!(j.member_id.to_string(), "kip-static");
+    assert_eq!(group_type(&mut c, "g4"), "classic");
+    broker.finish();
+}

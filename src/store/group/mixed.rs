@@ -190,7 +190,14 @@ impl Groups {
                 } else {
                     req.member_id.clone()
                 };
+                let replacing = cg.replaces_consumer_protocol_member(&req.member_id, req.group_instance_id.as_deref());
                 let r = cg.classic_join(now_ms, req, &id, &self.image, &config);
+                if replacing && r.is_ok() {
+                    // The static member it replaced may have been the last one of the consumer
+                    // protocol: the group downgrades (Kafka's convertToClassicGroup with the
+                    // joining member), and its classic members rejoin.
+                    self.maybe_downgrade(group_id, 0, now_ms);
+                }
                 Response::Join(r.unwrap_or_else(|e| JoinResponse::err(&req.member_id, e)))
             }
             GroupOp::Sync(req) => {

@@ -108,11 +108,14 @@ impl ConsumerGroup {
         let (protocol_name, metadata) = req.protocols.first().ok_or(GroupError::InconsistentGroupProtocol)?;
         // Kafka: a Subscription it cannot read is an IllegalStateException (UNKNOWN_SERVER_ERROR).
         let subscription = deserialize_subscription(metadata).map_err(|_| GroupError::UnknownServerError)?;
+        let mut replaced = false;
         let member = match req.group_instance_id.as_deref() {
             Some(instance) => match self.static_members.get(instance).cloned() {
                 Some(held) if held == member_id => self.members.get(&held).cloned(),
-                // A new instance of the static member (unknown member id) replaces it.
+                // A new instance of the static member (unknown member id) replaces it, whichever
+                // protocol the earlier one used (Kafka's getOrMaybeSubscribeStaticConsumerGroupMember).
                 Some(held) if unknown => {
+                    replaced = true;
                     let old = self.members.remove(&held);
                     if let Some(old) = &old {
                         self.release_partitions(old);
@@ -132,7 +135,7 @@ impl ConsumerGroup {
             },
             None => self.members.get(member_id).cloned(),
         };
-        if member.as_ref().is_some_and(|m| !m.uses_classic_protocol()) {
+        if !replaced && member.as_ref().is_some_and(|m| !m.uses_classic_protocol()) {
             return Err(GroupError::UnknownMemberId);
         }
         let joining = member.is_none() || !self.members.contains_key(member_id);
@@ -265,6 +268,17 @@ impl ConsumerGroup {
             return Err(GroupError::RebalanceInProgress);
         }
         Ok(())
+    }
+
+    /// Whether a classic JoinGroup with an unknown member id and `instance_id` replaces a member
+    /// of the consumer protocol (after which the group may downgrade, Kafka's
+    /// validateOnlineDowngradeWithReplacedMemberId).
+    pub fn replaces_consumer_protocol_member(&self, member_id: &str, instance_id: Option<&str>) -> bool {
+        member_id.is_empty()
+            && instance_id
+                .and_then(|i| self.static_members.get(i))
+                .and_then(|id| self.members.get(id))
+                .is_some_and(|m| !m.uses_classic_protocol())
     }
 
     /// Kafka's ConsumerGroup.waitingOnUnreleasedPartition: a partition of its target that is

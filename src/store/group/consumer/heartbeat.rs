@@ -129,8 +129,10 @@ impl ConsumerGroup {
             if req.member_epoch == 0 {
                 return match holder {
                     Some(old) if old.member_id == member_id => Ok(old.clone()),
-                    // The instance's previous member left for a while: the new one takes its place.
-                    Some(old) if old.member_epoch == LEAVE_STATIC_EPOCH => {
+                    // The instance's previous member left for a while, or used the classic
+                    // protocol (Kafka's getOrMaybeSubscribeStaticConsumerGroupMember): the new
+                    // one takes its place.
+                    Some(old) if old.member_epoch == LEAVE_STATIC_EPOCH || old.uses_classic_protocol() => {
                         let mut m = old.clone();
                         m.member_id = member_id.to_string();
                         m.member_epoch = 0;
@@ -212,6 +214,8 @@ impl ConsumerGroup {
         updated.client_host = req.client_host.clone();
         // A member (re)joining with ConsumerGroupHeartbeat uses the consumer protocol.
         updated.classic = None;
+        updated.classic_sync_deadline_ms = None;
+        updated.classic_join_deadline_ms = None;
         let subscription_changed = updated.subscribed_topic_names != member.subscribed_topic_names
             || updated.subscribed_topic_regex != member.subscribed_topic_regex
             || updated.server_assignor != member.server_assignor;

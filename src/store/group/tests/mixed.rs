@@ -260,6 +260,72 @@ fn mixed_a_classic_member_that_rejoins_in_time_stays() {
     assert!(cg(&gs).member("c-new").is_some());
 }
 
+fn static_consumer_join(gs: &mut Groups, now: u64, member: &str, instance: &str) -> Result<i32, String> {
+    let req = HeartbeatRequest {
+        version: 1,
+        member_id: member.into(),
+        instance_id: Some(instance.into()),
+        rebalance_timeout_ms: 30_000,
+        subscribed_topic_names: Some(vec!["t".into()]),
+        owned: Some(Assignment::new()),
+        ..Default::default()
+    };
+    gs.consumer_heartbeat(now, "g", req, || unreachable!()).map(|r| r.member_epoch).map_err(|e| format!("{e:?}"))
+}
+
+fn static_classic_join(gs: &mut Groups, now: u64, instance: &str) -> JoinResponse {
+    let out = gs.call(now, 1, "g", GroupOp::Join(jreq(5, "", Some(instance), &sub(&[]))), || "new2".into());
+    join_resp(&out, 1)
+}
+
+#[test]
+fn static_a_classic_member_replaces_the_last_consumer_protocol_member_and_the_group_downgrades() {
+    let mut gs = groups(MigrationPolicy::Bidirectional);
+    static_consumer_join(&mut gs, 0, "a", "i1").expect("joined");
+    classic_join(&mut gs, 0, "", &[]);
+    // The instance restarts with the classic protocol: it replaces "a", no consumer-protocol
+    // member is left, so the group becomes a classic group of "c-new" and the newcomer.
+    let j = static_classic_join(&mut gs, 1_000, "i1");
+    assert_eq!((j.error, j.member_id.as_str()), (None, "c-new2"));
+    assert_eq!(gs.group_type("g"), GroupType::Classic);
+    let g = gs.get("g").expect("a classic group");
+    let mut ids: Vec<&str> = g.members().iter().map(|m| m.member_id.as_str()).collect();
+    ids.sort();
+    assert_eq!(ids, ["c-new", "c-new2"]);
+    assert_eq!(g.state(), PreparingRebalance, "its members rejoin");
+}
+
+#[test]
+fn static_a_classic_member_replaces_a_consumer_protocol_member_without_downgrade_when_disabled() {
+    let mut gs = groups(MigrationPolicy::Upgrade);
+    static_consumer_join(&mut gs, 0, "a", "i1").expect("joined");
+    let j = static_classic_join(&mut gs, 1_000, "i1");
+    assert_eq!(j.error, None, "not UNKNOWN_MEMBER_ID: the instance is replaced whatever its protocol");
+    assert_eq!(gs.group_type("g"), GroupType::Consumer);
+    let g = cg(&gs);
+    assert!(g.member("a").is_none());
+    let m = g.member("c-new2").expect("the replacement");
+    assert_eq!((m.instance_id.as_deref(), m.uses_classic_protocol()), (Some("i1"), true));
+}
+
+#[test]
+fn static_a_consumer_protocol_member_replaces_a_classic_static_member() {
+    let mut gs = groups(MigrationPolicy::Bidirectional);
+    consumer_join(&mut gs, 0, "a");
+    let j = static_classic_join(&mut gs, 0, "i1");
+    assert_eq!(j.error, None);
+    // The same instance comes back on the consumer protocol: no UNRELEASED_INSTANCE_ID (that is
+    // only for an instance held by a live consumer-protocol member).
+    static_consumer_join(&mut gs, 1_000, "b", "i1").expect("replaces the classic member");
+    let g = cg(&gs);
+    assert!(g.member("c-new2").is_none());
+    let m = g.member("b").expect("the replacement");
+    assert_eq!((m.instance_id.as_deref(), m.uses_classic_protocol()), (Some("i1"), false));
+    assert_eq!(m.classic_sync_deadline_ms, None, "no classic timers on a consumer-protocol member");
+    // A second live consumer-protocol member cannot take it.
+    assert!(static_consumer_join(&mut gs, 2_000, "c", "i1").unwrap_err().contains("UnreleasedInstanceId"));
+}
+
 /// A Stable classic group of two members, generation 1, with the leader's assignments.
 fn classic_group(gs: &mut Groups) {
     for (token, id) in [(1, "m1"), (2, "m2")] {
