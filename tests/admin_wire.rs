@@ -98,7 +98,7 @@ fn internal_topics_are_listed_as_kafka_lists_them_and_never_made_into_logs() {
 }
 
 #[test]
-fn list_offsets_v10_answers_the_kip_1005_specials() {
+fn list_offsets_v11_answers_the_kip_1005_and_kip_1023_specials() {
     let broker = Broker::start();
     let mut c = broker.client();
     create_topic(&mut c, "lo");
@@ -116,7 +116,7 @@ fn list_offsets_v10_answers_the_kip_1005_specials() {
         req.replica_id = BrokerId(-1);
         req.topics = vec![lt];
         req.timeout_ms = 5_000;
-        let resp: ListOffsetsResponse = c.call(ApiKey::ListOffsets, 10, req);
+        let resp: ListOffsetsResponse = c.call(ApiKey::ListOffsets, 11, req);
         let r = &resp.topics[0].partitions[0];
         (r.error_code, r.offset, r.leader_epoch)
     };
@@ -124,6 +124,7 @@ fn list_offsets_v10_answers_the_kip_1005_specials() {
     assert_eq!(list(&mut c, -2), (0, 0, 0), "earliest");
     assert_eq!(list(&mut c, -4), (0, 0, 0), "earliest-local: the log start, nothing is tiered");
     assert_eq!(list(&mut c, -5), (0, -1, -1), "latest-tiered: none, as Kafka without remote storage");
+    assert_eq!(list(&mut c, -6), (0, -1, -1), "earliest-pending-upload (v11): none, as Kafka without remote storage");
     let (code, offset, _) = list(&mut c, -3);
     assert_eq!((code, offset), (0, 4), "max-timestamp: the last record here");
     broker.finish();

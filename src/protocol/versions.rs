@@ -10,7 +10,7 @@ use crate::config::Settings;
 pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Produce, 3, 12),
     (ApiKey::Fetch, 4, 12),
-    (ApiKey::ListOffsets, 1, 10),
+    (ApiKey::ListOffsets, 1, 11),
     (ApiKey::Metadata, 0, 12),
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::CreateTopics, 2, 7),

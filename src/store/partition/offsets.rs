@@ -18,8 +18,9 @@ pub struct Fetched<R = Bytes> {
     pub aborted: Vec<(i64, i64)>,
 }
 
-/// ListOffsets specials (KIP-734, KIP-1005). LATEST_TIERED (-5) finds nothing: kaas keeps no
-/// remote tier, and Kafka answers (-1, -1) for it without one.
+/// ListOffsets specials (KIP-734, KIP-1005). LATEST_TIERED (-5) and EARLIEST_PENDING_UPLOAD (-6,
+/// ListOffsets v11, KIP-1023) find nothing: kaas keeps no remote tier, and Kafka answers (-1, -1)
+/// for them without one.
 const LATEST: i64 = -1;
 const EARLIEST: i64 = -2;
 const MAX_TIMESTAMP: i64 = -3;

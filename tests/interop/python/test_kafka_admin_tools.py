@@ -40,6 +40,8 @@ def test_get_offsets_with_every_offset_spec(broker):
     assert offsets("-4") == [f"{topic}:0:0"]  # earliest-local (v8): nothing is tiered
     # latest-tiered (v9): Kafka without remote storage answers -1, which the tool leaves out.
     assert offsets("-5") == [], offsets("-5")
+    # earliest-pending-upload (v11, KIP-1023): likewise none without remote storage.
+    assert offsets("-6") == [], offsets("-6")
     assert "ApiVersions v4 is not supported" not in broker.log_text()
     kaashelpers.assert_no_panic(broker)
 
