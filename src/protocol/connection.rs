@@ -149,7 +149,14 @@ async fn serve(stream: std::net::TcpStream, peer: SocketAddr, session: Rc<Sessio
                 Some(Ok((frame, permit))) => match decode_for(frame, offered) {
                     Ok(d) => {
                         let started = Instant::now();
-                        let (header, key) = (d.header.clone(), d.api_key);
+                        // What the answer needs of the header, owned: a clone would hold the
+                        // client id, a slice of the frame, and with it the whole frame (a
+                        // produce's batches) until the answer, not just until they are written.
+                        let header = RequestHeader::default()
+                            .with_request_api_key(d.header.request_api_key)
+                            .with_request_api_version(d.header.request_api_version)
+                            .with_correlation_id(d.header.correlation_id);
+                        let key = d.api_key;
                         tracing::trace!(%peer, api = ?key, version = header.request_api_version, "request");
                         let response = dispatch(session.clone(), d).await;
                         pending.push_back(async move {
