@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::fetch::records;
+use common::fetch::{fetch_request, records};
 use common::{batch, create_topic, Broker, Client};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
@@ -78,18 +78,9 @@ fn a_fetch_answer_being_sent_when_its_topic_is_deleted_is_sent_whole() {
     for i in 0..batches {
         produce(&mut c, i * 100);
     }
-    let mut p = FetchPartition::default();
-    p.partition = 0;
-    p.current_leader_epoch = -1;
-    p.log_start_offset = -1;
-    p.partition_max_bytes = 48 << 20;
-    let mut t = FetchTopic::default();
-    t.topic = name();
-    t.partitions = vec![p];
-    let mut req = FetchRequest::default();
-    req.replica_id = BrokerId(-1);
+    let mut req = fetch_request(TOPIC, 0, 0, 0);
     req.max_bytes = 48 << 20;
-    req.topics = vec![t];
+    req.topics[0].partitions[0].partition_max_bytes = 48 << 20;
     let mut body = bytes::BytesMut::new();
     req.encode(&mut body, 12).expect("fetch");
     let mut reader = broker.client();

@@ -231,12 +231,8 @@ impl Segment {
         let mut pos = idx.checked_sub(1).and_then(|i| self.index.get(i)).map_or(start, |&(_, p)| p.max(start));
         let mut end = pos;
         let file = self.file()?;
-        let mut peek = [0u8; HEADER_LEN];
         while pos + HEADER_LEN as u64 <= self.size {
-            file.read_exact_at(&mut peek, pos)?;
-            let h =
-                BatchHeader::parse(&peek).map_err(|e| LogError::Corrupt(format!("{}: {e}", self.path.display())))?;
-            let next = pos + h.total_size() as u64;
+            let next = pos + self.header_at(&file, pos)?.total_size() as u64;
             if next > cap {
                 break;
             }
@@ -252,15 +248,19 @@ impl Segment {
             return Ok(out);
         };
         let file = self.file()?;
-        let mut peek = [0u8; HEADER_LEN];
         while pos + HEADER_LEN as u64 <= self.size {
-            file.read_exact_at(&mut peek, pos)?;
-            let h =
-                BatchHeader::parse(&peek).map_err(|e| LogError::Corrupt(format!("{}: {e}", self.path.display())))?;
+            let h = self.header_at(&file, pos)?;
             pos += h.total_size() as u64;
             out.push(h);
         }
         Ok(out)
+    }
+
+    /// The whole batch header at `pos`.
+    fn header_at(&self, file: &File, pos: u64) -> Result<BatchHeader, LogError> {
+        let mut peek = [0u8; HEADER_LEN];
+        file.read_exact_at(&mut peek, pos)?;
+        BatchHeader::parse(&peek).map_err(|e| LogError::Corrupt(format!("{}: {e}", self.path.display())))
     }
 
     /// First batch whose max timestamp is >= `ts`: (base offset, the batch bytes).
