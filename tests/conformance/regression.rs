@@ -1,7 +1,8 @@
 //! The four divergences issue I started from (Apache Kafka 4.4.0 vs kaas, TV1 and TV2, two
-//! partitions, transactional Produce v8 with explicit AddPartitionsToTxn v3), as hand-written
-//! sequences that run every time. They are kaas bugs being fixed in src/: until then they are
-//! reported as KNOWN divergences and fail the run; they are not accepted differences.
+//! partitions, transactional Produce v8 with explicit AddPartitionsToTxn v3), and those later
+//! random runs found (I-5 on), as hand-written sequences that run every time. A case that
+//! diverges is reported as a KNOWN divergence and fails the run; one whose answers differ as an
+//! accepted difference explains (accepted.toml) passes, as in the random runs.
 
 use crate::steps::{Claim, EpochSel, PidSel, SeqSel, Step, Who};
 
@@ -24,6 +25,10 @@ fn txn_produce(part: u8, epoch: EpochSel, seq: i32) -> Step {
         n: 1,
         version: 8,
     }
+}
+
+fn produce(txnal: bool, pid: PidSel, epoch: EpochSel, seq: SeqSel) -> Step {
+    Step::Produce { who: Who::Txn(0), part: 0, txnal, pid, epoch, seq, n: 1, version: 8 }
 }
 
 fn marker(epoch: i16, commit: bool) -> Step {
@@ -69,6 +74,21 @@ pub fn cases() -> Vec<(&'static str, &'static str, Vec<Step>)> {
                 marker(2, true),
                 txn_produce(0, EpochSel::Abs(1), 0),
             ],
+        ),
+        (
+            "I-5 transactional batch of a producer id never handed out, at a negative epoch",
+            "AK 49 (the coordinator does not know it), kaas was 47 (compared with no entry's epoch -1)",
+            vec![produce(true, PidSel::Bogus, EpochSel::Abs(-3), SeqSel::Abs(0))],
+        ),
+        (
+            "I-6 transactional batch before InitProducerId, at a negative epoch",
+            "AK 0, kaas 49 as accepted (transactional-batch-without-producer-id); kaas was 47",
+            vec![produce(true, PidSel::Own, EpochSel::Abs(-2), SeqSel::Abs(0))],
+        ),
+        (
+            "I-7 idempotent batch of a fenced producer at an out-of-order sequence",
+            "AK 45 (no state for it here), kaas 47 as accepted (fenced-producer-batch-refused-everywhere)",
+            vec![init(Claim::None), init(Claim::None), produce(false, PidSel::Own, EpochSel::Abs(0), SeqSel::Abs(3))],
         ),
     ]
 }

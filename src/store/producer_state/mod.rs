@@ -394,9 +394,13 @@ impl ProducerStateTable {
     ) -> Result<Option<u64>, ProducerStateError> {
         // The producer's own state decides, as Kafka's check; a fence is checked at the append,
         // after the coordinator answered (which names a fenced producer PRODUCER_FENCED too).
-        let current = self.producers.get(&producer_id).map_or(NO_PRODUCER_EPOCH, |e| e.epoch);
-        if epoch < current {
-            return Err(ProducerStateError::InvalidProducerEpoch { got: epoch, current });
+        // Kafka 4.4 (UnifiedLog.maybeStartTransactionVerification) compares only with a producer
+        // it has an entry for: an unknown producer id at any epoch, negative ones too, goes to
+        // the coordinator, which answers INVALID_PRODUCER_ID_MAPPING for an id it never gave.
+        if let Some(current) = self.producers.get(&producer_id).map(|e| e.epoch) {
+            if epoch < current {
+                return Err(ProducerStateError::InvalidProducerEpoch { got: epoch, current });
+            }
         }
         if self.has_ongoing_txn(producer_id, epoch) {
             return Ok(None);

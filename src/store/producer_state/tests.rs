@@ -369,6 +369,15 @@ fn rule_18_a_lower_epoch_is_refused_before_verification() {
 }
 
 #[test]
+fn rule_18_an_unknown_producer_is_not_compared_before_verification() {
+    // Apache Kafka 4.4 compares the epoch only with an entry it has: a producer id with no
+    // state here goes to the coordinator at any epoch, negative ones too (I-5).
+    let mut t = ProducerStateTable::new();
+    assert!(t.begin_verification(9, -3, 0, false, 0).unwrap().is_some());
+    assert!(t.begin_verification(-1, -2, 0, false, 0).unwrap().is_some());
+}
+
+#[test]
 fn rule_15_a_fence_does_not_decide_where_a_first_batch_starts() {
     let mut t = ProducerStateTable::new();
     t.fence(1, 1, 0);
