@@ -241,7 +241,11 @@ pub fn fetch(c: &mut Conn, topic: &str, part: u8, committed: bool, names: &mut P
         let p = fetch_once(c, topic, part, committed, offset)?;
         if let Some(list) = &p.aborted_transactions {
             let all = aborted.get_or_insert_with(Vec::new);
-            for a in list {
+            // A read_committed answer's records end below its LSO; an aborted transaction that
+            // starts at or past it concerns none of them. Apache Kafka bounds the list by its
+            // sparse offset index (often up to the log end), kaas by the LSO: compared is what a
+            // consumer can use.
+            for a in list.iter().filter(|a| !committed || a.first_offset < p.last_stable_offset) {
                 if !all.contains(&(a.first_offset, a.producer_id.0)) {
                     all.push((a.first_offset, a.producer_id.0));
                 }

@@ -492,8 +492,14 @@ impl ProducerStateTable {
         commit: bool,
         now_ms: i64,
     ) -> Option<CompletedTxn> {
-        // eos-rules 28: a verification that raced with this marker is void.
-        self.clear_verification(producer_id);
+        // eos-rules 28: a verification that raced with this marker is void, except a TV2 one at
+        // the marker's epoch (Kafka 4.4's UnifiedLog.updateProducers keeps it: under TV2 the
+        // marker of the transaction that ended carries the epoch the next one verifies at).
+        let keep =
+            self.verifications.get(&producer_id).is_some_and(|v| v.supports_epoch_bump && v.epoch == marker_epoch);
+        if !keep {
+            self.clear_verification(producer_id);
+        }
         let entry = self.producers.entry(producer_id).or_insert_with(|| ProducerEntry::new(producer_id));
         let completed = entry.current_txn_first_offset.take().map(|first| CompletedTxn {
             producer_id,

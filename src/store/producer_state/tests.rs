@@ -378,6 +378,27 @@ fn rule_18_an_unknown_producer_is_not_compared_before_verification() {
 }
 
 #[test]
+fn rule_28_a_tv2_verification_at_the_markers_epoch_survives_the_marker() {
+    // Kafka 4.4 (UnifiedLog.updateProducers): a marker voids a pending verification unless it
+    // supports the epoch bump (TV2) and the marker carries its epoch; its lowest sequence then
+    // still bounds what the producer may write here (conformance TV2 seed 1665).
+    let mut t = ProducerStateTable::new();
+    t.begin_verification(1, 1, 0, true, 0).unwrap();
+    t.record_marker(1, 1, 0, 0, true, 0);
+    assert!(t.verifications.contains_key(&1), "kept");
+    assert!(append(&mut t, header(1, 1, 0, 1), 1).is_ok());
+    assert_eq!(append(&mut t, header(1, 1, 1, 3), 2).unwrap_err().code(), 45, "above its lowest sequence");
+    // A TV1 verification, or one at another epoch, is voided by the marker.
+    let mut t = ProducerStateTable::new();
+    t.begin_verification(2, 1, 0, false, 0).unwrap();
+    t.record_marker(2, 1, 0, 0, true, 0);
+    assert!(t.verifications.is_empty());
+    t.begin_verification(3, 2, 0, true, 0).unwrap();
+    t.record_marker(3, 1, 0, 1, true, 0);
+    assert!(t.verifications.is_empty());
+}
+
+#[test]
 fn rule_15_a_fence_does_not_decide_where_a_first_batch_starts() {
     let mut t = ProducerStateTable::new();
     t.fence(1, 1, 0);
