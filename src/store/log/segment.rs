@@ -214,8 +214,12 @@ impl Segment {
         };
         let cap = start.saturating_add(max_bytes.max(first.total_size()) as u64);
         let end = if cap >= readable_end { readable_end } else { self.last_boundary(start, cap)? };
+        // Batch lengths come from the disk: a range past the segment's end (or before its start)
+        // is a corrupt header, never an allocation or a send of that size.
         let len =
-            usize::try_from(end - start).map_err(|_| LogError::Corrupt(format!("{}: range", self.path.display())))?;
+            end.checked_sub(start).filter(|_| end <= self.size).and_then(|l| usize::try_from(l).ok()).ok_or_else(
+                || LogError::Corrupt(format!("{}: batch at {start} runs past the segment", self.path.display())),
+            )?;
         Ok(Some(FileRange { file: self.file()?, pos: start, len }))
     }
 
@@ -422,5 +426,22 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_batch_length_past_the_segment_end_is_corrupt_not_a_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut seg = Segment::create(dir.path(), 0, &Arc::new(FileCache::new(4))).unwrap();
+        let (data, h) = stored(0);
+        seg.append(&[&data[..]], &h, 0).unwrap();
+        let (second, h2) = stored(2);
+        seg.append(&[&second[..]], &h2, 0).unwrap();
+        // The first batch's length on disk claims 1 GiB more than the file holds; a read bounded
+        // inside it (a high watermark or LSO below the segment's end) measures it.
+        let mut head = [0u8; HEADER_LEN];
+        seg.file().unwrap().read_exact_at(&mut head, 0).unwrap();
+        let claimed = i32::from_be_bytes([head[8], head[9], head[10], head[11]]) + (1 << 30);
+        seg.file().unwrap().write_all_at(&claimed.to_be_bytes(), 8).unwrap();
+        assert!(matches!(seg.read_range(0, 1, 1 << 20), Err(LogError::Corrupt(_))));
     }
 }
