@@ -161,6 +161,7 @@ impl Coordinators {
                     offsets_retention_ms: s.offsets_retention_minutes.saturating_mul(60_000),
                     consumer: s.consumer_group_config(),
                     migration_policy: s.migration_policy().unwrap_or_default(),
+                    producer_id_expiration_ms: s.producer_id_expiration_ms,
                     ..GroupConfig::default()
                 };
                 let retention_check = Duration::from_millis(s.offsets_retention_check_interval_ms.max(10));

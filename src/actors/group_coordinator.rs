@@ -12,8 +12,10 @@ use actix::{Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler,
 
 use super::messages::*;
 use crate::store::clock::now_ms;
+use crate::store::coordinator_key::offsets_partition;
 use crate::store::group::consumer::{TopicImage, TopicInfo};
-use crate::store::group::{unwritten, GroupConfig, GroupSnapshot, Groups, MemberAnswer};
+use crate::store::group::offsets_producers::{key_bytes, key_from_bytes, OffsetsProducerKey, OffsetsProducers};
+use crate::store::group::{unwritten, GroupConfig, GroupError, GroupSnapshot, Groups, MemberAnswer};
 use crate::store::group_config_store::{self, AllGroupConfigs};
 
 pub struct GroupCoordinator {
@@ -21,6 +23,11 @@ pub struct GroupCoordinator {
     /// The sled `db` file, fdatasynced after each flush (see store::durable::flush_sled).
     db_file: std::sync::Arc<std::fs::File>,
     groups: Groups,
+    /// The producer state of the offsets partitions (store::group::offsets_producers), kept in
+    /// the database's `offsets_producers` tree.
+    producers: OffsetsProducers,
+    producers_tree: sled::Tree,
+    producer_id_expiration_ms: i64,
     waiting: HashMap<u64, Reply<GroupResponse>>,
     next_token: u64,
     /// Kafka's offsets.retention.check.interval.ms.
@@ -57,7 +64,17 @@ impl GroupCoordinator {
         let path = data_dir.join("__cluster").join("groups");
         let (db, db_file) = crate::store::durable::open_sled(&path)?;
         let db_file = std::sync::Arc::new(db_file);
+        let producer_id_expiration_ms = config.producer_id_expiration_ms;
         let mut groups = Groups::new(config);
+        let producers_tree = db.open_tree("offsets_producers").map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut producers = OffsetsProducers::default();
+        for item in producers_tree.iter() {
+            let (k, v) = item.map_err(|e| format!("reading {}: {e}", path.display()))?;
+            match (key_from_bytes(&k), serde_json::from_slice(&v)) {
+                (Some(key), Ok(entry)) => producers.restore(key, entry),
+                _ => tracing::error!("ignoring a corrupt offsets producer entry in {}", path.display()),
+            }
+        }
         for item in db.iter() {
             let (k, v) = item.map_err(|e| format!("reading {}: {e}", path.display()))?;
             let id = String::from_utf8_lossy(&k).into_owned();
@@ -73,6 +90,9 @@ impl GroupCoordinator {
             db,
             db_file,
             groups,
+            producers,
+            producers_tree,
+            producer_id_expiration_ms,
             waiting: HashMap::new(),
             next_token: 1,
             retention_check,
@@ -105,6 +125,11 @@ impl GroupCoordinator {
     /// Offset expiration (rules in `Groups::expire`); the changed groups are written.
     fn expire(&mut self, ctx: &mut Context<Self>) {
         let changed = self.groups.expire(now_ms() as u64);
+        for key in self.producers.expire(now_ms(), self.producer_id_expiration_ms) {
+            if let Err(e) = self.write_producer(key) {
+                tracing::error!("expiring an offsets producer: {e}");
+            }
+        }
         let mut flushes = Vec::new();
         for e in changed {
             if e.removed {
@@ -135,20 +160,47 @@ impl GroupCoordinator {
     /// Writes the group's snapshot (in order, on this thread: sled's insert does not wait for
     /// the disk) and returns the flush to await where the answer must be durable.
     fn persist(&self, id: &str) -> impl std::future::Future<Output = Result<(), String>> + 'static {
-        let written = match self.groups.snapshot(id) {
+        let written = self.write_group(id);
+        let flush = self.flush();
+        async move {
+            written?;
+            flush.await
+        }
+    }
+
+    /// Writes the group's snapshot, or removes a group that is gone; not yet durable.
+    fn write_group(&self, id: &str) -> Result<(), String> {
+        match self.groups.snapshot(id) {
             Some(snap) => serde_json::to_vec(&snap)
                 .map_err(|e| e.to_string())
                 .and_then(|bytes| self.db.insert(id.as_bytes(), bytes).map(|_| ()).map_err(|e| e.to_string())),
             None => self.db.remove(id.as_bytes()).map(|_| ()).map_err(|e| e.to_string()),
-        };
+        }
+    }
+
+    /// Flushes the database (every tree) on the blocking pool.
+    fn flush(&self) -> impl std::future::Future<Output = Result<(), String>> + 'static {
         let db = self.db.clone();
         let db_file = self.db_file.clone();
         async move {
-            written?;
             tokio::task::spawn_blocking(move || crate::store::durable::flush_sled(&db, &db_file))
                 .await
                 .map_err(|e| e.to_string())?
         }
+    }
+}
+
+impl GroupCoordinator {
+    /// Writes one offsets producer entry (or its removal); the next flush makes it durable.
+    fn write_producer(&self, key: OffsetsProducerKey) -> Result<(), String> {
+        let k = key_bytes(key);
+        let written = match self.producers.get(key) {
+            Some(e) => serde_json::to_vec(e)
+                .map_err(|e| e.to_string())
+                .and_then(|v| self.producers_tree.insert(k, v).map_err(|e| e.to_string())),
+            None => self.producers_tree.remove(k).map_err(|e| e.to_string()),
+        };
+        written.map(|_| ())
     }
 }
 
@@ -295,6 +347,15 @@ impl Handler<CommitOffsets> for GroupCoordinator {
     type Result = ();
 
     fn handle(&mut self, msg: CommitOffsets, ctx: &mut Self::Context) {
+        // eos-rules 18: the append of a TxnOffsetCommit checks the producer's epoch on the
+        // offsets partition again (a marker may have come in since BeginTxnOffsetCommit).
+        let txn_key = msg.txn.map(|(pid, epoch)| ((offsets_partition(&msg.group_id), pid), epoch));
+        if let Some((key, epoch)) = txn_key {
+            if self.producers.begin_txn_offset_commit(key, epoch).is_err() {
+                let _ = msg.reply.send(Err(GroupError::InvalidProducerEpoch));
+                return;
+            }
+        }
         let instance = msg.group_instance_id.as_deref();
         let result = self.groups.commit_offsets(
             now_ms() as u64,
@@ -309,7 +370,17 @@ impl Handler<CommitOffsets> for GroupCoordinator {
             let _ = msg.reply.send(Err(e));
             return;
         }
+        let mut producer_written = Ok(());
+        if let Some((key, epoch)) = txn_key {
+            if self.producers.append_txn_offset_commit(key, epoch, now_ms()).is_ok() {
+                producer_written = self.write_producer(key);
+            }
+        }
         let flush = self.persist(&msg.group_id);
+        let flush = async move {
+            producer_written?;
+            flush.await
+        };
         let reply = msg.reply;
         ctx.spawn(flush.into_actor(self).map(move |res, _, _| {
             let _ = reply.send(res.map_err(|e| {
@@ -358,22 +429,46 @@ impl Handler<GroupAdmin> for GroupCoordinator {
     }
 }
 
+impl Handler<BeginTxnOffsetCommit> for GroupCoordinator {
+    type Result = ();
+
+    fn handle(&mut self, msg: BeginTxnOffsetCommit, _: &mut Self::Context) {
+        let key = (offsets_partition(&msg.group_id), msg.producer_id);
+        let answer = self.producers.begin_txn_offset_commit(key, msg.producer_epoch);
+        let _ = msg.reply.send(answer.map_err(|_| GroupError::InvalidProducerEpoch));
+    }
+}
+
 impl Handler<CompleteTxnOffsets> for GroupCoordinator {
     type Result = ();
 
     fn handle(&mut self, msg: CompleteTxnOffsets, ctx: &mut Self::Context) {
+        // eos-rules 46-48: the marker is checked against the producer's state on the offsets
+        // partition, as on any partition.
+        let key = (msg.offsets_partition, msg.producer_id);
+        if let Err(e) = self.producers.check_marker(key, msg.producer_epoch, msg.coordinator_epoch, msg.txn_version) {
+            tracing::warn!(offsets = msg.offsets_partition, producer_id = msg.producer_id, "marker refused: {e}");
+            let _ = msg.reply.send(e.code());
+            return;
+        }
         let changed = self.groups.complete_txn(msg.offsets_partition, msg.producer_id, msg.commit);
-        let flushes: Vec<_> = changed.iter().map(|id| self.persist(id)).collect();
+        self.producers.record_marker(key, msg.producer_epoch, msg.coordinator_epoch, now_ms());
+        // Every change goes into the database first; one flush makes them all durable.
+        let written = changed.iter().try_for_each(|id| self.write_group(id)).and_then(|()| self.write_producer(key));
+        let flush = self.flush();
         let reply = msg.reply;
         ctx.spawn(
             async move {
-                for f in flushes {
-                    if let Err(e) = f.await {
-                        // The marker is not written: the coordinator retries it, the
-                        // transaction stays in its prepare state until it is (eos-rules 50).
-                        tracing::error!("transactional offsets not written: {e}");
-                        return GroupError::CoordinatorNotAvailable.code();
-                    }
+                if let Err(e) = async move {
+                    written?;
+                    flush.await
+                }
+                .await
+                {
+                    // The marker is not written: the coordinator retries it, the transaction
+                    // stays in its prepare state until it is (eos-rules 50).
+                    tracing::error!("transactional offsets not written: {e}");
+                    return GroupError::CoordinatorNotAvailable.code();
                 }
                 0
             }

@@ -282,7 +282,15 @@ async fn write_markers(targets: Targets, coordinator_epoch: i32, batch: MarkerBa
                     let code = match directory.locate(&Owned::GroupShard(offsets), || groups.get()) {
                         Location::Local(g) => {
                             let (tx, rx) = oneshot::channel();
-                            let msg = CompleteTxnOffsets { offsets_partition: offsets, producer_id, commit, reply: tx };
+                            let msg = CompleteTxnOffsets {
+                                offsets_partition: offsets,
+                                producer_id,
+                                producer_epoch: epoch,
+                                coordinator_epoch,
+                                txn_version,
+                                commit,
+                                reply: tx,
+                            };
                             match g.send(msg).await {
                                 Ok(()) => rx.await.unwrap_or(ResponseError::UnknownServerError.code()),
                                 Err(_) => ResponseError::CoordinatorNotAvailable.code(),

@@ -90,5 +90,19 @@ pub fn cases() -> Vec<(&'static str, &'static str, Vec<Step>)> {
             "AK 45 (no state for it here), kaas 47 as accepted (fenced-producer-batch-refused-everywhere)",
             vec![init(Claim::None), init(Claim::None), produce(false, PidSel::Own, EpochSel::Abs(0), SeqSel::Abs(3))],
         ),
+        (
+            "I-8 TxnOffsetCommit below the epoch of the abort marker on the offsets partition",
+            "the fence's markers stuck on p0 (PrepareAbort), the offsets partition has the marker at \
+             epoch 1; TxnOffsetCommit v5 at epoch 0: AK 47 (the offsets partition's producer state, \
+             before the coordinator), kaas was 51 (the coordinator's pending transition)",
+            vec![
+                init(Claim::None),
+                Step::AddOffsets { txn: 0, epoch: EpochSel::Current, version: 2 },
+                add(&[0, 1], EpochSel::Current),
+                marker(2, false),
+                init(Claim::None),
+                Step::TxnCommit { txn: 0, epoch: EpochSel::Abs(0), parts: vec![0], version: 5 },
+            ],
+        ),
     ]
 }

@@ -56,12 +56,27 @@ pub struct GroupAdmin {
 
 /// A transaction marker for `__consumer_offsets` partition `offsets_partition` (eos-rules 59):
 /// pending transactional offsets of `producer_id` become visible (commit) or are dropped.
+/// TxnOffsetCommit, before the transaction coordinator is asked: the producer's epoch on the
+/// group's offsets partition (eos-rules 18). Ok(true): its transaction is open there already,
+/// the coordinator need not be asked.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct BeginTxnOffsetCommit {
+    pub group_id: String,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub reply: Reply<Result<bool, GroupError>>,
+}
+
 /// Answered with the marker's error code: 0 once the change is flushed to disk.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct CompleteTxnOffsets {
     pub offsets_partition: i32,
     pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub coordinator_epoch: i32,
+    pub txn_version: i8,
     pub commit: bool,
     pub reply: Reply<i16>,
 }

@@ -10,20 +10,45 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 
 use super::offset_commit::{send, unknown_partitions, Commit};
-use crate::actors::messages::OffsetCommit;
+use crate::actors::messages::{BeginTxnOffsetCommit, OffsetCommit};
 use crate::error_code::ResponseError;
 use crate::protocol::Session;
 use crate::store::coordinator_key::offsets_partition;
 use crate::store::group::{txn_commit_member, validate_group_id};
 use crate::store::txn::{txn_offset_commit_error, CONSUMER_OFFSETS_TOPIC};
+use tokio::sync::oneshot;
 
 /// eos-rules 58: is the group's offsets partition part of the transaction? (error code if not)
 async fn check_membership(s: &Session, version: i16, req: &TxnOffsetCommitRequest) -> i16 {
+    // eos-rules 18: the group coordinator checks the producer's epoch on the offsets partition
+    // first (Kafka's verification start on that partition), and says whether its transaction
+    // is already open there, in which case the transaction coordinator is not asked.
+    match begin(s, req).await {
+        Err(code) => return code,
+        Ok(true) => return 0,
+        Ok(false) => {}
+    }
     let id = req.transactional_id.0.to_string();
     let partitions = BTreeSet::from([(CONSUMER_OFFSETS_TOPIC.to_string(), offsets_partition(&req.group_id.0))]);
     // v5+ (TV2) adds the offsets partition; older versions verify it (eos-rules 58).
     let result = s.add_to_transaction(&id, req.producer_id.0, req.producer_epoch, partitions, version < 5).await;
     result.err().map_or(0, |e| txn_offset_commit_error(e, version))
+}
+
+async fn begin(s: &Session, req: &TxnOffsetCommitRequest) -> Result<bool, i16> {
+    let groups = s.group_coordinator(&req.group_id.0).map_err(|e| e.code())?;
+    let (tx, rx) = oneshot::channel();
+    let msg = BeginTxnOffsetCommit {
+        group_id: req.group_id.0.to_string(),
+        producer_id: req.producer_id.0,
+        producer_epoch: req.producer_epoch,
+        reply: tx,
+    };
+    groups.send(msg).await.map_err(|_| ResponseError::CoordinatorNotAvailable.code())?;
+    match rx.await {
+        Ok(answer) => answer.map_err(|e| e.code()),
+        Err(_) => Err(ResponseError::CoordinatorNotAvailable.code()),
+    }
 }
 
 pub async fn handle(s: Rc<Session>, version: i16, req: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse {

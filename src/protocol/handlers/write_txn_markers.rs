@@ -27,7 +27,7 @@ pub async fn handle(s: Rc<Session>, version: i16, markers: Vec<TxnMarker>) -> Wr
         mr.producer_id = ProducerId(m.producer_id);
         for t in &m.topics {
             if t.name == CONSUMER_OFFSETS_TOPIC {
-                mr.topics.push(offsets_markers(&s, &m, t).await);
+                mr.topics.push(offsets_markers(&s, version, &m, t).await);
                 continue;
             }
             let handle = s.topic(&t.name, false).await.ok();
@@ -71,7 +71,7 @@ pub async fn handle(s: Rc<Session>, version: i16, markers: Vec<TxnMarker>) -> Wr
 /// Markers for `__consumer_offsets` partitions: the transaction's offsets become visible (commit)
 /// or are dropped (abort) in the group coordinator, when this broker runs it; a coordinator on
 /// another broker is NOT_LEADER_OR_FOLLOWER, which the sending coordinator retries (eos-rules 50).
-async fn offsets_markers(s: &Session, m: &TxnMarker, t: &MarkerTopic) -> WritableTxnMarkerTopicResult {
+async fn offsets_markers(s: &Session, version: i16, m: &TxnMarker, t: &MarkerTopic) -> WritableTxnMarkerTopicResult {
     let mut tr = WritableTxnMarkerTopicResult::default();
     tr.name = TopicName(str_bytes(&t.name));
     for &p in &t.partitions {
@@ -84,6 +84,9 @@ async fn offsets_markers(s: &Session, m: &TxnMarker, t: &MarkerTopic) -> Writabl
                     let msg = CompleteTxnOffsets {
                         offsets_partition: p,
                         producer_id: m.producer_id,
+                        producer_epoch: m.producer_epoch,
+                        coordinator_epoch: m.coordinator_epoch,
+                        txn_version: marker_txn_version(version, m.transaction_version),
                         commit: m.commit,
                         reply: tx,
                     };

@@ -36,6 +36,7 @@ pub mod membership;
 pub mod migration;
 pub mod mixed;
 pub mod offsets;
+pub mod offsets_producers;
 pub mod rebalance;
 pub mod txn_commit;
 
@@ -89,6 +90,7 @@ group_errors! {
     UnstableOffsetCommit, "UNSTABLE_OFFSET_COMMIT";
     StaleMemberEpoch, "STALE_MEMBER_EPOCH";
     UnknownServerError, "UNKNOWN_SERVER_ERROR";
+    InvalidProducerEpoch, "INVALID_PRODUCER_EPOCH";
 }
 
 /// Wire code of an optional error (0 = NONE).
@@ -137,6 +139,9 @@ pub struct GroupConfig {
     pub consumer: consumer::ConsumerConfig,
     /// group.consumer.migration.policy
     pub migration_policy: MigrationPolicy,
+    /// producer.id.expiration.ms: how long the offsets partitions remember an idle producer
+    /// ([`offsets_producers`]).
+    pub producer_id_expiration_ms: i64,
 }
 
 impl Default for GroupConfig {
@@ -150,6 +155,7 @@ impl Default for GroupConfig {
             offsets_retention_ms: 7 * 24 * 3600 * 1000,
             consumer: consumer::ConsumerConfig::default(),
             migration_policy: MigrationPolicy::default(),
+            producer_id_expiration_ms: 86_400_000,
         }
     }
 }

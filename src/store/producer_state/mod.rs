@@ -460,26 +460,12 @@ impl ProducerStateTable {
         let Some(entry) = self.producers.get(&producer_id) else {
             return Ok(());
         };
-        let fenced = || ProducerStateError::InvalidProducerEpoch { got: marker_epoch, current: entry.epoch };
-        if txn_version >= TV2 {
-            // eos-rules 47: strictly greater, except the idempotent retry (no open transaction)
-            // and the epoch-exhaustion recovery marker at i16::MAX (KAFKA-20090).
-            let retry = marker_epoch == entry.epoch && entry.current_txn_first_offset.is_none();
-            if marker_epoch <= entry.epoch && !retry && marker_epoch != i16::MAX {
-                return Err(fenced());
-            }
-        } else if marker_epoch < entry.epoch {
-            // eos-rules 46: legacy markers need markerEpoch >= current.
-            return Err(fenced());
-        }
-        // eos-rules 48: an older coordinator is fenced.
-        if entry.coordinator_epoch > coordinator_epoch {
-            return Err(ProducerStateError::CoordinatorFenced {
-                got: coordinator_epoch,
-                current: entry.coordinator_epoch,
-            });
-        }
-        Ok(())
+        let floor = MarkerFloor {
+            epoch: entry.epoch,
+            coordinator_epoch: entry.coordinator_epoch,
+            txn_open: entry.current_txn_first_offset.is_some(),
+        };
+        check_marker_against(floor, marker_epoch, coordinator_epoch, txn_version)
     }
 
     /// Applies a marker written at `marker_offset` (eos-rules 49); returns the transaction it ended.
@@ -555,6 +541,42 @@ impl ProducerStateTable {
                 || e.batches.back().map(|b| b.last_offset >= log_start_offset).unwrap_or(true)
         });
     }
+}
+
+/// What the marker checks read of a producer's entry on a partition (this table's, or the
+/// group coordinator's for a `__consumer_offsets` partition).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MarkerFloor {
+    pub epoch: i16,
+    pub coordinator_epoch: i32,
+    /// A transaction of the producer is open on the partition.
+    pub txn_open: bool,
+}
+
+/// eos-rules 46-48 against a producer's entry: the marker's epoch, then its coordinator's epoch.
+pub fn check_marker_against(
+    floor: MarkerFloor,
+    marker_epoch: i16,
+    coordinator_epoch: i32,
+    txn_version: i8,
+) -> Result<(), ProducerStateError> {
+    let fenced = || ProducerStateError::InvalidProducerEpoch { got: marker_epoch, current: floor.epoch };
+    if txn_version >= TV2 {
+        // eos-rules 47: strictly greater, except the idempotent retry (no open transaction)
+        // and the epoch-exhaustion recovery marker at i16::MAX (KAFKA-20090).
+        let retry = marker_epoch == floor.epoch && !floor.txn_open;
+        if marker_epoch <= floor.epoch && !retry && marker_epoch != i16::MAX {
+            return Err(fenced());
+        }
+    } else if marker_epoch < floor.epoch {
+        // eos-rules 46: legacy markers need markerEpoch >= current.
+        return Err(fenced());
+    }
+    // eos-rules 48: an older coordinator is fenced.
+    if floor.coordinator_epoch > coordinator_epoch {
+        return Err(ProducerStateError::CoordinatorFenced { got: coordinator_epoch, current: floor.coordinator_epoch });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
