@@ -135,14 +135,14 @@ impl PartitionLeader {
 
     fn housekeeping(&mut self) {
         let now = now_ms();
-        let gone = self.partition.enforce_retention(now);
-        if !gone.is_empty() {
-            tracing::info!(partition = %self.name, segments = gone.len(), log_start = self.partition.log_start_offset(), "retention removed segments");
-            // Unlinking frees the blocks synchronously (seconds with discard): not on this thread.
+        if let Some(deletion) = self.partition.enforce_retention(now) {
+            let segments = deletion.segments().len();
+            tracing::info!(partition = %self.name, segments, log_start = deletion.log_start, "retention removed segments");
+            // The start is fsynced, then the files unlinked (which frees the blocks
+            // synchronously, seconds with discard): not on this thread.
             let name = self.name.clone();
             actix::spawn(async move {
-                let removed = tokio::task::spawn_blocking(move || crate::store::log::remove_segment_files(&gone)).await;
-                match removed {
+                match tokio::task::spawn_blocking(move || deletion.run()).await {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) => tracing::warn!(partition = %name, "retention: {e}"),
                     Err(e) => tracing::warn!(partition = %name, "retention: {e}"),

@@ -84,7 +84,7 @@ impl Apache {
                  transaction.state.log.replication.factor=1\ntransaction.state.log.min.isr=1\n\
                  transaction.state.log.num.partitions=50\n\
                  share.coordinator.state.topic.replication.factor=1\nshare.coordinator.state.topic.min.isr=1\n\
-                 group.initial.rebalance.delay.ms=0\nfile.delete.delay.ms=1000\n",
+                 group.initial.rebalance.delay.ms=0\nfile.delete.delay.ms=1000\nlog.retention.ms=-1\n",
                 logs.display()
             ),
         )

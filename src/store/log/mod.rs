@@ -424,23 +424,47 @@ impl Log {
         Ok(out)
     }
 
-    /// Takes whole non-active segments past the retention time or size out of the log (closing
-    /// their files) and returns their paths, for the caller to delete off the actor threads:
-    /// unlinking a large file frees its blocks synchronously. A crash before they are deleted
-    /// brings them back at recovery, and the next retention pass takes them again.
-    pub fn enforce_retention(&mut self, now_ms: i64) -> Vec<PathBuf> {
+    /// Takes whole segments past the retention time or size out of the log (closing their
+    /// files) and returns their paths, for the caller to delete off the actor threads: unlinking
+    /// a large file frees its blocks synchronously. As Kafka's UnifiedLog.deletableSegments: the
+    /// oldest first, only below the high watermark (the log start never passes it), and the
+    /// active segment too once it breaches the limits (not empty), after rolling a new empty one
+    /// at the log end: a log always has one, and an idle topic's old records expire like any.
+    /// The caller makes the log start durable before it deletes the files (a crash could
+    /// otherwise lose the new segment and reopen the log at offset 0); a crash before they are
+    /// deleted brings them back at recovery, and the next pass takes them again.
+    pub fn enforce_retention(&mut self, now_ms: i64, high_watermark: i64) -> Vec<PathBuf> {
         let mut removed = Vec::new();
-        while self.segments.len() > 1 {
+        loop {
             let total = self.size_bytes() as i64;
-            let Some((&base, oldest)) = self.segments.iter().next() else {
+            let end = self.next_offset();
+            let mut it = self.segments.iter();
+            let Some((&base, oldest)) = it.next() else {
                 break;
             };
+            let next_base = it.next().map(|(b, _)| *b);
             let too_old = self.config.retention_ms >= 0
                 && oldest.max_timestamp >= 0
                 && now_ms - oldest.max_timestamp > self.config.retention_ms;
             let too_big = self.config.retention_bytes >= 0 && total - oldest.size as i64 >= self.config.retention_bytes;
-            if !(too_old || too_big) {
+            let last_and_empty = next_base.is_none() && oldest.size == 0;
+            if !(too_old || too_big) || last_and_empty || high_watermark < next_base.unwrap_or(end) {
                 break;
+            }
+            if next_base.is_none() {
+                match Segment::create(&self.dir, end, &self.config.files) {
+                    Ok(next) => {
+                        self.segments.insert(end, Box::new(next));
+                        if !self.unsynced_dirs.contains(&self.dir) {
+                            self.unsynced_dirs.push(self.dir.clone());
+                        }
+                        self.start = self.start.max(end);
+                    }
+                    Err(e) => {
+                        tracing::warn!(dir = %self.dir.display(), "retention could not roll the active segment: {e}");
+                        break;
+                    }
+                }
             }
             if let Some(seg) = self.segments.remove(&base) {
                 removed.push(seg.detach());
@@ -448,17 +472,6 @@ impl Log {
         }
         removed
     }
-}
-
-/// Deletes segment files taken out of their log (retention); one already gone is fine.
-pub fn remove_segment_files(paths: &[PathBuf]) -> std::io::Result<()> {
-    for p in paths {
-        match std::fs::remove_file(p) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -668,7 +681,7 @@ mod tests {
         for i in 0..20 {
             log.append(rec(4, i)).unwrap();
         }
-        assert!(!log.enforce_retention(0).is_empty());
+        assert!(!log.enforce_retention(0, log.next_offset()).is_empty());
         assert!(log.log_start_offset() > 0);
         assert!(log.size_bytes() <= 400 + 200);
         let mut c = cfg(200);
@@ -678,8 +691,39 @@ mod tests {
         for _ in 0..10 {
             log.append(rec(4, 5)).unwrap();
         }
-        log.enforce_retention(2000);
-        assert_eq!(log.segments.len(), 1, "all but the active segment are past retention");
+        assert!(log.enforce_retention(2000, 0).is_empty(), "nothing at or above the high watermark goes");
+        let (end, before) = (log.next_offset(), log.segments.len());
+        assert!(before > 1);
+        assert_eq!(log.enforce_retention(2000, end).len(), before, "every segment, the active one too");
+        assert_eq!(log.segments.len(), 1, "a new empty active segment at the end");
+        assert_eq!((log.log_start_offset(), log.next_offset(), log.size_bytes()), (end, end, 0));
+        assert!(log.enforce_retention(1_000_000, end).is_empty(), "an empty active segment stays");
+    }
+
+    #[test]
+    fn retention_removes_an_old_active_segment_of_an_idle_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = cfg(1 << 20);
+        c.retention_ms = 1000;
+        let (mut log, _) = Log::open(dir.path(), c.clone()).unwrap();
+        for _ in 0..3 {
+            log.append(rec(2, 5)).unwrap();
+        }
+        assert_eq!(log.segments.len(), 1);
+        assert!(log.enforce_retention(1005, 6).is_empty(), "not yet past retention");
+        let gone = log.enforce_retention(2000, 6);
+        assert_eq!(gone.len(), 1);
+        assert_eq!((log.log_start_offset(), log.next_offset()), (6, 6));
+        // Offsets go on from the end, and the start survives a reopen once made durable.
+        log.persist_start().unwrap();
+        for p in &gone {
+            std::fs::remove_file(p).unwrap();
+        }
+        log.append(rec(1, 3000)).unwrap();
+        assert_eq!(log.next_offset(), 7);
+        drop(log);
+        let (log, _) = Log::open(dir.path(), c).unwrap();
+        assert_eq!((log.log_start_offset(), log.next_offset()), (6, 7));
     }
 
     #[test]
@@ -690,7 +734,7 @@ mod tests {
         assert!(matches!(log.append(rec(1, 1)), Err(LogError::Offline)));
         assert!(matches!(log.read(0, 1, 100), Err(LogError::Offline)));
         assert!(log.sync_handles().is_empty(), "an offline log has nothing to sync");
-        assert_eq!((log.next_offset(), log.log_start_offset(), log.enforce_retention(0).len()), (0, 0, 0));
+        assert_eq!((log.next_offset(), log.log_start_offset(), log.enforce_retention(0, 0).len()), (0, 0, 0));
         assert!(!part.exists());
     }
 

@@ -124,6 +124,16 @@ impl Deletion {
         Ok(())
     }
 
+    /// Retention's file work, in the same order.
+    pub fn retention(
+        log_start: i64,
+        start_file: Arc<LogStartFile>,
+        snapshot: Option<(PathBuf, Vec<u8>)>,
+        segments: Vec<PathBuf>,
+    ) -> Deletion {
+        Deletion { log_start, start_file, snapshot, segments }
+    }
+
     /// The segment files this deletion removes.
     pub fn segments(&self) -> &[PathBuf] {
         &self.segments

@@ -204,18 +204,32 @@ impl Partition {
         self.producers.begin_verification(producer_id, producer_epoch, base_sequence, tv2, now_ms)
     }
 
-    /// Retention: takes whole segments past the limits out of the log; producers and aborted
-    /// transactions that lay only in them go too. Returns the segments' files for the caller to
-    /// delete (`store::log::remove_segment_files`) off the actor threads.
-    pub fn enforce_retention(&mut self, now_ms: i64) -> Vec<std::path::PathBuf> {
-        let removed = self.log.enforce_retention(now_ms);
-        if !removed.is_empty() {
-            let start = self.log_start_offset();
-            self.producers.truncate_head(start);
-            self.txns.truncate_head(start);
-            self.producers_touched = true;
+    /// Retention: takes whole segments past the limits out of the log (below the high
+    /// watermark; the active one too, see `Log::enforce_retention`). As Kafka
+    /// (ProducerStateManager.onLogStartOffsetIncremented) the producers stay until they expire
+    /// (eos-rules 23): an idle idempotent producer whose records expired goes on at its next
+    /// sequence; only aborted transactions wholly below the new start go. Returns the file work
+    /// for a blocking thread (the new start made durable, the producer snapshot written, so the
+    /// producers the removed segments described survive a crash, then the files removed), None
+    /// when nothing went.
+    pub fn enforce_retention(&mut self, now_ms: i64) -> Option<Deletion> {
+        let removed = self.log.enforce_retention(now_ms, self.high_watermark);
+        if removed.is_empty() {
+            return None;
         }
-        removed
+        let start = self.log_start_offset();
+        self.txns.truncate_head(start);
+        let snapshot = match self.encode_snapshot() {
+            Ok((offset, bytes)) => {
+                self.mark_snapshot(offset);
+                Some((self.dir.join(snapshot::SNAPSHOT_FILE), bytes))
+            }
+            Err(e) => {
+                tracing::warn!(dir = %self.dir.display(), "retention: producer snapshot not encoded: {e}");
+                None
+            }
+        };
+        Some(Deletion::retention(start, self.log.start_file(), snapshot, removed))
     }
 
     /// eos-rules 23: idle producers without an open transaction expire.

@@ -532,15 +532,6 @@ impl ProducerStateTable {
         }
         before - self.producers.len()
     }
-
-    /// Drops producers whose every cached batch lies below `log_start_offset` (retention removed
-    /// the data they describe), keeping those with an open transaction.
-    pub fn truncate_head(&mut self, log_start_offset: i64) {
-        self.producers.retain(|_, e| {
-            e.current_txn_first_offset.is_some()
-                || e.batches.back().map(|b| b.last_offset >= log_start_offset).unwrap_or(true)
-        });
-    }
 }
 
 /// What the marker checks read of a producer's entry on a partition (this table's, or the
