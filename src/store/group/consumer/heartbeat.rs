@@ -219,6 +219,9 @@ impl ConsumerGroup {
         let subscription_changed = updated.subscribed_topic_names != member.subscribed_topic_names
             || updated.subscribed_topic_regex != member.subscribed_topic_regex
             || updated.server_assignor != member.server_assignor;
+        // A static member taking its instance's place keeps its predecessor's subscription and
+        // assignment: as Kafka, no group epoch bump unless the subscription changed.
+        let replacing = joining && req.instance_id.as_ref().is_some_and(|i| self.static_members.contains_key(i));
         if joining {
             if let Some(instance) = &req.instance_id {
                 // A static member replacing its earlier self: the earlier one goes.
@@ -233,14 +236,15 @@ impl ConsumerGroup {
             }
         }
         self.put_member(updated.clone());
-        if joining || subscription_changed {
+        let bump = (joining && !replacing) || subscription_changed;
+        if bump {
             self.group_epoch += 1;
         }
         // Subscribed topics changed in the metadata: bumps the group epoch.
         let metadata = self.subscription_metadata(image);
         if metadata != self.subscribed_metadata {
             self.subscribed_metadata = metadata;
-            if !(joining || subscription_changed) {
+            if !bump {
                 self.group_epoch += 1;
             }
         }

@@ -361,9 +361,28 @@ fn static_member_instance_held_by_another_is_unreleased_instance_id() {
     let mut leave = beat("a", LEAVE_STATIC_EPOCH, &Assignment::new());
     leave.instance_id = Some("i".into());
     assert_eq!(hb(&mut g, 1, leave).unwrap().member_epoch, -2);
+    let epoch = g.consumer_group("g").unwrap().group_epoch();
     let r = hb(&mut g, 2, b).unwrap();
     assert_eq!(parts(&r.assignment), BTreeSet::from([0, 1]));
     assert!(g.consumer_group("g").unwrap().member("a").is_none());
+    // Same subscription: no group epoch bump, the replacement gets a's epoch and assignment.
+    assert_eq!((g.consumer_group("g").unwrap().group_epoch(), r.member_epoch), (epoch, epoch));
+}
+
+#[test]
+fn static_replacement_with_another_subscription_bumps_the_group_epoch() {
+    let mut g = groups(2);
+    let mut a = join("a", &["t"]);
+    a.instance_id = Some("i".into());
+    hb(&mut g, 0, a).unwrap();
+    let mut leave = beat("a", LEAVE_STATIC_EPOCH, &Assignment::new());
+    leave.instance_id = Some("i".into());
+    hb(&mut g, 1, leave).unwrap();
+    let epoch = g.consumer_group("g").unwrap().group_epoch();
+    let mut b = join("b", &["t", "u"]);
+    b.instance_id = Some("i".into());
+    hb(&mut g, 2, b).unwrap();
+    assert_eq!(g.consumer_group("g").unwrap().group_epoch(), epoch + 1);
 }
 
 #[test]
