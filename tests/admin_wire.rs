@@ -376,8 +376,12 @@ fn describe_broker(c: &mut Client, name: &str) -> BrokerView {
     let mut req = DescribeConfigsRequest::default();
     req.resources = vec![r];
     req.include_synonyms = true;
+    req.include_documentation = true;
     let resp: DescribeConfigsResponse = c.call(ApiKey::DescribeConfigs, 4, req);
     let res = &resp.results[0];
+    for e in &res.configs {
+        assert!(e.documentation.as_ref().is_some_and(|d| !d.is_empty()), "{} has documentation", e.name.as_str());
+    }
     let configs = res
         .configs
         .iter()

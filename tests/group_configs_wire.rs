@@ -25,7 +25,11 @@ fn describe(c: &mut common::Client, name: &str) -> describe_configs_response::De
     let mut req = DescribeConfigsRequest::default();
     req.resources = vec![r];
     req.include_synonyms = true;
+    req.include_documentation = true;
     let mut resp: DescribeConfigsResponse = c.call(ApiKey::DescribeConfigs, 4, req);
+    for e in &resp.results[0].configs {
+        assert!(e.documentation.as_ref().is_some_and(|d| !d.is_empty()), "{} has documentation", e.name.as_str());
+    }
     resp.results.remove(0)
 }
 

@@ -35,6 +35,27 @@ pub struct GroupEntry {
     pub default: Option<String>,
 }
 
+/// The documentation DescribeConfigs gives a group config: what it means on kaas.
+pub fn group_doc(name: &str) -> &'static str {
+    match name {
+        SESSION_TIMEOUT => "A consumer-protocol member of this group without a heartbeat for this long is removed.",
+        HEARTBEAT_INTERVAL => "How often a consumer-protocol member of this group is told to heartbeat.",
+        "consumer.assignment.interval.ms" => {
+            "kaas computes a consumer group's assignment at once, on the heartbeat that needs it."
+        }
+        "errors.deadletterqueue.topic.name" | "errors.deadletterqueue.copy.record.enable" => {
+            "For streams groups' dead letter queue; kaas serves no streams groups."
+        }
+        n if n.starts_with("share.") => {
+            "For share groups (KIP-932); kaas serves no share groups, so this is Kafka's default."
+        }
+        n if n.starts_with("streams.") => {
+            "For streams groups (KIP-1071); kaas serves no streams groups, so this is Kafka's default."
+        }
+        _ => "",
+    }
+}
+
 /// Kafka's ConfigSource.GROUP_CONFIG: a value set on the group.
 pub const SOURCE_GROUP: i8 = 8;
 

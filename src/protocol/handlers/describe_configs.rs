@@ -20,7 +20,7 @@ use crate::store::broker_config::{describe_broker, BrokerEntry};
 use crate::store::config_resources::{
     describe_target, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_CLIENT_METRICS, RESOURCE_GROUP, RESOURCE_TOPIC,
 };
-use crate::store::group_config::{describe_group, GroupDefaults, GroupEntry, GroupOverrides};
+use crate::store::group_config::{describe_group, group_doc, GroupDefaults, GroupEntry, GroupOverrides};
 use crate::store::group_config_store;
 use crate::store::topic_config::describe::SOURCE_DEFAULT;
 use crate::store::topic_config::describe::{describe_topic, internal_topic_configs, Described, Synonym};
@@ -71,14 +71,18 @@ fn broker_settings(st: &Settings) -> BTreeMap<&'static str, String> {
     ])
 }
 
-/// One broker config: read-only (kaas changes none at runtime), its type from v3.
-fn broker_entry(e: BrokerEntry, synonyms: bool, version: i16) -> DescribeConfigsResourceResult {
+/// One broker config: read-only (kaas changes none at runtime), its type and, when asked for,
+/// its documentation from v3.
+fn broker_entry(e: BrokerEntry, synonyms: bool, documentation: bool, version: i16) -> DescribeConfigsResourceResult {
     let mut out = entry(e.name, &e.value, e.source, true);
     if synonyms {
         out.synonyms = synonyms_of(e.synonyms);
     }
     if version >= 3 {
         out.config_type = e.config_type;
+        if documentation {
+            out.documentation = Some(str_bytes(e.doc));
+        }
     }
     out
 }
@@ -143,7 +147,7 @@ async fn group_overrides(s: &Session, name: &str) -> Option<GroupOverrides> {
 
 /// One group config: not read-only (Kafka can change it), its synonyms when asked for (as
 /// Kafka's createGroupConfigEntry: the group's value, then the broker's), its type from v3.
-fn group_entry(e: GroupEntry, synonyms: bool, version: i16) -> DescribeConfigsResourceResult {
+fn group_entry(e: GroupEntry, synonyms: bool, documentation: bool, version: i16) -> DescribeConfigsResourceResult {
     let mut out = DescribeConfigsResourceResult::default();
     out.name = str_bytes(e.name);
     out.value = e.value.as_deref().map(str_bytes);
@@ -165,6 +169,9 @@ fn group_entry(e: GroupEntry, synonyms: bool, version: i16) -> DescribeConfigsRe
     }
     if version >= 3 {
         out.config_type = e.config_type;
+        if documentation {
+            out.documentation = Some(str_bytes(group_doc(e.name)));
+        }
     }
     out
 }
@@ -222,7 +229,7 @@ pub async fn handle(s: Rc<Session>, version: i16, req: DescribeConfigsRequest) -
                 Ok(Some(())) => {
                     for e in describe_broker(&broker_settings(st)) {
                         if wanted(&res.configuration_keys, e.name) {
-                            r.configs.push(broker_entry(e, req.include_synonyms, version));
+                            r.configs.push(broker_entry(e, req.include_synonyms, req.include_documentation, version));
                         }
                     }
                 }
@@ -240,7 +247,7 @@ pub async fn handle(s: Rc<Session>, version: i16, req: DescribeConfigsRequest) -
             ) {
                 Ok(entries) => {
                     for e in entries.into_iter().filter(|e| wanted(&res.configuration_keys, e.name)) {
-                        r.configs.push(group_entry(e, req.include_synonyms, version));
+                        r.configs.push(group_entry(e, req.include_synonyms, req.include_documentation, version));
                     }
                 }
                 Err(e) => {
