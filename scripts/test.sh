@@ -72,5 +72,5 @@ step "fuzz targets, 45 s each (scripts/fuzz.sh SECONDS for a long run)"
 ./scripts/fuzz.sh 45
 
 # ---- differential conformance against Apache Kafka 4.4 (issue I; tests/conformance/README.md) ----
-step "conformance: ${CONFORMANCE_SEEDS:=200} random sequences per transaction version against Apache Kafka 4.4 (scripts/conformance.sh N for a long run)"
+step "conformance: ${CONFORMANCE_SEEDS:=500} random sequences per transaction version against Apache Kafka 4.4 (scripts/conformance.sh N for a long run)"
 CONFORMANCE_SEEDS="$CONFORMANCE_SEEDS" cargo test --release --locked --test conformance -- --nocapture
