@@ -54,8 +54,6 @@ pub struct GroupAdmin {
     pub reply: Reply<GroupAdminAnswer>,
 }
 
-/// A transaction marker for `__consumer_offsets` partition `offsets_partition` (eos-rules 59):
-/// pending transactional offsets of `producer_id` become visible (commit) or are dropped.
 /// TxnOffsetCommit, before the transaction coordinator is asked: the producer's epoch on the
 /// group's offsets partition (eos-rules 18). Ok(true): its transaction is open there already,
 /// the coordinator need not be asked.
@@ -68,7 +66,10 @@ pub struct BeginTxnOffsetCommit {
     pub reply: Reply<Result<bool, GroupError>>,
 }
 
-/// Answered with the marker's error code: 0 once the change is flushed to disk.
+/// A transaction marker for `__consumer_offsets` partition `offsets_partition` (eos-rules 59):
+/// pending transactional offsets of `producer_id` become visible (commit) or are dropped, once
+/// the marker passed the producer's checks there (eos-rules 46-48). Answered with the marker's
+/// error code: 0 once the change is flushed to disk.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct CompleteTxnOffsets {

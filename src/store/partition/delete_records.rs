@@ -124,16 +124,6 @@ impl Deletion {
         Ok(())
     }
 
-    /// Retention's file work, in the same order.
-    pub fn retention(
-        log_start: i64,
-        start_file: Arc<LogStartFile>,
-        snapshot: Option<(PathBuf, Vec<u8>)>,
-        segments: Vec<PathBuf>,
-    ) -> Deletion {
-        Deletion { log_start, start_file, snapshot, segments }
-    }
-
     /// The segment files this deletion removes.
     pub fn segments(&self) -> &[PathBuf] {
         &self.segments
@@ -149,20 +139,30 @@ impl Partition {
         }
         let current = self.log_start_offset();
         let start = new_log_start(requested, current, self.high_watermark)?;
-        let start_file = self.log.start_file();
         if start == current {
-            return Ok(Deletion { log_start: start, start_file, snapshot: None, segments: Vec::new() });
+            return Ok(Deletion {
+                log_start: start,
+                start_file: self.log.start_file(),
+                snapshot: None,
+                segments: Vec::new(),
+            });
         }
         // Encoded before anything changes: a failure leaves the partition as it was.
-        let (offset, bytes) = self.encode_snapshot()?;
+        let encoded = self.encode_snapshot()?;
         let segments = self.log.advance_start(start);
-        // Aborted transactions that ended below the start overlap no read any more.
+        Ok(self.deletion(start, segments, Some(encoded)))
+    }
+
+    /// The file work once the log start moved to `start` and `segments` left the log
+    /// (DeleteRecords or retention): aborted transactions that ended below the start overlap no
+    /// read any more; the producer snapshot `encoded` (offset, bytes) goes with it when files go.
+    pub(super) fn deletion(&mut self, start: i64, segments: Vec<PathBuf>, encoded: Option<(i64, Vec<u8>)>) -> Deletion {
         self.txns.truncate_head(start);
-        let snapshot = (!segments.is_empty()).then(|| (self.dir.join(SNAPSHOT_FILE), bytes));
-        if snapshot.is_some() {
+        let snapshot = encoded.filter(|_| !segments.is_empty()).map(|(offset, bytes)| {
             self.mark_snapshot(offset);
-        }
-        Ok(Deletion { log_start: start, start_file, snapshot, segments })
+            (self.dir.join(SNAPSHOT_FILE), bytes)
+        });
+        Deletion { log_start: start, start_file: self.log.start_file(), snapshot, segments }
     }
 }
 

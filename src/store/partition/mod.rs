@@ -217,19 +217,11 @@ impl Partition {
         if removed.is_empty() {
             return None;
         }
-        let start = self.log_start_offset();
-        self.txns.truncate_head(start);
-        let snapshot = match self.encode_snapshot() {
-            Ok((offset, bytes)) => {
-                self.mark_snapshot(offset);
-                Some((self.dir.join(snapshot::SNAPSHOT_FILE), bytes))
-            }
-            Err(e) => {
-                tracing::warn!(dir = %self.dir.display(), "retention: producer snapshot not encoded: {e}");
-                None
-            }
-        };
-        Some(Deletion::retention(start, self.log.start_file(), snapshot, removed))
+        let encoded = self
+            .encode_snapshot()
+            .map_err(|e| tracing::warn!(dir = %self.dir.display(), "retention: producer snapshot not encoded: {e}"))
+            .ok();
+        Some(self.deletion(self.log_start_offset(), removed, encoded))
     }
 
     /// eos-rules 23: idle producers without an open transaction expire.

@@ -165,6 +165,32 @@ fn rule_19_duplicate_sequence_answers_with_the_original_offset() {
 }
 
 #[test]
+fn rule_23_retention_keeps_producers_until_they_expire() {
+    let (dir, mut p) = open();
+    p.set_log_config(LogConfig { retention_ms: 100, ..config() });
+    appended_at(produce(&mut p, idempotent(0, 0, 3), Verified::No));
+    assert!(p.enforce_retention(NOW + 1000).is_none(), "nothing above the high watermark goes");
+    sync(&mut p);
+    // The batch is stamped 1 s before: the active segment goes, the start moves on.
+    let deletion = p.enforce_retention(NOW + 1000).expect("the expired segment goes");
+    assert_eq!((deletion.log_start, deletion.segments().len()), (3, 1));
+    deletion.run().unwrap();
+    // The producer stays: a retry is still a duplicate, its next sequence is taken.
+    match produce(&mut p, idempotent(0, 0, 3), Verified::No) {
+        Ok(Produced::Duplicate(m)) => assert_eq!((m.first_offset, m.last_offset), (0, 2)),
+        other => panic!("expected a duplicate, got {other:?}"),
+    }
+    assert_eq!(appended_at(produce(&mut p, idempotent(0, 3, 1), Verified::No)), 3);
+    // The snapshot written with the deletion brings it back after a reopen.
+    sync(&mut p);
+    drop(p);
+    let mut p = reopen(&dir);
+    assert_eq!(appended_at(produce(&mut p, idempotent(0, 4, 1), Verified::No)), 4);
+    // Only expiry forgets it.
+    assert_eq!(p.expire_producers(NOW + 1_000_000, 1000), 1);
+}
+
+#[test]
 fn rule_26_plain_batch_during_open_transaction_is_invalid_txn_state() {
     let (_dir, mut p) = open();
     open_txn(&mut p, 0, 1);
