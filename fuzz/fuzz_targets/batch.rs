@@ -116,13 +116,11 @@ enum Op {
     Marker { pid: Pid, epoch: i16, coordinator_epoch: i32, txn_version: i8, commit: bool },
     Fence { pid: Pid, epoch: i16 },
     Expire { advance_ms: u32, expiration_ms: i64 },
-    TruncateHead { keep_from_end: u16 },
     Snapshot,
 }
 
 struct Partition {
     producers: ProducerStateTable,
-    log_start: i64,
     log_end: i64,
     now_ms: i64,
     last_guard: Option<u64>,
@@ -209,10 +207,6 @@ impl Partition {
                 self.now_ms += *advance_ms as i64;
                 self.producers.expire(self.now_ms, *expiration_ms);
             }
-            Op::TruncateHead { keep_from_end } => {
-                self.log_start = (self.log_end - *keep_from_end as i64).max(self.log_start);
-                self.producers.truncate_head(self.log_start);
-            }
             Op::Snapshot => {
                 let bytes = serde_json::to_vec(&self.producers).expect("the producer state serializes");
                 let back: ProducerStateTable = serde_json::from_slice(&bytes).expect("the snapshot reads back");
@@ -236,7 +230,6 @@ impl Partition {
 fuzz_target!(|data: &[u8]| {
     let mut p = Partition {
         producers: ProducerStateTable::new(),
-        log_start: 0,
         log_end: 0,
         now_ms: 1_700_000_000_000,
         last_guard: None,
