@@ -140,14 +140,7 @@ impl PartitionLeader {
             tracing::info!(partition = %self.name, segments, log_start = deletion.log_start, "retention removed segments");
             // The start is fsynced, then the files unlinked (which frees the blocks
             // synchronously, seconds with discard): not on this thread.
-            let name = self.name.clone();
-            actix::spawn(async move {
-                match tokio::task::spawn_blocking(move || deletion.run()).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => tracing::warn!(partition = %name, "retention: {e}"),
-                    Err(e) => tracing::warn!(partition = %name, "retention: {e}"),
-                }
-            });
+            spawn_file_work(self.name.clone(), "retention", move || deletion.run());
         }
         self.partition.expire_producers(now, self.producer_expiration_ms);
         self.report_producers();
@@ -155,11 +148,37 @@ impl PartitionLeader {
         if let Err(e) = self.partition.checkpoint_recovery_point(self.partition.high_watermark()) {
             tracing::warn!(partition = %self.name, "recovery point not written: {e}");
         }
-        // Bound the replay after a crash: snapshot the producer state when the log moved.
-        if let Some(Err(e)) = self.partition.snapshot_if_changed() {
-            tracing::warn!(partition = %self.name, "{e}");
+        // Bound the replay after a crash: snapshot the producer state when the log moved. A
+        // durable one (the log start has moved) is fsynced: not on this thread.
+        match self.partition.snapshot_if_changed() {
+            None => {}
+            Some(Err(e)) => tracing::warn!(partition = %self.name, "{e}"),
+            Some(Ok(write)) if write.is_durable() => {
+                spawn_file_work(self.name.clone(), "producer snapshot not written", move || write.run());
+            }
+            Some(Ok(write)) => {
+                if let Err(e) = write.run() {
+                    tracing::warn!(partition = %self.name, "producer snapshot not written: {e}");
+                }
+            }
         }
     }
+}
+
+/// Runs file work that fsyncs or unlinks on the blocking pool (never on the partition's thread),
+/// logging a failure as `what`.
+fn spawn_file_work<E, F>(name: String, what: &'static str, work: F)
+where
+    E: std::fmt::Display + Send + 'static,
+    F: FnOnce() -> Result<(), E> + Send + 'static,
+{
+    actix::spawn(async move {
+        match tokio::task::spawn_blocking(work).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(partition = %name, "{what}: {e}"),
+            Err(e) => tracing::warn!(partition = %name, "{what}: {e}"),
+        }
+    });
 }
 
 impl Actor for PartitionLeader {

@@ -55,6 +55,12 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
+/// Makes a file written without fsync durable after the fact: its data, then its name.
+pub fn sync_file_and_dir(path: &Path) -> io::Result<()> {
+    File::open(path)?.sync_all()?;
+    sync_dir(path.parent().unwrap_or(Path::new(".")))
+}
+
 /// Opens a sled database durably: its directory's entry and the entries sled creates in it
 /// (`db`, `conf`) are synced. Returns the database and its `db` file for `flush_sled`.
 pub fn open_sled(dir: &Path) -> Result<(sled::Db, File), String> {

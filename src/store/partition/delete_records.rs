@@ -12,8 +12,7 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
-use super::snapshot::SNAPSHOT_FILE;
-use super::{Partition, SnapshotError};
+use super::{Partition, SnapshotError, SnapshotWrite};
 use crate::error_code::ResponseError;
 use crate::store::log::start_offset::LogStartFile;
 
@@ -104,7 +103,7 @@ pub enum DeletionError {
 pub struct Deletion {
     pub log_start: i64,
     start_file: Arc<LogStartFile>,
-    snapshot: Option<(PathBuf, Vec<u8>)>,
+    snapshot: Option<SnapshotWrite>,
     segments: Vec<PathBuf>,
 }
 
@@ -112,8 +111,8 @@ impl Deletion {
     /// Blocks on fsync and unlink: run it off the actor threads.
     pub fn run(self) -> Result<(), DeletionError> {
         self.start_file.persist(self.log_start).map_err(DeletionError::NotDurable)?;
-        if let Some((path, bytes)) = &self.snapshot {
-            crate::store::topics::write_atomic(path, bytes).map_err(DeletionError::Cleanup)?;
+        if let Some(snapshot) = self.snapshot {
+            snapshot.run().map_err(DeletionError::Cleanup)?;
         }
         for p in &self.segments {
             match std::fs::remove_file(p) {
@@ -148,7 +147,7 @@ impl Partition {
             });
         }
         // Encoded before anything changes: a failure leaves the partition as it was.
-        let encoded = self.encode_snapshot()?;
+        let encoded = self.encode_snapshot(true)?;
         let segments = self.log.advance_start(start);
         Ok(self.deletion(start, segments, Some(encoded)))
     }
@@ -156,12 +155,9 @@ impl Partition {
     /// The file work once the log start moved to `start` and `segments` left the log
     /// (DeleteRecords or retention): aborted transactions that ended below the start overlap no
     /// read any more; the producer snapshot `encoded` (offset, bytes) goes with it when files go.
-    pub(super) fn deletion(&mut self, start: i64, segments: Vec<PathBuf>, encoded: Option<(i64, Vec<u8>)>) -> Deletion {
+    pub(super) fn deletion(&mut self, start: i64, segments: Vec<PathBuf>, encoded: Option<SnapshotWrite>) -> Deletion {
         self.txns.truncate_head(start);
-        let snapshot = encoded.filter(|_| !segments.is_empty()).map(|(offset, bytes)| {
-            self.mark_snapshot(offset);
-            (self.dir.join(SNAPSHOT_FILE), bytes)
-        });
+        let snapshot = encoded.filter(|_| !segments.is_empty());
         Deletion { log_start: start, start_file: self.log.start_file(), snapshot, segments }
     }
 }

@@ -233,3 +233,40 @@ fn list_offsets_by_time_never_answers_below_the_log_start() {
     assert_eq!(p.list_offset(23, 0).unwrap(), (7, 23));
     assert_eq!(p.list_offset(31, 0).unwrap(), (9, 31));
 }
+
+#[test]
+fn deletions_finishing_out_of_order_leave_the_later_producer_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = open(&dir);
+    three_batches(&mut p, 4);
+    let first = p.delete_records_before(4).unwrap();
+    // Another producer writes after the first deletion's snapshot; a second deletion takes its
+    // only batch (every batch has its own segment here) and runs before the first finishes.
+    let other = || Spec { producer_id: PID + 1, producer_epoch: 0, base_sequence: 0, records: 2, ..Spec::default() };
+    produce(&mut p, other()).unwrap();
+    produce(&mut p, idempotent(12, 1)).unwrap();
+    let end = p.log_end_offset();
+    p.advance_high_watermark(end);
+    let second = p.delete_records_before(14).unwrap();
+    assert_eq!(second.segments().len(), 3);
+    second.run().unwrap();
+    first.run().unwrap();
+    drop(p);
+    let mut p = open(&dir);
+    assert_eq!(p.log_start_offset(), 14);
+    // The second deletion's snapshot stayed: the other producer is known, its retry a duplicate.
+    assert!(matches!(produce(&mut p, other()), Ok(Produced::Duplicate(m)) if m.first_offset == 12));
+}
+
+#[test]
+fn once_the_log_start_moved_every_producer_snapshot_is_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = open(&dir);
+    three_batches(&mut p, 4);
+    assert!(!p.snapshot_if_changed().unwrap().unwrap().is_durable(), "nothing relies on it yet");
+    p.delete_records_before(4).unwrap().run().unwrap();
+    produce(&mut p, idempotent(12, 1)).unwrap();
+    // The deleted segment's producers are only in the snapshot now: a newer one must not be a
+    // file a power loss can empty.
+    assert!(p.snapshot_if_changed().unwrap().unwrap().is_durable());
+}

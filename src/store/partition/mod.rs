@@ -14,6 +14,7 @@ mod txn_index;
 mod tests;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use thiserror::Error;
 
@@ -25,7 +26,8 @@ use crate::store::records::RecordsError;
 pub use delete_records::{check_cleanup_policy, check_not_internal, DeleteRecordsError, Deletion, DeletionError};
 pub use offsets::Fetched;
 pub use produce::{check_parsed_partition_data, check_partition_data, check_request, Produced};
-pub use snapshot::SnapshotError;
+use snapshot::SnapshotFile;
+pub use snapshot::{SnapshotError, SnapshotWrite};
 pub use txn_index::{marker_txn_version, TxnIndex};
 
 /// Why a partition refused a request.
@@ -100,6 +102,9 @@ pub struct Partition {
     /// The producer state changed since the last snapshot without the log moving (a fence,
     /// expiry, retention).
     producers_touched: bool,
+    /// Where snapshots go, and the generation of the last one encoded (see `SnapshotFile`).
+    snapshot_file: Arc<SnapshotFile>,
+    snapshot_generation: u64,
 }
 
 impl Partition {
@@ -118,7 +123,6 @@ impl Partition {
     pub fn offline(dir: PathBuf, log_config: LogConfig) -> Partition {
         Partition {
             log: Log::offline(&dir, log_config),
-            dir,
             producers: ProducerStateTable::new(),
             txns: TxnIndex::default(),
             high_watermark: 0,
@@ -126,6 +130,9 @@ impl Partition {
             snapshot_offset: 0,
             snapshot_size: 0,
             producers_touched: false,
+            snapshot_file: SnapshotFile::new(&dir),
+            snapshot_generation: 0,
+            dir,
         }
     }
 
@@ -217,8 +224,9 @@ impl Partition {
         if removed.is_empty() {
             return None;
         }
+        // Durable: the removed segments' producers are then only in the snapshot.
         let encoded = self
-            .encode_snapshot()
+            .encode_snapshot(true)
             .map_err(|e| tracing::warn!(dir = %self.dir.display(), "retention: producer snapshot not encoded: {e}"))
             .ok();
         Some(self.deletion(self.log_start_offset(), removed, encoded))

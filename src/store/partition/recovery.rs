@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::snapshot::read_snapshot;
+use super::snapshot::{read_snapshot, SnapshotFile};
 use super::{Partition, TxnIndex};
 use crate::store::control;
 use crate::store::log::{Log, LogConfig, LogError, RecoveryInfo};
@@ -44,6 +44,8 @@ impl Partition {
         // power loss after an earlier crash could still take back what sits in the page cache.
         let snapshot_size = if from == end { log.size_bytes() } else { 0 };
         let partition = Partition {
+            snapshot_file: SnapshotFile::new(&dir),
+            snapshot_generation: 0,
             dir,
             log,
             producers,

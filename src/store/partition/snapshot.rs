@@ -1,14 +1,20 @@
 //! Producer-state snapshots: the producer table and the aborted-transaction index as of a log
 //! offset, so recovery replays only the log tail after it.
+//!
+//! Snapshots are encoded on the partition's thread and written there (the common case) or on
+//! the blocking pool (when durable: a deletion, or any snapshot of a log whose start has moved).
+//! `SnapshotFile` orders those writes: one encoded later is never replaced by one encoded
+//! earlier, whichever thread finishes last.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use super::Partition;
 use crate::store::producer_state::{CompletedTxn, ProducerStateTable};
-use crate::store::topics::write_replace;
+use crate::store::topics::{write_atomic, write_replace};
 
 pub const SNAPSHOT_FILE: &str = "producer-state.json";
 
@@ -37,28 +43,103 @@ pub(super) fn read_snapshot(dir: &Path) -> Option<Snapshot> {
     std::fs::read(dir.join(SNAPSHOT_FILE)).ok().and_then(|b| serde_json::from_slice(&b).ok())
 }
 
-impl Partition {
-    /// Snapshots the producer state as of the log end. Not fsynced: a lost or empty snapshot
-    /// only makes recovery replay more of the log (an unreadable one is ignored).
-    pub fn write_snapshot(&mut self) -> Result<(), SnapshotError> {
-        let (offset, bytes) = self.encode_snapshot()?;
-        write_replace(&self.dir.join(SNAPSHOT_FILE), &bytes)?;
-        self.mark_snapshot(offset);
+/// One partition's snapshot file, shared with the blocking threads that write it.
+#[derive(Debug)]
+pub struct SnapshotFile {
+    path: PathBuf,
+    written: Mutex<Written>,
+}
+
+/// What the file holds: the generation it was encoded as (0: none written by this process)
+/// and whether it is durable.
+#[derive(Debug, Default)]
+struct Written {
+    generation: u64,
+    durable: bool,
+}
+
+impl SnapshotFile {
+    pub(super) fn new(dir: &Path) -> Arc<SnapshotFile> {
+        Arc::new(SnapshotFile { path: dir.join(SNAPSHOT_FILE), written: Mutex::new(Written::default()) })
+    }
+
+    /// Writes `bytes`, encoded as `generation`, unless a later generation is there already: a
+    /// deletion still running on the blocking pool must not put back the producers of an
+    /// earlier log end over a snapshot taken after a later deletion removed the segments that
+    /// describe them. A durable write that finds a later one there makes that one durable
+    /// instead, so the deletion relying on it may unlink its segments.
+    fn write(&self, generation: u64, bytes: &[u8], durable: bool) -> std::io::Result<()> {
+        // A poisoned lock only means another write panicked: the value it guards is still right.
+        let mut written = self.written.lock().unwrap_or_else(|p| p.into_inner());
+        if generation <= written.generation {
+            if durable && !written.durable {
+                crate::store::durable::sync_file_and_dir(&self.path)?;
+                written.durable = true;
+            }
+            return Ok(());
+        }
+        if durable {
+            write_atomic(&self.path, bytes)?;
+        } else {
+            write_replace(&self.path, bytes)?;
+        }
+        *written = Written { generation, durable };
         Ok(())
     }
+}
 
-    /// The snapshot as of the log end, encoded, and that offset.
-    pub(super) fn encode_snapshot(&self) -> Result<(i64, Vec<u8>), SnapshotError> {
-        let offset = self.log.next_offset();
-        let snap = Snapshot { offset, table: self.producers.clone(), aborted: self.txns.aborted().to_vec() };
-        Ok((offset, serde_json::to_vec(&snap)?))
+/// One encoded snapshot, to be written where its caller may block (see `run`).
+#[derive(Debug)]
+pub struct SnapshotWrite {
+    file: Arc<SnapshotFile>,
+    generation: u64,
+    bytes: Vec<u8>,
+    durable: bool,
+}
+
+impl SnapshotWrite {
+    /// Whether `run` fsyncs (then it belongs on a blocking thread).
+    pub fn is_durable(&self) -> bool {
+        self.durable
     }
 
-    /// A snapshot as of `offset` (the log end) is being written.
-    pub(super) fn mark_snapshot(&mut self, offset: i64) {
+    pub fn run(self) -> std::io::Result<()> {
+        self.file.write(self.generation, &self.bytes, self.durable)
+    }
+}
+
+impl Partition {
+    /// Snapshots the producer state as of the log end and writes it here, fsyncing when the
+    /// snapshot must be durable (see `encode_snapshot`).
+    pub fn write_snapshot(&mut self) -> Result<(), SnapshotError> {
+        Ok(self.snapshot()?.run()?)
+    }
+
+    /// The producer state as of the log end, encoded and marked as the last snapshot; the
+    /// caller writes it. Durable once the log start has moved (DeleteRecords, retention): the
+    /// producers the removed segments described are then only in the snapshot, so a newer one
+    /// must not replace it with a file a power loss can empty. Before that, losing or finding
+    /// an empty snapshot only makes recovery replay more of the log.
+    pub fn snapshot(&mut self) -> Result<SnapshotWrite, SnapshotError> {
+        let durable = self.log_start_offset() > 0;
+        self.encode_snapshot(durable)
+    }
+
+    /// The snapshot as of the log end, encoded and marked.
+    pub(super) fn encode_snapshot(&mut self, durable: bool) -> Result<SnapshotWrite, SnapshotError> {
+        let offset = self.log.next_offset();
+        let snap = Snapshot { offset, table: self.producers.clone(), aborted: self.txns.aborted().to_vec() };
+        let bytes = serde_json::to_vec(&snap)?;
+        self.snapshot_generation += 1;
         self.snapshot_offset = offset;
         self.snapshot_size = self.log.size_bytes();
         self.producers_touched = false;
+        Ok(SnapshotWrite {
+            file: Arc::clone(&self.snapshot_file),
+            generation: self.snapshot_generation,
+            bytes,
+            durable,
+        })
     }
 
     /// At a clean stop, after the final fsync: the recovery point and the producer snapshot are
@@ -76,9 +157,41 @@ impl Partition {
         Ok(())
     }
 
-    /// Bounds the replay after a crash: snapshots only when the log moved or the producer state
-    /// changed since the last one (a broker stopping with 100,000 idle partitions writes none).
-    pub fn snapshot_if_changed(&mut self) -> Option<Result<(), SnapshotError>> {
-        (self.log.next_offset() != self.snapshot_offset || self.producers_touched).then(|| self.write_snapshot())
+    /// Bounds the replay after a crash: a snapshot to write only when the log moved or the
+    /// producer state changed since the last one (a broker stopping with 100,000 idle
+    /// partitions writes none).
+    pub fn snapshot_if_changed(&mut self) -> Option<Result<SnapshotWrite, SnapshotError>> {
+        (self.log.next_offset() != self.snapshot_offset || self.producers_touched).then(|| self.snapshot())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot_at(offset: i64) -> Vec<u8> {
+        serde_json::to_vec(&Snapshot { offset, table: ProducerStateTable::new(), aborted: Vec::new() }).unwrap()
+    }
+
+    #[test]
+    fn a_snapshot_encoded_earlier_never_replaces_one_encoded_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = SnapshotFile::new(dir.path());
+        file.write(2, &snapshot_at(20), true).unwrap();
+        // The earlier deletion's write finishes last: the later snapshot stays.
+        file.write(1, &snapshot_at(10), true).unwrap();
+        assert_eq!(read_snapshot(dir.path()).unwrap().offset, 20);
+        file.write(3, &snapshot_at(30), false).unwrap();
+        assert_eq!(read_snapshot(dir.path()).unwrap().offset, 30);
+    }
+
+    #[test]
+    fn a_durable_write_that_finds_a_later_snapshot_leaves_it_and_marks_it_durable() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = SnapshotFile::new(dir.path());
+        file.write(2, &snapshot_at(20), false).unwrap();
+        file.write(1, &snapshot_at(10), true).unwrap();
+        assert_eq!(read_snapshot(dir.path()).unwrap().offset, 20);
+        assert!(file.written.lock().unwrap().durable);
     }
 }
