@@ -60,6 +60,9 @@ pub struct Settings {
     pub partition_threads: usize,
     /// Threads issuing fsyncs (group commit).
     pub sync_threads: usize,
+    /// Partitions waiting for an fsync at once from which one syncfs of the data directory's
+    /// file system makes them all durable instead of an fsync each (0: never).
+    pub group_commit_min_partitions: usize,
     /// Transaction-coordinator shards; a transactional id maps to one by hash. Fixed for the
     /// life of a data dir (each shard has its own database).
     pub txn_shards: usize,
@@ -160,6 +163,7 @@ impl Default for Settings {
             connection_threads: 0,
             partition_threads: 0,
             sync_threads: 2,
+            group_commit_min_partitions: 8,
             txn_shards: 4,
             transaction_max_timeout_ms: 900_000,
             transactional_id_expiration_ms: 7 * 24 * 3600 * 1000,
@@ -532,6 +536,13 @@ mod tests {
     fn the_metrics_endpoint_is_off_unless_set() {
         assert_eq!(load_toml("").unwrap().metrics_listen, "");
         assert_eq!(load_toml("metrics_listen = \"127.0.0.1:9404\"\n").unwrap().metrics_listen, "127.0.0.1:9404");
+    }
+
+    #[test]
+    fn group_commit_starts_at_eight_partitions_unless_set() {
+        assert_eq!(load_toml("").unwrap().group_commit_min_partitions, 8);
+        assert_eq!(load_toml("group_commit_min_partitions = 2\n").unwrap().group_commit_min_partitions, 2);
+        assert_eq!(load_toml("group_commit_min_partitions = 0\n").unwrap().group_commit_min_partitions, 0);
     }
 
     #[test]

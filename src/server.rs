@@ -19,7 +19,7 @@ use crate::actors::partition::MAILBOX_CAPACITY;
 use crate::actors::producer_ids::ProducerIds;
 use crate::actors::quotas::ConnectionQuotas;
 use crate::actors::supervisor::{install_panic_hook, mark_state_thread};
-use crate::actors::syncer::Syncer;
+use crate::actors::syncer::{GroupCommit, Syncer};
 use crate::actors::topics::TopicRegistry;
 use crate::config::Settings;
 use crate::metrics::http::{self as metrics_http, HttpLimits};
@@ -136,7 +136,8 @@ impl Broker {
         let data_dir = &settings.data_dir;
         crate::store::durable::create_dir_all_durable(data_dir)
             .map_err(|e| ServerError::Startup(format!("creating {}: {e}", data_dir.display())))?;
-        let group = crate::store::durable::syncfs_flushes(data_dir).then(|| data_dir.clone());
+        let group = (settings.group_commit_min_partitions > 0 && crate::store::durable::syncfs_flushes(data_dir))
+            .then(|| GroupCommit { dir: data_dir.clone(), min_partitions: settings.group_commit_min_partitions });
         tracing::debug!(group_commit_by_syncfs = group.is_some(), "fsync threads");
         let syncer = Syncer::start(
             settings.sync_threads,

@@ -2,7 +2,7 @@
 //! at most one sync in flight, covering everything appended before it started, so one fsync
 //! answers every producer that appended in the meantime.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::thread;
 use std::time::Instant;
 
@@ -28,22 +28,29 @@ pub struct SyncJob {
     pub reply: Recipient<Synced>,
 }
 
-/// Jobs waiting together from which one syncfs replaces their fsyncs.
-const GROUP_MIN: usize = 8;
 /// Jobs answered by one syncfs at most.
 const GROUP_MAX: usize = 4096;
 
+/// Group commit across partitions: from `min_partitions` jobs waiting together, one syncfs of
+/// the file system holding `dir` replaces their fsyncs (one device flush instead of one each).
+/// `settings.group_commit_min_partitions`; only where syncfs flushes (`durable::syncfs_flushes`).
+#[derive(Clone, Debug)]
+pub struct GroupCommit {
+    pub dir: PathBuf,
+    pub min_partitions: usize,
+}
+
 /// Makes `jobs` durable (one syncfs when there are many and `group` allows it) and answers them.
 /// Each fsync or syncfs is timed into `kaas_log_fsync_seconds`, with the partitions it covered.
-fn run(jobs: Vec<SyncJob>, skip_fsync: bool, group: Option<&Path>, metrics: &Metrics) {
+fn run(jobs: Vec<SyncJob>, skip_fsync: bool, group: Option<&GroupCommit>, metrics: &Metrics) {
     if skip_fsync {
         for job in jobs {
             job.reply.do_send(Synced { upto: job.upto, result: Ok(()) });
         }
         return;
     }
-    match group.filter(|_| jobs.len() >= GROUP_MIN) {
-        Some(dir) => {
+    match group.filter(|g| jobs.len() >= g.min_partitions.max(1)) {
+        Some(GroupCommit { dir, .. }) => {
             // A failed syncfs cannot say whose data it lost: every job of the group fails.
             let started = Instant::now();
             let result = sync_filesystem(dir).map_err(|e| e.to_string());
@@ -73,15 +80,13 @@ pub struct Syncer {
 impl Syncer {
     /// Starts `threads` fsync threads behind a queue of `capacity` jobs. `skip_fsync` is the
     /// `debug_skip_fsync` test hook: answer every job as synced without syncing anything.
-    /// `group` is the data directory when syncfs flushes its file system
-    /// (`durable::syncfs_flushes`): a thread that finds GROUP_MIN or more jobs waiting (many
-    /// partitions written at once) makes them all durable with one syncfs instead of an fsync
-    /// each, the group commit across partitions.
+    /// `group`: a thread that finds that many jobs waiting (partitions written at once) makes
+    /// them all durable with one syncfs instead of an fsync each (see `GroupCommit`).
     pub fn start(
         threads: usize,
         capacity: usize,
         skip_fsync: bool,
-        group: Option<PathBuf>,
+        group: Option<GroupCommit>,
         metrics: Metrics,
     ) -> Syncer {
         let (tx, rx) = bounded::<SyncJob>(capacity);
@@ -99,7 +104,7 @@ impl Syncer {
                             Err(_) => break,
                         }
                     }
-                    run(jobs, skip_fsync, group.as_deref(), &metrics);
+                    run(jobs, skip_fsync, group.as_ref(), &metrics);
                 }
             });
             if let Err(e) = spawned {
