@@ -157,7 +157,11 @@ impl Partition {
     /// read any more; the producer snapshot `encoded` (offset, bytes) goes with it when files go.
     pub(super) fn deletion(&mut self, start: i64, segments: Vec<PathBuf>, encoded: Option<SnapshotWrite>) -> Deletion {
         self.txns.truncate_head(start);
+        // Only a deletion that removes files needs (and writes) the snapshot.
         let snapshot = encoded.filter(|_| !segments.is_empty());
+        if let Some(write) = &snapshot {
+            self.mark_snapshot(write);
+        }
         Deletion { log_start: start, start_file: self.log.start_file(), snapshot, segments }
     }
 }

@@ -270,3 +270,18 @@ fn once_the_log_start_moved_every_producer_snapshot_is_durable() {
     // file a power loss can empty.
     assert!(p.snapshot_if_changed().unwrap().unwrap().is_durable());
 }
+
+#[test]
+fn a_deletion_that_removes_no_file_leaves_the_next_snapshot_due() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = open(&dir);
+    three_batches(&mut p, 4);
+    p.write_snapshot().unwrap();
+    p.fence(PID, 3, NOW);
+    // The start moves inside the first segment: no file goes, so no snapshot is written...
+    let d = p.delete_records_before(2).unwrap();
+    assert!(d.segments().is_empty());
+    d.run().unwrap();
+    // ...and the fence still has to reach one.
+    assert!(p.snapshot_if_changed().is_some(), "the fence is in no snapshot yet");
+}

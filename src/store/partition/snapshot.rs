@@ -93,6 +93,9 @@ impl SnapshotFile {
 pub struct SnapshotWrite {
     file: Arc<SnapshotFile>,
     generation: u64,
+    /// The log end and size it was taken at.
+    offset: i64,
+    size: u64,
     bytes: Vec<u8>,
     durable: bool,
 }
@@ -122,24 +125,34 @@ impl Partition {
     /// an empty snapshot only makes recovery replay more of the log.
     pub fn snapshot(&mut self) -> Result<SnapshotWrite, SnapshotError> {
         let durable = self.log_start_offset() > 0;
-        self.encode_snapshot(durable)
+        let write = self.encode_snapshot(durable)?;
+        self.mark_snapshot(&write);
+        Ok(write)
     }
 
-    /// The snapshot as of the log end, encoded and marked.
+    /// The snapshot as of the log end, encoded; `mark_snapshot` once it will be written.
     pub(super) fn encode_snapshot(&mut self, durable: bool) -> Result<SnapshotWrite, SnapshotError> {
         let offset = self.log.next_offset();
         let snap = Snapshot { offset, table: self.producers.clone(), aborted: self.txns.aborted().to_vec() };
         let bytes = serde_json::to_vec(&snap)?;
+        // Generations only order the writes: one encoded and never written leaves a gap.
         self.snapshot_generation += 1;
-        self.snapshot_offset = offset;
-        self.snapshot_size = self.log.size_bytes();
-        self.producers_touched = false;
         Ok(SnapshotWrite {
             file: Arc::clone(&self.snapshot_file),
             generation: self.snapshot_generation,
+            offset,
+            size: self.log.size_bytes(),
             bytes,
             durable,
         })
+    }
+
+    /// `write` is the last snapshot: the next one is due when the log moves past it or the
+    /// producer state changes.
+    pub(super) fn mark_snapshot(&mut self, write: &SnapshotWrite) {
+        self.snapshot_offset = write.offset;
+        self.snapshot_size = write.size;
+        self.producers_touched = false;
     }
 
     /// At a clean stop, after the final fsync: the recovery point and the producer snapshot are
