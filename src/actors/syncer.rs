@@ -40,6 +40,13 @@ pub struct GroupCommit {
     pub min_partitions: usize,
 }
 
+impl GroupCommit {
+    /// Whether `jobs` waiting together are made durable with one syncfs.
+    fn covers(&self, jobs: usize) -> bool {
+        jobs >= self.min_partitions.max(1)
+    }
+}
+
 /// Makes `jobs` durable (one syncfs when there are many and `group` allows it) and answers them.
 /// Each fsync or syncfs is timed into `kaas_log_fsync_seconds`, with the partitions it covered.
 fn run(jobs: Vec<SyncJob>, skip_fsync: bool, group: Option<&GroupCommit>, metrics: &Metrics) {
@@ -49,7 +56,7 @@ fn run(jobs: Vec<SyncJob>, skip_fsync: bool, group: Option<&GroupCommit>, metric
         }
         return;
     }
-    match group.filter(|g| jobs.len() >= g.min_partitions.max(1)) {
+    match group.filter(|g| g.covers(jobs.len())) {
         Some(GroupCommit { dir, .. }) => {
             // A failed syncfs cannot say whose data it lost: every job of the group fails.
             let started = Instant::now();
@@ -117,5 +124,21 @@ impl Syncer {
     /// Queues a job; blocks the calling partition thread when the queue is full (backpressure).
     pub fn submit(&self, job: SyncJob) -> Result<(), String> {
         self.tx.send(job).map_err(|_| "sync threads are gone".to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_syncfs_covers_the_jobs_from_min_partitions_on() {
+        let group = |min_partitions| GroupCommit { dir: PathBuf::from("."), min_partitions };
+        assert!(!group(8).covers(7));
+        assert!(group(8).covers(8));
+        assert!(!group(2).covers(1));
+        assert!(group(2).covers(2));
+        // 1: every sync is a syncfs (0 never reaches the sync threads: no group at all).
+        assert!(group(1).covers(1));
     }
 }

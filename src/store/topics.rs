@@ -192,6 +192,16 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// `write_atomic` for a file in a directory that must already exist (a partition's): when the
+/// directory is gone (its topic was deleted while the write waited on the blocking pool) the
+/// write fails with NotFound instead of creating the directory again.
+pub fn replace_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = sync_tmp(path, bytes)?;
+    std::fs::rename(&tmp, path)?;
+    File::open(dir)?.sync_all()
+}
+
 /// Replaces `path` with `bytes` atomically (tmp file, rename) without fsyncing: for files that
 /// only save work after a power loss (a recovery point, a producer snapshot), where losing the
 /// new version, or finding an empty one, only means replaying more of the log. A broker with
@@ -209,11 +219,16 @@ pub fn write_replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 fn write_synced_tmp<'a>(path: &'a Path, bytes: &[u8]) -> std::io::Result<(&'a Path, PathBuf)> {
     let dir = path.parent().unwrap_or(Path::new("."));
     crate::store::durable::create_dir_all_durable(dir)?;
+    Ok((dir, sync_tmp(path, bytes)?))
+}
+
+/// Writes and syncs `bytes` under a private name beside `path`; returns that name.
+fn sync_tmp(path: &Path, bytes: &[u8]) -> std::io::Result<PathBuf> {
     let tmp = unique_tmp(path);
     let mut f = File::create(&tmp)?;
     f.write_all(bytes)?;
     f.sync_all()?;
-    Ok((dir, tmp))
+    Ok(tmp)
 }
 
 /// A temporary name beside `path` that no other process (brokers share the directory) or

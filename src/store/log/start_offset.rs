@@ -52,7 +52,7 @@ impl LogStartFile {
         if offset <= *written {
             return Ok(());
         }
-        crate::store::topics::write_atomic(&self.path, offset.to_string().as_bytes())?;
+        crate::store::topics::replace_durably(&self.path, offset.to_string().as_bytes())?;
         *written = offset;
         Ok(())
     }

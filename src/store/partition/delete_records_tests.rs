@@ -285,3 +285,18 @@ fn a_deletion_that_removes_no_file_leaves_the_next_snapshot_due() {
     // ...and the fence still has to reach one.
     assert!(p.snapshot_if_changed().is_some(), "the fence is in no snapshot yet");
 }
+
+#[test]
+fn no_periodic_snapshot_is_taken_while_the_last_one_is_still_to_be_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = open(&dir);
+    three_batches(&mut p, 4);
+    p.delete_records_before(4).unwrap().run().unwrap();
+    produce(&mut p, idempotent(12, 1)).unwrap();
+    // A durable snapshot waits on the blocking pool (a slow disk) while the log moves on.
+    let waiting = p.snapshot_if_changed().unwrap().unwrap();
+    produce(&mut p, idempotent(13, 1)).unwrap();
+    assert!(p.snapshot_if_changed().is_none(), "one snapshot of a partition queued at a time");
+    waiting.run().unwrap();
+    assert!(p.snapshot_if_changed().is_some(), "the next one is due once it is written");
+}

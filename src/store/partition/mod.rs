@@ -102,9 +102,8 @@ pub struct Partition {
     /// The producer state changed since the last snapshot without the log moving (a fence,
     /// expiry, retention).
     producers_touched: bool,
-    /// Where snapshots go, and the generation of the last one encoded (see `SnapshotFile`).
+    /// Where snapshots go (see `SnapshotFile`).
     snapshot_file: Arc<SnapshotFile>,
-    snapshot_generation: u64,
 }
 
 impl Partition {
@@ -131,7 +130,6 @@ impl Partition {
             snapshot_size: 0,
             producers_touched: false,
             snapshot_file: SnapshotFile::new(&dir),
-            snapshot_generation: 0,
             dir,
         }
     }

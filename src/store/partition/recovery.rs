@@ -45,7 +45,6 @@ impl Partition {
         let snapshot_size = if from == end { log.size_bytes() } else { 0 };
         let partition = Partition {
             snapshot_file: SnapshotFile::new(&dir),
-            snapshot_generation: 0,
             dir,
             log,
             producers,

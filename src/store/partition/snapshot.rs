@@ -7,6 +7,7 @@
 //! earlier, whichever thread finishes last.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
@@ -14,7 +15,7 @@ use thiserror::Error;
 
 use super::Partition;
 use crate::store::producer_state::{CompletedTxn, ProducerStateTable};
-use crate::store::topics::{write_atomic, write_replace};
+use crate::store::topics::{replace_durably, write_replace};
 
 pub const SNAPSHOT_FILE: &str = "producer-state.json";
 
@@ -47,6 +48,8 @@ pub(super) fn read_snapshot(dir: &Path) -> Option<Snapshot> {
 #[derive(Debug)]
 pub struct SnapshotFile {
     path: PathBuf,
+    /// The generation of the last snapshot encoded (on the partition's thread only).
+    encoded: AtomicU64,
     written: Mutex<Written>,
 }
 
@@ -60,7 +63,17 @@ struct Written {
 
 impl SnapshotFile {
     pub(super) fn new(dir: &Path) -> Arc<SnapshotFile> {
-        Arc::new(SnapshotFile { path: dir.join(SNAPSHOT_FILE), written: Mutex::new(Written::default()) })
+        Arc::new(SnapshotFile {
+            path: dir.join(SNAPSHOT_FILE),
+            encoded: AtomicU64::new(0),
+            written: Mutex::new(Written::default()),
+        })
+    }
+
+    /// The generation of a snapshot being encoded now. Generations only order the writes: one
+    /// encoded and never written leaves a gap.
+    fn next_generation(&self) -> u64 {
+        self.encoded.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     /// Writes `bytes`, encoded as `generation`, unless a later generation is there already: a
@@ -79,7 +92,7 @@ impl SnapshotFile {
             return Ok(());
         }
         if durable {
-            write_atomic(&self.path, bytes)?;
+            replace_durably(&self.path, bytes)?;
         } else {
             write_replace(&self.path, bytes)?;
         }
@@ -131,15 +144,13 @@ impl Partition {
     }
 
     /// The snapshot as of the log end, encoded; `mark_snapshot` once it will be written.
-    pub(super) fn encode_snapshot(&mut self, durable: bool) -> Result<SnapshotWrite, SnapshotError> {
+    pub(super) fn encode_snapshot(&self, durable: bool) -> Result<SnapshotWrite, SnapshotError> {
         let offset = self.log.next_offset();
         let snap = Snapshot { offset, table: self.producers.clone(), aborted: self.txns.aborted().to_vec() };
         let bytes = serde_json::to_vec(&snap)?;
-        // Generations only order the writes: one encoded and never written leaves a gap.
-        self.snapshot_generation += 1;
         Ok(SnapshotWrite {
             file: Arc::clone(&self.snapshot_file),
-            generation: self.snapshot_generation,
+            generation: self.snapshot_file.next_generation(),
             offset,
             size: self.log.size_bytes(),
             bytes,
@@ -172,9 +183,12 @@ impl Partition {
 
     /// Bounds the replay after a crash: a snapshot to write only when the log moved or the
     /// producer state changed since the last one (a broker stopping with 100,000 idle
-    /// partitions writes none).
+    /// partitions writes none), and none while an earlier one is still to be written (each
+    /// `SnapshotWrite` holds the file), so the blocking pool holds at most one periodic
+    /// snapshot per partition however slow the disk.
     pub fn snapshot_if_changed(&mut self) -> Option<Result<SnapshotWrite, SnapshotError>> {
-        (self.log.next_offset() != self.snapshot_offset || self.producers_touched).then(|| self.snapshot())
+        let due = self.log.next_offset() != self.snapshot_offset || self.producers_touched;
+        (due && Arc::strong_count(&self.snapshot_file) == 1).then(|| self.snapshot())
     }
 }
 
@@ -196,6 +210,18 @@ mod tests {
         assert_eq!(read_snapshot(dir.path()).unwrap().offset, 20);
         file.write(3, &snapshot_at(30), false).unwrap();
         assert_eq!(read_snapshot(dir.path()).unwrap().offset, 30);
+    }
+
+    #[test]
+    fn a_durable_write_after_its_partition_was_deleted_does_not_bring_the_directory_back() {
+        let parent = tempfile::tempdir().unwrap();
+        let dir = parent.path().join("t-0");
+        std::fs::create_dir(&dir).unwrap();
+        let file = SnapshotFile::new(&dir);
+        // The topic is deleted while the write waits on the blocking pool.
+        std::fs::remove_dir(&dir).unwrap();
+        assert!(file.write(1, &snapshot_at(10), true).is_err());
+        assert!(!dir.exists());
     }
 
     #[test]
