@@ -15,7 +15,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
-from matrix import COLUMNS  # noqa: E402  (importing matrix runs nothing)
+from matrix import COLUMNS, KINDS, NAMES  # noqa: E402  (importing matrix runs nothing)
 
 LIMITS_HEAD = "## What limits kaas now"
 PLACEHOLDER = (
@@ -62,17 +62,21 @@ def table(doc, load):
              "|---|---|" + "---:|" * len(cols)]
     for v in variants:
         got = {r["broker"]: r for r in doc["results"] if r["load"] == load and r["variant"] == v}
-        for kind, name in (("kafka", "Apache Kafka"), ("kaas", "kaas")):
+        for kind in KINDS:
             r = got.get(kind)
             if r is None:
                 continue
+            name = NAMES[kind]
             if not r.get("metrics"):
                 lines.append("| %s | %s | FAILED: %s |" % (v, name, (r.get("error") or "").splitlines()[0][:150].replace("|", "/")))
                 continue
             m = r["metrics"]
             lines.append("| %s | %s | %s |" % (v, name, " | ".join(fmt(m.get(k)) for k, _, _ in cols)))
-        a, k = got.get("kafka", {}).get("metrics"), got.get("kaas", {}).get("metrics")
-        if a and k:
+        k = got.get("kaas", {}).get("metrics")
+        for other in ("kafka", "kafka-fsync"):
+            a = got.get(other, {}).get("metrics")
+            if not (a and k):
+                continue
             cells = []
             for key, _, _ in cols:
                 x, y = a.get(key), k.get(key)
@@ -80,12 +84,17 @@ def table(doc, load):
                     cells.append("x%.2f" % (y / x))
                 else:
                     cells.append("")
-            lines.append("| %s | *kaas/Kafka* | %s |" % (v, " | ".join(cells)))
+            lines.append("| %s | *kaas/%s* | %s |" % (v, NAMES[other].replace("Apache ", ""), " | ".join(cells)))
     notes = [r for r in doc["results"] if r["load"] == load and r.get("metrics", {}).get("warning")]
     out = "\n".join(lines)
     for r in notes:
         out += "\n\n**Warning** (%s, %s): %s" % (r["variant"], r["broker"], r["metrics"]["warning"])
     return out
+
+
+def durability(fsync):
+    """The brokers' durability, one sentence each (older result files describe two brokers)."""
+    return " ".join("%s: %s." % (NAMES.get(k, k), fsync[k]) for k in KINDS if k in fsync)
 
 
 def existing_limits(path):
@@ -137,7 +146,7 @@ def main():
     o.append("| matrix wall time | %.0f s |" % meta.get("wall_s", 0))
     o.append("")
     o.append("## Method\n")
-    o.append("""`benches/load/matrix.sh` runs every load against both brokers one after the other, each time on a
+    o.append("""`benches/load/matrix.sh` runs every load against each broker one after the other, each time on a
 fresh data directory with a freshly started broker, on the same machine, with the clients (JVMs)
 on the same machine as the broker. Clients are Apache Kafka %(kv)s's own tools
 (`kafka-producer-perf-test` = `ProducerPerformance`, `kafka-consumer-perf-test` =
@@ -146,8 +155,8 @@ for what they do not do. Topics are created up front (`BenchTool create`: Admin 
 replication factor 1, then it waits until every partition answers ListOffsets, so no load starts
 while Apache Kafka is still creating partition logs).
 
-* **Durability is not the same**: %(kfs)s. kaas: %(kaas)s. Apache Kafka runs with `-Xms%(heap)s -Xmx%(heap)s`
-  (G1) and default flush settings; kaas with its defaults.
+* **Durability**: %(durability)s Apache Kafka runs with `-Xms%(heap)s -Xmx%(heap)s` (G1); kaas with its
+  defaults.%(fsync_div)s
 * **records/s, MB/s, latency** are the tools' own figures. Producer latency is the time from
   `send()` to the acknowledgement, as `ProducerPerformance` measures it; with 4 producer
   processes records/s and MB/s are the sums of the 4 and each percentile is the worst of the 4
@@ -182,7 +191,11 @@ while Apache Kafka is still creating partition logs).
     until a record to the last partition is acknowledged (restart s, the probe JVM launched with
     the broker).
 """ % {
-        "kv": ver["kafka"], "kfs": meta["fsync"]["kafka"], "kaas": meta["fsync"]["kaas"], "heap": cfg["broker_heap"],
+        "kv": ver["kafka"], "durability": durability(meta["fsync"]), "heap": cfg["broker_heap"],
+        "fsync_div": ("\n* Apache Kafka with an fsync per append writes 1/%d of the `produce`, `txn` and `consume` "
+                      "records (`FSYNC_RECORDS_DIV`): it is several times slower, and its figures are rates and "
+                      "percentiles." % cfg["fsync_records_div"])
+        if "kafka-fsync" in meta["fsync"] and cfg.get("fsync_records_div", 1) > 1 else "",
         "profile": meta["profile"], "pr": fmt(cfg["produce_records"]), "rs": cfg["record_size"],
         "pp": ", ".join(map(str, cfg["produce_partitions"])), "pc": " and ".join(map(str, cfg["produce_procs"])),
         "fr": fmt(cfg["fixed_rate"]), "frs": cfg["fixed_rate_seconds"], "frp": cfg["fixed_rate_partitions"],
@@ -193,8 +206,9 @@ while Apache Kafka is still creating partition logs).
         "sp": fmt(cfg["scale_partitions"]),
     })
     o.append("## Results\n")
-    o.append("Ratios are kaas / Apache Kafka: above 1 is better for records/s and MB/s, below 1 is better "
-             "for latency, CPU and memory.\n")
+    o.append("Ratios are kaas / Apache Kafka (with its defaults, and with an fsync per append where that "
+             "broker ran): above 1 is better for records/s and MB/s, below 1 is better for latency, CPU "
+             "and memory.\n")
     seen = []
     for r in doc["results"]:
         if r["load"] not in seen:

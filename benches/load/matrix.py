@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """Benchmark matrix: Apache Kafka 4.4 (KRaft, single node) against kaas, load by load.
 
+Brokers (BROKERS): `kafka` is Apache Kafka with its defaults (no fsync before an answer),
+`kafka-fsync` the same with `log.flush.interval.messages=1` (every append fsynced before the
+answer, the durability kaas gives by default), `kaas` kaas with its defaults.
+
 Started by benches/load/matrix.sh (which builds kaas, fetches the jars and makes the venv);
 runs with the standard library only. For every load and every broker: a fresh data dir, start
 the broker, create the topic(s), sample the broker's CPU time (utime+stime from
@@ -53,7 +57,7 @@ def env_list(name, full, quick=None):
 
 CFG = {
     "profile": "quick" if QUICK else "full",
-    "brokers": env_list("BROKERS", "kafka kaas"),
+    "brokers": env_list("BROKERS", "kafka kafka-fsync kaas"),
     "loads": env_list("LOADS", "produce fixed_rate txn consume e2e read_committed partition_scale"),
     "record_size": env_int("RECORD_SIZE", 1024),
     # producer perf test, unthrottled, acks=all, idempotent
@@ -92,6 +96,9 @@ CFG = {
     "load_timeout": env_int("LOAD_TIMEOUT", 900),
     "kaas_bin": env("KAAS_BIN", os.path.join(ROOT, "target", "release", "kaas")),
     "kaas_extra_args": env_list("KAAS_EXTRA_ARGS", ""),
+    # kafka-fsync writes produce/txn/consume record counts divided by this (an fsync per append
+    # makes it several times slower; the figures are rates, the wall time stays bounded)
+    "fsync_records_div": max(1, env_int("FSYNC_RECORDS_DIV", 5, 1)),
 }
 
 WORK_DIR = None  # set by main(): $WORK_DIR or a new temporary directory
@@ -99,6 +106,32 @@ KEEP = os.environ.get("KEEP_WORK_DIR", "0") == "1"
 RESULTS_DIR = os.environ.get("RESULTS_DIR") or os.path.join(HERE, "results")
 
 LIVE = []  # every process started here and not yet reaped
+
+
+# Apache Kafka's server.properties lines per broker kind (on top of the single-node KRaft setup).
+KAFKA_KINDS = {
+    "kafka": [],
+    # Kafka's log flushes after every append, inside the append (UnifiedLog.append), so the
+    # produce answer waits for the fsync: the durability kaas gives every acks=1/all answer.
+    "kafka-fsync": ["log.flush.interval.messages=1"],
+}
+KINDS = ("kafka", "kafka-fsync", "kaas")  # table and chart order
+NAMES = {"kafka": "Apache Kafka", "kafka-fsync": "Apache Kafka, fsync", "kaas": "kaas"}
+FSYNC = {
+    "kafka": "defaults (log.flush.interval.messages and log.flush.interval.ms unset): "
+             "no fsync before the answer; a segment is fsynced in the background when it rolls "
+             "and the OS writes back the rest, so acks=all on one node means 'in the leader's "
+             "page cache'",
+    "kafka-fsync": "log.flush.interval.messages=1: every append fsyncs the log "
+                   "(segment, indexes) inside the append, before the answer; no grouping across "
+                   "appends beyond what one request carries",
+    "kaas": "every acks=1/all answer is sent after the appended data is fdatasynced (fsyncs grouped "
+            "across producers and partitions)",
+}
+
+
+def is_kafka(kind):
+    return kind in KAFKA_KINDS
 
 
 def log(msg):
@@ -216,7 +249,7 @@ class Broker:
         self.log_path = None
         self.starts = 0
         os.makedirs(self.dir, exist_ok=True)
-        if kind == "kafka":
+        if is_kafka(kind):
             self.port = CFG["kafka_port"]
             self._configure_kafka()
         else:
@@ -247,6 +280,9 @@ class Broker:
                         "share.coordinator.state.topic.min.isr=1",
                         "group.initial.rebalance.delay.ms=0",
                         "auto.create.topics.enable=true",
+                    ]
+                    + KAFKA_KINDS[self.kind]
+                    + [
                         "",
                     ]
                 )
@@ -264,7 +300,7 @@ class Broker:
 
     def start(self):
         """Starts the broker; returns seconds until its port accepts connections."""
-        ports = [self.port] + ([CFG["controller_port"]] if self.kind == "kafka" else [])
+        ports = [self.port] + ([CFG["controller_port"]] if is_kafka(self.kind) else [])
         for port in ports:
             for _ in range(50):
                 if not port_open(port):
@@ -274,7 +310,7 @@ class Broker:
                 raise RuntimeError("port %d is busy" % port)
         self.starts += 1
         self.log_path = os.path.join(self.dir, "broker.%d.log" % self.starts)
-        if self.kind == "kafka":
+        if is_kafka(self.kind):
             h = CFG["broker_heap"]
             argv = [
                 "java", "-Xms" + h, "-Xmx" + h, "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
@@ -459,10 +495,15 @@ def kv_line(text):
 # of its work is to be measured.
 
 
+def records(broker, key):
+    """CFG[key] records, fewer for kafka-fsync (FSYNC_RECORDS_DIV)."""
+    return CFG[key] // (CFG["fsync_records_div"] if broker.kind == "kafka-fsync" else 1)
+
+
 def load_produce(broker, partitions, procs):
     broker.create_topic("perf", partitions)
     c0 = broker.cpu()
-    m = run_producers(broker, "perf", CFG["produce_records"], procs)
+    m = run_producers(broker, "perf", records(broker, "produce_records"), procs)
     m["cpu_window"] = (c0, broker.cpu())
     m["bytes"] = m["records"] * CFG["record_size"]
     return m
@@ -482,7 +523,7 @@ def load_txn(broker):
     broker.create_topic("perf", CFG["txn_partitions"])
     c0 = broker.cpu()
     m = run_producers(
-        broker, "perf", CFG["txn_records"], 1,
+        broker, "perf", records(broker, "txn_records"), 1,
         extra_args=("--transactional-id", "bench-txn", "--transaction-duration-ms", CFG["txn_duration_ms"]),
     )
     m["cpu_window"] = (c0, broker.cpu())
@@ -491,7 +532,7 @@ def load_txn(broker):
 
 
 def load_consume(broker):
-    n = CFG["consume_records"]
+    n = records(broker, "consume_records")
     broker.create_topic("perf", CFG["consume_partitions"])
     pm = run_producers(broker, "perf", n, 1, tag="fill")
     c0 = broker.cpu()
@@ -756,27 +797,25 @@ COLUMNS["txn"] = COLUMNS["produce"]
 
 
 def table_rows(doc):
-    """Rows per load: [variant, metric header, kafka value, kaas value, kaas/kafka]."""
+    """Rows per load: [variant, metric header, {broker: value}, {ratio name: kaas/other}]."""
     by = {}
     for r in doc["results"]:
         by.setdefault((r["load"], r["variant"]), {})[r["broker"]] = r
     out = {}
     for (load, variant), d in by.items():
         for key, head, _ in COLUMNS.get(load, []):
-            vals = []
-            for kind in ("kafka", "kaas"):
+            vals = {}
+            for kind in KINDS:
                 r = d.get(kind)
-                if r is None:
-                    vals.append(None)
-                elif "metrics" not in r:
-                    vals.append("FAILED")
-                else:
-                    vals.append(r["metrics"].get(key))
-            a, k = vals
-            ratio = None
-            if isinstance(a, (int, float)) and isinstance(k, (int, float)) and not isinstance(a, bool) and a:
-                ratio = k / a
-            out.setdefault(load, []).append((variant, head, a, k, ratio))
+                if r is not None:
+                    vals[kind] = "FAILED" if "metrics" not in r else r["metrics"].get(key)
+            ratios = {}
+            k = vals.get("kaas")
+            for other in ("kafka", "kafka-fsync"):
+                a = vals.get(other)
+                if isinstance(a, (int, float)) and isinstance(k, (int, float)) and not isinstance(a, bool) and a:
+                    ratios["kaas/" + other] = k / a
+            out.setdefault(load, []).append((variant, head, vals, ratios))
     return out
 
 
@@ -784,12 +823,16 @@ def print_table(doc):
     print()
     print("kaas benchmark matrix (%s profile), %s, %d x %s" % (doc["meta"]["profile"], doc["meta"]["timestamp"],
                                                              doc["meta"]["machine"]["nproc"], doc["meta"]["machine"]["cpu_model"]))
+    kinds = [k for k in KINDS if any(r["broker"] == k for r in doc["results"])]
+    ratios = ["kaas/" + k for k in kinds if k != "kaas"] if "kaas" in kinds else []
     for load, rows in table_rows(doc).items():
         print()
         print("== %s" % load)
-        print("%-14s %-22s %14s %14s %10s" % ("variant", "metric", "kafka", "kaas", "kaas/kafka"))
-        for variant, head, a, k, ratio in rows:
-            print("%-14s %-22s %14s %14s %10s" % (variant, head, fmt(a), fmt(k), "x%.2f" % ratio if ratio is not None else "-"))
+        print("%-14s %-22s " % ("variant", "metric") + " ".join("%14s" % k for k in kinds)
+              + " " + " ".join("%18s" % r for r in ratios))
+        for variant, head, vals, rs in rows:
+            print("%-14s %-22s " % (variant, head) + " ".join("%14s" % fmt(vals.get(k)) for k in kinds)
+                  + " " + " ".join("%18s" % ("x%.2f" % rs[r] if r in rs else "-") for r in ratios))
     failed = [r for r in doc["results"] if not r["ok"]]
     if failed:
         print()
@@ -810,17 +853,13 @@ def main():
     doc = {
         "meta": {
             "timestamp": ts, "profile": CFG["profile"], "config": CFG, "machine": machine(), "versions": versions(),
-            "fsync": {
-                "kafka": "Apache Kafka defaults (log.flush.interval.messages and log.flush.interval.ms unset): "
-                         "no fsync before the answer; a segment is fsynced in the background when it rolls "
-                         "and the OS writes back the rest, so acks=all on one node means 'in the leader's "
-                         "page cache'",
-                "kaas": "every acks=1/all answer is sent after the appended data is fdatasynced (fsyncs grouped "
-                        "across producers and partitions)",
-            },
+            "fsync": {k: FSYNC[k] for k in CFG["brokers"]},
         },
         "results": [],
     }
+    unknown = [k for k in CFG["brokers"] if k not in KINDS]
+    if unknown:
+        raise SystemExit("unknown broker %s (BROKERS takes %s)" % (" ".join(unknown), " ".join(KINDS)))
     log("work dir %s; profile %s; loads %s; brokers %s" % (WORK_DIR, CFG["profile"], " ".join(CFG["loads"]), " ".join(CFG["brokers"])))
     rc = 0
     try:

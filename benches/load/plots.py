@@ -16,8 +16,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-COLORS = {"kafka": "#4c72b0", "kaas": "#dd8452"}
-NAMES = {"kafka": "Apache Kafka", "kaas": "kaas"}
+COLORS = {"kafka": "#4c72b0", "kafka-fsync": "#8172b3", "kaas": "#dd8452"}
+NAMES = {"kafka": "Apache Kafka", "kafka-fsync": "Apache Kafka, fsync", "kaas": "kaas"}
+
+
+def kinds(doc):
+    """The brokers of this run, in chart order."""
+    return [k for k in COLORS if any(r["broker"] == k for r in doc["results"])]
 
 
 def ok_metrics(r):
@@ -35,7 +40,7 @@ def produce_vs_partitions(doc, key, ylabel, title, path, log_y=False):
         return None
     fig, ax = plt.subplots(figsize=(7, 4.2))
     procs = sorted({r["params"]["procs"] for r in rows})
-    for kind in ("kafka", "kaas"):
+    for kind in kinds(doc):
         for i, n in enumerate(procs):
             pts = sorted((r["params"]["partitions"], r["metrics"][key]) for r in rows
                          if r["broker"] == kind and r["params"]["procs"] == n and r["metrics"].get(key) is not None)
@@ -62,7 +67,7 @@ def produce_vs_partitions(doc, key, ylabel, title, path, log_y=False):
     return path
 
 
-def bars(doc, key, ylabel, title, path, loads=None):
+def bars(doc, key, ylabel, title, path, loads=None, log_y=False):
     cases = []
     for r in doc["results"]:
         if loads and r["load"] not in loads:
@@ -70,7 +75,7 @@ def bars(doc, key, ylabel, title, path, loads=None):
         label = "%s\n%s" % (r["load"], r["variant"])
         if label not in cases:
             cases.append(label)
-    vals = {k: [] for k in ("kafka", "kaas")}
+    vals = {k: [] for k in kinds(doc)}
     for label in cases:
         for kind in vals:
             v = None
@@ -85,9 +90,9 @@ def bars(doc, key, ylabel, title, path, loads=None):
     for k in vals:
         vals[k] = [vals[k][i] for i in keep]
     fig, ax = plt.subplots(figsize=(max(7, 0.9 * len(cases) + 2), 4.5))
-    w = 0.4
-    for j, kind in enumerate(("kafka", "kaas")):
-        xs = [i + (j - 0.5) * w for i in range(len(cases))]
+    w = 0.8 / len(vals)
+    for j, kind in enumerate(vals):
+        xs = [i + (j - (len(vals) - 1) / 2) * w for i in range(len(cases))]
         ys = [v if v is not None else 0 for v in vals[kind]]
         b = ax.bar(xs, ys, w, color=COLORS[kind], label=NAMES[kind])
         for rect, v in zip(b, vals[kind]):
@@ -96,6 +101,8 @@ def bars(doc, key, ylabel, title, path, loads=None):
                             ha="center", va="bottom", fontsize=7)
     ax.set_xticks(range(len(cases)))
     ax.set_xticklabels(cases, fontsize=7)
+    if log_y:  # the brokers differ by one to two orders of magnitude
+        ax.set_yscale("log")
     ax.set_ylabel(ylabel)
     ax.set_title("%s\n%s" % (title, subtitle(doc)), fontsize=10)
     ax.grid(axis="y", alpha=0.3)
@@ -114,15 +121,17 @@ def latency(doc, path):
     for r in rows:
         if (r["load"], r["variant"]) not in loads:
             loads.append((r["load"], r["variant"]))
+    ks = kinds(doc)
+    w = 0.8 / len(ks)
     fig, axes = plt.subplots(1, len(loads), figsize=(4 * len(loads), 4), squeeze=False)
     for ax, (load, variant) in zip(axes[0], loads):
         pcts = ("p50_ms", "p99_ms", "p999_ms")
-        for j, kind in enumerate(("kafka", "kaas")):
+        for j, kind in enumerate(ks):
             r = next((r for r in rows if r["load"] == load and r["variant"] == variant and r["broker"] == kind), None)
             if r is None:
                 continue
             ys = [max(r["metrics"].get(p) or 0, 0.5) for p in pcts]  # (0 ms shown as 0.5 on the log axis)
-            ax.bar([i + (j - 0.5) * 0.4 for i in range(3)], ys, 0.4, color=COLORS[kind], label=NAMES[kind])
+            ax.bar([i + (j - (len(ks) - 1) / 2) * w for i in range(3)], ys, w, color=COLORS[kind], label=NAMES[kind])
         ax.set_yscale("log")
         ax.set_xticks(range(3))
         ax.set_xticklabels(["p50", "p99", "p99.9"])
@@ -148,10 +157,11 @@ def main():
                               os.path.join(out, "produce_throughput.png")),
         produce_vs_partitions(doc, "p99_ms", "p99 latency, ms (log)", "producer perf test: p99 latency vs partitions",
                               os.path.join(out, "produce_p99.png"), log_y=True),
-        bars(doc, "cpu_s_per_gb", "broker CPU s per GB moved", "broker CPU seconds (utime+stime) per GB",
-             os.path.join(out, "cpu_per_gb.png"), loads=("produce", "fixed_rate", "txn", "consume", "e2e", "read_committed")),
-        bars(doc, "peak_rss_mib", "broker peak RSS (VmHWM), MiB", "broker peak RSS per load",
-             os.path.join(out, "peak_rss.png")),
+        bars(doc, "cpu_s_per_gb", "broker CPU s per GB moved (log)", "broker CPU seconds (utime+stime) per GB",
+             os.path.join(out, "cpu_per_gb.png"), loads=("produce", "fixed_rate", "txn", "consume", "e2e", "read_committed"),
+             log_y=True),
+        bars(doc, "peak_rss_mib", "broker peak RSS (VmHWM), MiB (log)", "broker peak RSS per load",
+             os.path.join(out, "peak_rss.png"), log_y=True),
         latency(doc, os.path.join(out, "latency.png")),
     ]
     for p in made:
