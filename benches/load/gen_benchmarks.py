@@ -94,7 +94,7 @@ def table(doc, load):
 
 def durability(fsync):
     """The brokers' durability, one sentence each (older result files describe two brokers)."""
-    return " ".join("%s: %s." % (NAMES.get(k, k), fsync[k]) for k in KINDS if k in fsync)
+    return "".join("\n  * %s: %s." % (NAMES.get(k, k), fsync[k]) for k in KINDS if k in fsync)
 
 
 def existing_limits(path):
@@ -155,8 +155,9 @@ for what they do not do. Topics are created up front (`BenchTool create`: Admin 
 replication factor 1, then it waits until every partition answers ListOffsets, so no load starts
 while Apache Kafka is still creating partition logs).
 
-* **Durability**: %(durability)s Apache Kafka runs with `-Xms%(heap)s -Xmx%(heap)s` (G1); kaas with its
-  defaults.%(fsync_div)s
+* **Durability**:%(durability)s
+
+  Apache Kafka runs with `-Xms%(heap)s -Xmx%(heap)s` (G1); kaas with its defaults.%(fsync_div)s
 * **records/s, MB/s, latency** are the tools' own figures. Producer latency is the time from
   `send()` to the acknowledgement, as `ProducerPerformance` measures it; with 4 producer
   processes records/s and MB/s are the sums of the 4 and each percentile is the worst of the 4

@@ -38,7 +38,7 @@ def produce_vs_partitions(doc, key, ylabel, title, path, log_y=False):
     rows = [r for r in doc["results"] if r["load"] == "produce" and ok_metrics(r)]
     if not rows:
         return None
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = plt.subplots(figsize=(9, 4.2))
     procs = sorted({r["params"]["procs"] for r in rows})
     for kind in kinds(doc):
         for i, n in enumerate(procs):
@@ -60,7 +60,7 @@ def produce_vs_partitions(doc, key, ylabel, title, path, log_y=False):
     ax.set_ylabel(ylabel)
     ax.set_title("%s\n%s" % (title, subtitle(doc)), fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))  # outside: no line hidden
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -138,9 +138,10 @@ def latency(doc, path):
         ax.set_title("%s %s" % (load, variant), fontsize=9)
         ax.set_ylabel("ms (log)")
         ax.grid(axis="y", alpha=0.3)
-        ax.legend(fontsize=7)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8)  # below, over no bar
     fig.suptitle("latency percentiles\n%s" % subtitle(doc), fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
