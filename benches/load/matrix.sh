@@ -3,7 +3,7 @@
 # dirs; writes benches/load/results/<timestamp>.json + latest.json, PNG charts in
 # benches/load/results/, and regenerates BENCHMARKS.md. See benches/load/README.md.
 #
-# Usage: benches/load/matrix.sh            full profile (about 25 min on 2 cores)
+# Usage: benches/load/matrix.sh            full profile (about 15 min on 2 cores, plus the build)
 #        QUICK=1 benches/load/matrix.sh    smoke run (about 6-7 min)
 # Setup it does when needed: cargo build --release (only if KAAS_BIN is not set), the Kafka jars
 # and BenchTool via mvn (benches/load/pom.xml), a venv benches/load/.venv with matplotlib.
