@@ -4,7 +4,7 @@
 # benches/load/results/, and regenerates BENCHMARKS.md. See benches/load/README.md.
 #
 # Usage: benches/load/matrix.sh            full profile (about 15 min on 2 cores, plus the build)
-#        QUICK=1 benches/load/matrix.sh    smoke run (about 6-7 min)
+#        QUICK=1 benches/load/matrix.sh    smoke run (about 10 min)
 # Setup it does when needed: cargo build --release (only if KAAS_BIN is not set), the Kafka jars
 # and BenchTool via mvn (benches/load/pom.xml), a venv benches/load/.venv with matplotlib.
 # Every setting is an environment variable read by matrix.py (README.md lists them).
