@@ -168,17 +168,14 @@ type OpenedPieces = Vec<Vec<Opened>>;
 /// Opened partitions per piece, below the initial mmap threshold (unit-tested).
 const OPENED_PIECE: usize = 64;
 
-/// `open` over `acquired`, in pieces of OPENED_PIECE.
-fn open_in_pieces<F>(acquired: impl Iterator<Item = Acquired>, open: F) -> OpenedPieces
-where
-    F: Fn(Acquired) -> Opened,
-{
+/// `f` over `items`, the results in pieces of `size` (the last one shorter).
+fn in_pieces<T, U>(items: impl Iterator<Item = T>, size: usize, f: impl Fn(T) -> U) -> Vec<Vec<U>> {
     let mut pieces = Vec::new();
-    let mut piece = Vec::with_capacity(OPENED_PIECE);
-    for a in acquired {
-        piece.push(open(a));
-        if piece.len() == OPENED_PIECE {
-            pieces.push(std::mem::replace(&mut piece, Vec::with_capacity(OPENED_PIECE)));
+    let mut piece = Vec::with_capacity(size);
+    for item in items {
+        piece.push(f(item));
+        if piece.len() >= size {
+            pieces.push(std::mem::replace(&mut piece, Vec::with_capacity(size)));
         }
     }
     if !piece.is_empty() {
@@ -242,7 +239,7 @@ where
     }
     std::thread::scope(|scope| {
         let workers: Vec<_> =
-            chunks.into_iter().map(|c| scope.spawn(move || open_in_pieces(c.into_iter(), open))).collect();
+            chunks.into_iter().map(|c| scope.spawn(move || in_pieces(c.into_iter(), OPENED_PIECE, open))).collect();
         // A worker that panicked is a bug in recovery: the broker stops (the panic is re-raised).
         workers.into_iter().flat_map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
     })
@@ -832,6 +829,14 @@ impl Handler<Rebalance> for TopicRegistry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recovered_partitions_come_back_in_pieces_in_their_order() {
+        let pieces = in_pieces(0..130, OPENED_PIECE, |i| i * 2);
+        assert_eq!(pieces.iter().map(Vec::len).collect::<Vec<_>>(), vec![64, 64, 2]);
+        assert!(pieces.concat().into_iter().eq((0..130).map(|i| i * 2)));
+        assert!(in_pieces(0..0, OPENED_PIECE, |i: i32| i).is_empty());
+    }
 
     #[test]
     fn a_piece_of_opened_partitions_stays_below_the_initial_mmap_threshold() {

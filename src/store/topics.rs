@@ -186,20 +186,20 @@ pub fn partition_dir(data_dir: &Path, topic: &str, partition: i32) -> PathBuf {
 
 /// Writes `bytes` to `path` atomically and durably (tmp file, fsync, rename, fsync dir).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let (dir, tmp) = write_synced_tmp(path, bytes)?;
-    std::fs::rename(&tmp, path)?;
-    File::open(dir)?.sync_all()?;
-    Ok(())
+    crate::store::durable::create_dir_all_durable(path.parent().unwrap_or(Path::new(".")))?;
+    replace_durably(path, bytes)
 }
 
 /// `write_atomic` for a file in a directory that must already exist (a partition's): when the
 /// directory is gone (its topic was deleted while the write waited on the blocking pool) the
 /// write fails with NotFound instead of creating the directory again.
 pub fn replace_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = sync_tmp(path, bytes)?;
-    std::fs::rename(&tmp, path)?;
-    File::open(dir)?.sync_all()
+    if let Err(e) = std::fs::rename(&tmp, path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    crate::store::durable::sync_dir(path.parent().unwrap_or(Path::new(".")))
 }
 
 /// Replaces `path` with `bytes` atomically (tmp file, rename) without fsyncing: for files that
@@ -256,7 +256,7 @@ pub fn create_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
     };
     let _ = std::fs::remove_file(&tmp);
     if created? {
-        File::open(dir)?.sync_all()?;
+        crate::store::durable::sync_dir(dir)?;
         return Ok(true);
     }
     Ok(false)
