@@ -30,6 +30,7 @@ use crate::protocol::frame::RequestPool;
 use crate::protocol::peer_link::{PeerLinkConfig, PeerLinks};
 use crate::protocol::response_budget::ResponseBudget;
 use crate::protocol::session::{Actors, Session};
+use crate::store::cluster::fence::SelfFence;
 use crate::store::fence_log::FenceLog;
 use crate::store::leases;
 use crate::store::ownership::{self, Ownership};
@@ -139,19 +140,21 @@ impl Broker {
         let group = (settings.group_commit_min_partitions > 0 && crate::store::durable::syncfs_flushes(data_dir))
             .then(|| GroupCommit { dir: data_dir.clone(), min_partitions: settings.group_commit_min_partitions });
         tracing::debug!(group_commit_by_syncfs = group.is_some(), "fsync threads");
-        let syncer = Syncer::start(
-            settings.sync_threads,
-            MAILBOX_CAPACITY * 4,
-            settings.debug_skip_fsync,
-            group,
-            metrics.clone(),
-        );
         let started = std::time::Instant::now();
         let (host, port) = settings.advertised();
         let local = ownership::Broker { node_id: settings.node_id, host, port, rack: None };
         // Joining the cluster of brokers sharing the data directory (a cluster of one, alone).
         let registration =
             leases::register(&settings.data_dir, &local).map_err(|e| ServerError::Startup(e.to_string()))?;
+        let fence = SelfFence::new(&settings.data_dir, settings.node_id, registration.incarnation());
+        let syncer = Syncer::start(
+            settings.sync_threads,
+            MAILBOX_CAPACITY * 4,
+            settings.debug_skip_fsync,
+            group,
+            metrics.clone(),
+            fence.clone(),
+        );
         let live = leases::live_brokers(&settings.data_dir, &local).map_err(|e| ServerError::Startup(e.to_string()))?;
         let live_ids: Vec<i32> = live.iter().map(|b| b.node_id).collect();
         let mut table = Ownership::member(local.clone());
@@ -164,6 +167,7 @@ impl Broker {
             ownership.clone(),
             live_ids.clone(),
             metrics.clone(),
+            registration.previous_clean,
         )
         .map_err(ServerError::Startup)?;
         let topics = TopicRegistry::start_in_arbiter(&cluster_arbiter.handle(), move |_| registry);
@@ -196,6 +200,7 @@ impl Broker {
             coordinator_arbiter.handle(),
             Some(peers),
             metrics.clone(),
+            fence.clone(),
         );
         let (_, failed) = coordinators.place(&live_ids);
         if !failed.is_empty() {
@@ -203,7 +208,7 @@ impl Broker {
         }
         let (txn, groups) = (coordinators.txn.clone(), coordinators.groups.clone());
         let coordinators = Coordinators::start_in_arbiter(&cluster_arbiter.handle(), move |_| coordinators);
-        let membership = Membership::new(settings.clone(), local, ownership, topics, coordinators);
+        let membership = Membership::new(settings.clone(), local, ownership, topics, coordinators, fence.clone());
         Membership::start_in_arbiter(&cluster_arbiter.handle(), move |_| membership);
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "recovered partitions");
         arbiters.extend([cluster_arbiter, coordinator_arbiter, peer_arbiter]);
@@ -223,11 +228,15 @@ impl Broker {
         Session::new(self.actors.clone(), settings.clone(), cluster_id.clone(), peer)
     }
 
-    /// Flushes every partition and stops the actors' threads.
+    /// Flushes every partition and stops the actors' threads. Once every partition is flushed
+    /// and stopped, the stop is marked clean: the next start of this node goes on with its
+    /// partitions' epochs instead of sealing them (store::leases::Registration).
     pub async fn shutdown(&self) {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        if self.actors.directory.topics().send(ShutdownAll { reply: tx }).await.is_ok() {
-            let _ = rx.await;
+        if self.actors.directory.topics().send(ShutdownAll { reply: tx }).await.is_ok() && rx.await.is_ok() {
+            if let Err(e) = self._registration.mark_clean_stop() {
+                tracing::warn!("clean stop not recorded (the next start seals its partitions): {e}");
+            }
         }
         for a in &self.arbiters {
             a.stop();

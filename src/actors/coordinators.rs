@@ -22,6 +22,7 @@ use super::slot::Slot;
 use super::txn_coordinator::{TxnCoordinator, TxnSettings};
 use crate::config::Settings;
 use crate::metrics::Metrics;
+use crate::store::cluster::fence::{self, SelfFence};
 use crate::store::coordinator_key::OFFSETS_PARTITIONS;
 use crate::store::group::consumer::TopicInfo;
 use crate::store::group::GroupConfig;
@@ -54,6 +55,8 @@ pub struct Coordinators {
     peers: Option<Recipient<SendPeerMarker>>,
     /// kaas_coordinator_shards_owned, and what the shards count into.
     metrics: Metrics,
+    /// This broker's fence, checked by its coordinators after each flush (store::cluster::fence).
+    fence: SelfFence,
 }
 
 impl Coordinators {
@@ -65,6 +68,7 @@ impl Coordinators {
         arbiter: ArbiterHandle,
         peers: Option<Recipient<SendPeerMarker>>,
         metrics: Metrics,
+        fence: SelfFence,
     ) -> Coordinators {
         let txn = Arc::new((0..settings.txn_shards).map(|_| Slot::default()).collect());
         Coordinators {
@@ -79,6 +83,7 @@ impl Coordinators {
             cluster_id,
             peers,
             metrics,
+            fence,
         }
     }
 
@@ -145,6 +150,14 @@ impl Coordinators {
                     return Ok(false);
                 }
             };
+        if let Some(prev) = lease.unreleased_predecessor {
+            // It died or was cut off from the disk and may still run: it answers nothing more
+            // before this broker reads the coordinator's state (store::cluster::fence).
+            let incarnation = leases::broker_incarnation(dir, prev.node_id);
+            fence::fence_broker(dir, prev.node_id, incarnation)
+                .map_err(|e| format!("cannot fence node {} before taking {unit:?}: {e}", prev.node_id))?;
+            tracing::warn!(?unit, node = prev.node_id, incarnation, "fenced the coordinator's previous owner");
+        }
         self.open(unit).map_err(|e| format!("cannot open the coordinator {unit:?}: {e}"))?;
         tracing::info!(?unit, epoch = lease.record.epoch, "running the coordinator");
         self.table_grant(unit, me, lease.record.epoch);
@@ -174,7 +187,8 @@ impl Coordinators {
                         Some((n.to_string(), TopicInfo { id: internal_topic_id(&self.cluster_id, n), partitions }))
                     })
                     .collect();
-                let g = GroupCoordinator::open(&s.data_dir, config, retention_check, topics, internal)?;
+                let fence = self.fence.clone();
+                let g = GroupCoordinator::open(&s.data_dir, config, retention_check, topics, internal, fence)?;
                 self.groups.set(Some(GroupCoordinator::start_in_arbiter(&self.arbiter, move |_| g)));
             }
             CoordinatorUnit::Txn(shard) => {
@@ -195,6 +209,7 @@ impl Coordinators {
                     self.peers.clone(),
                     txn_settings,
                     self.metrics.clone(),
+                    self.fence.clone(),
                 )?;
                 slot.set(Some(TxnCoordinator::start_in_arbiter(&self.arbiter, move |_| c)));
             }
@@ -253,7 +268,12 @@ impl Handler<PlaceCoordinators> for Coordinators {
             let stopped = self.stop(unit);
             ctx.spawn(stopped.into_actor(self).map(move |_, act, _| {
                 // The actor has flushed and stopped: now the next owner may open its database.
-                act.held.remove(&unit);
+                if let Some(lease) = act.held.remove(&unit) {
+                    // Released, so the next owner need not fence this broker.
+                    if let Err(e) = lease.release(&leases::unit_lease_path(&act.settings.data_dir, unit)) {
+                        tracing::warn!(?unit, "release mark not written: {e}");
+                    }
+                }
                 act.releasing.remove(&unit);
                 act.report();
                 tracing::info!(?unit, "coordinator handed over to its peer");

@@ -12,6 +12,7 @@ use actix::{Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler,
 
 use super::messages::*;
 use crate::store::clock::now_ms;
+use crate::store::cluster::fence::SelfFence;
 use crate::store::coordinator_key::offsets_partition;
 use crate::store::group::consumer::{TopicImage, TopicInfo};
 use crate::store::group::offsets_producers::{key_bytes, key_from_bytes, OffsetsProducerKey, OffsetsProducers};
@@ -22,6 +23,8 @@ pub struct GroupCoordinator {
     db: sled::Db,
     /// The sled `db` file, fdatasynced after each flush (see store::durable::flush_sled).
     db_file: std::sync::Arc<std::fs::File>,
+    /// Checked after each flush, before an answer (store::cluster::fence).
+    fence: SelfFence,
     groups: Groups,
     /// The producer state of the offsets partitions (store::group::offsets_producers), kept in
     /// the database's `offsets_producers` tree.
@@ -60,6 +63,7 @@ impl GroupCoordinator {
         retention_check: Duration,
         topics: Option<actix::Recipient<ListTopics>>,
         internal: Vec<(String, TopicInfo)>,
+        fence: SelfFence,
     ) -> Result<GroupCoordinator, String> {
         let path = data_dir.join("__cluster").join("groups");
         let (db, db_file) = crate::store::durable::open_sled(&path)?;
@@ -89,6 +93,7 @@ impl GroupCoordinator {
         Ok(GroupCoordinator {
             db,
             db_file,
+            fence,
             groups,
             producers,
             producers_tree,
@@ -182,10 +187,15 @@ impl GroupCoordinator {
     fn flush(&self) -> impl std::future::Future<Output = Result<(), String>> + 'static {
         let db = self.db.clone();
         let db_file = self.db_file.clone();
+        let fence = self.fence.clone();
         async move {
-            tokio::task::spawn_blocking(move || crate::store::durable::flush_sled(&db, &db_file))
-                .await
-                .map_err(|e| e.to_string())?
+            tokio::task::spawn_blocking(move || {
+                crate::store::durable::flush_sled(&db, &db_file)?;
+                // D2 item 5: answered only while no broker took the groups over.
+                fence.check().map_err(|e| e.to_string())
+            })
+            .await
+            .map_err(|e| e.to_string())?
         }
     }
 }

@@ -13,7 +13,11 @@ use actix::{Actor, Addr, AsyncContext, Context};
 use super::coordinators::{Coordinators, PlaceCoordinators};
 use super::topics::{Rebalance, TopicRegistry};
 use crate::config::Settings;
+use crate::store::cluster::fence::{FenceError, SelfFence};
 use crate::store::leases;
+
+/// The exit code of a fenced broker (EX_TEMPFAIL: restart it).
+pub const FENCED_EXIT_CODE: i32 = 75;
 use crate::store::ownership::{Broker, Ownership};
 
 pub struct Membership {
@@ -22,6 +26,7 @@ pub struct Membership {
     ownership: Arc<RwLock<Ownership>>,
     registry: actix::Addr<TopicRegistry>,
     coordinators: Addr<Coordinators>,
+    fence: SelfFence,
 }
 
 impl Membership {
@@ -31,11 +36,19 @@ impl Membership {
         ownership: Arc<RwLock<Ownership>>,
         registry: actix::Addr<TopicRegistry>,
         coordinators: Addr<Coordinators>,
+        fence: SelfFence,
     ) -> Membership {
-        Membership { settings, local, ownership, registry, coordinators }
+        Membership { settings, local, ownership, registry, coordinators, fence }
     }
 
     fn tick(&mut self) {
+        // A fenced broker stops at once (store::cluster::fence): a broker took over what it
+        // served while it was cut off from the disk or stalled, and it must not answer for any
+        // of it again. A restart (its supervisor's) joins again as a new incarnation.
+        if let Err(e @ FenceError::Fenced { .. }) = self.fence.check() {
+            tracing::error!("stopping: {e}");
+            std::process::exit(FENCED_EXIT_CODE);
+        }
         let live = match leases::live_brokers(&self.settings.data_dir, &self.local) {
             Ok(l) => l,
             Err(e) => return tracing::warn!("reading the brokers of the cluster: {e}"),

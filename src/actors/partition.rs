@@ -9,7 +9,7 @@ use std::time::Duration;
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler};
 
 use super::messages::*;
-use super::syncer::{SyncJob, Synced, Syncer};
+use super::syncer::{SyncFailure, SyncJob, Synced, Syncer};
 use crate::error_code::ResponseError;
 use crate::metrics::{Metrics, TopicMeter};
 use crate::store::clock::now_ms;
@@ -128,6 +128,30 @@ impl PartitionLeader {
                 }
                 Waiter::Marker(reply) => {
                     let _ = reply.send(ResponseError::KafkaStorageError.code());
+                }
+            }
+        }
+    }
+
+    /// This broker was fenced (store::cluster::fence): what waits for its fsync is never
+    /// acknowledged (NOT_LEADER_OR_FOLLOWER: the client finds the new leader) and the high
+    /// watermark stays; the broker stops (actors::membership).
+    fn fenced(&mut self, why: &str) {
+        tracing::error!(partition = %self.name, "fenced, nothing more is acknowledged: {why}");
+        self.partition.go_offline();
+        let ack = AppendAck {
+            error_code: ResponseError::NotLeaderOrFollower.code(),
+            base_offset: -1,
+            log_append_time: -1,
+            log_start_offset: -1,
+        };
+        for (_, waiter) in self.pending.drain(..) {
+            match waiter {
+                Waiter::Append(reply, _) => {
+                    let _ = reply.send(ack);
+                }
+                Waiter::Marker(reply) => {
+                    let _ = reply.send(ResponseError::NotLeaderOrFollower.code());
                 }
             }
         }
@@ -259,8 +283,10 @@ impl Handler<Synced> for PartitionLeader {
 
     fn handle(&mut self, msg: Synced, ctx: &mut Self::Context) {
         self.sync_in_flight = false;
-        if let Err(e) = msg.result {
-            return self.fail(format!("fsync: {e}"));
+        match msg.result {
+            Ok(()) => {}
+            Err(SyncFailure::Io(e)) => return self.fail(format!("fsync: {e}")),
+            Err(SyncFailure::Fenced(e)) => return self.fenced(&e),
         }
         if self.syncing_batches > 0 {
             self.meters.broker.group_commit_batches().observe(std::mem::take(&mut self.syncing_batches));

@@ -10,6 +10,7 @@ use actix::{Message, Recipient};
 use crossbeam_channel::{bounded, Receiver, Sender};
 
 use crate::metrics::Metrics;
+use crate::store::cluster::fence::SelfFence;
 use crate::store::durable::sync_filesystem;
 use crate::store::log::SyncSet;
 
@@ -18,7 +19,17 @@ use crate::store::log::SyncSet;
 #[rtype(result = "()")]
 pub struct Synced {
     pub upto: i64,
-    pub result: Result<(), String>,
+    pub result: Result<(), SyncFailure>,
+}
+
+/// Why a sync job cannot be acknowledged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SyncFailure {
+    /// The fsync failed: the log is in an unknown state.
+    Io(String),
+    /// The data is durable, but this broker was fenced (store::cluster::fence): a broker that
+    /// took its partitions over may not see it, so it is never acknowledged.
+    Fenced(String),
 }
 
 /// Make `files` durable, then tell `reply` that everything below `upto` is on disk.
@@ -49,33 +60,41 @@ impl GroupCommit {
 
 /// Makes `jobs` durable (one syncfs when there are many and `group` allows it) and answers them.
 /// Each fsync or syncfs is timed into `kaas_log_fsync_seconds`, with the partitions it covered.
-fn run(jobs: Vec<SyncJob>, skip_fsync: bool, group: Option<&GroupCommit>, metrics: &Metrics) {
-    if skip_fsync {
-        for job in jobs {
-            job.reply.do_send(Synced { upto: job.upto, result: Ok(()) });
-        }
-        return;
-    }
-    match group.filter(|g| g.covers(jobs.len())) {
-        Some(GroupCommit { dir, .. }) => {
-            // A failed syncfs cannot say whose data it lost: every job of the group fails.
-            let started = Instant::now();
-            let result = sync_filesystem(dir).map_err(|e| e.to_string());
-            metrics.fsync().observe_duration(started.elapsed());
-            metrics.group_commit_partitions().observe(jobs.len() as u64);
-            for job in jobs {
-                job.reply.do_send(Synced { upto: job.upto, result: result.clone() });
-            }
-        }
-        None => {
-            for job in jobs {
+/// D2 item 5: after the fsyncs and before any answer, one check for the whole group that this
+/// broker was not fenced. A fence created after it comes before the new owner reads how far
+/// the files go, so what is acknowledged here is inside its seal.
+fn run(jobs: Vec<SyncJob>, skip_fsync: bool, group: Option<&GroupCommit>, metrics: &Metrics, fence: &SelfFence) {
+    let results: Vec<(SyncJob, Result<(), SyncFailure>)> = if skip_fsync {
+        jobs.into_iter().map(|job| (job, Ok(()))).collect()
+    } else {
+        match group.filter(|g| g.covers(jobs.len())) {
+            Some(GroupCommit { dir, .. }) => {
+                // A failed syncfs cannot say whose data it lost: every job of the group fails.
                 let started = Instant::now();
-                let result = job.files.sync().map_err(|e| e.to_string());
+                let result = sync_filesystem(dir).map_err(|e| SyncFailure::Io(e.to_string()));
                 metrics.fsync().observe_duration(started.elapsed());
-                metrics.group_commit_partitions().observe(1);
-                job.reply.do_send(Synced { upto: job.upto, result });
+                metrics.group_commit_partitions().observe(jobs.len() as u64);
+                jobs.into_iter().map(|job| (job, result.clone())).collect()
             }
+            None => jobs
+                .into_iter()
+                .map(|job| {
+                    let started = Instant::now();
+                    let result = job.files.sync().map_err(|e| SyncFailure::Io(e.to_string()));
+                    metrics.fsync().observe_duration(started.elapsed());
+                    metrics.group_commit_partitions().observe(1);
+                    (job, result)
+                })
+                .collect(),
         }
+    };
+    let fenced = fence.check().err().map(|e| SyncFailure::Fenced(e.to_string()));
+    for (job, result) in results {
+        let result = match (&fenced, result) {
+            (Some(f), Ok(())) => Err(f.clone()),
+            (_, r) => r,
+        };
+        job.reply.do_send(Synced { upto: job.upto, result });
     }
 }
 
@@ -95,12 +114,14 @@ impl Syncer {
         skip_fsync: bool,
         group: Option<GroupCommit>,
         metrics: Metrics,
+        fence: SelfFence,
     ) -> Syncer {
         let (tx, rx) = bounded::<SyncJob>(capacity);
         for i in 0..threads.max(1) {
             let rx: Receiver<SyncJob> = rx.clone();
             let group = group.clone();
             let metrics = metrics.clone();
+            let fence = fence.clone();
             let spawned = thread::Builder::new().name(format!("kaas-sync-{i}")).spawn(move || {
                 super::supervisor::mark_state_thread();
                 while let Ok(first) = rx.recv() {
@@ -111,7 +132,7 @@ impl Syncer {
                             Err(_) => break,
                         }
                     }
-                    run(jobs, skip_fsync, group.as_ref(), &metrics);
+                    run(jobs, skip_fsync, group.as_ref(), &metrics, &fence);
                 }
             });
             if let Err(e) = spawned {

@@ -21,6 +21,7 @@ use crate::config::Settings;
 use crate::error_code::ResponseError;
 use crate::metrics::Metrics;
 use crate::store::clock::now_ms;
+use crate::store::cluster::fence;
 use crate::store::known_fences::KnownFences;
 use crate::store::leases::{self, HeldLease};
 use crate::store::log::file_cache::FileCache;
@@ -124,6 +125,9 @@ pub struct TopicRegistry {
     fences: KnownFences,
     /// The leaders count into it; a deleted topic's series go.
     metrics: Metrics,
+    /// This node's previous process stopped cleanly: its partitions keep their epochs
+    /// (store::leases::try_acquire).
+    keep_own: bool,
 }
 
 /// Opens (recovers) partition `p`'s log under leader epoch `leader_epoch`.
@@ -135,10 +139,21 @@ fn open_log(
     leader_epoch: i32,
 ) -> Result<Partition, LogError> {
     let dir = topics::partition_dir(data_dir, topic, p);
-    let (mut partition, info) = Partition::open(dir, log_config.clone(), now_ms())?;
-    partition.set_leader_epoch(leader_epoch);
-    if info.truncated_bytes > 0 {
-        tracing::warn!(topic, partition = p, bytes = info.truncated_bytes, "recovery truncated a torn log tail");
+    let (partition, info) = Partition::open_at(dir, log_config.clone(), now_ms(), leader_epoch)?;
+    match info.took_over_from {
+        Some(previous) => tracing::info!(
+            topic,
+            partition = p,
+            previous,
+            epoch = leader_epoch,
+            unread_bytes = info.truncated_bytes,
+            end = partition.log_end_offset(),
+            "took the partition over: the predecessor's files are sealed where their valid batches end"
+        ),
+        None if info.truncated_bytes > 0 => {
+            tracing::warn!(topic, partition = p, bytes = info.truncated_bytes, "recovery truncated a torn log tail")
+        }
+        None => {}
     }
     Ok(partition)
 }
@@ -269,6 +284,7 @@ impl TopicRegistry {
         ownership: Arc<RwLock<Ownership>>,
         live: Vec<i32>,
         metrics: Metrics,
+        keep_own: bool,
     ) -> Result<TopicRegistry, String> {
         let locks = leases::PartitionLocks::open(&settings.data_dir).map_err(|e| e.to_string())?;
         let mut view = TopicRegistry {
@@ -287,6 +303,7 @@ impl TopicRegistry {
             fences: KnownFences::new(settings.producer_id_expiration_ms),
             deleting: HashSet::new(),
             metrics,
+            keep_own,
         };
         view.refresh_topics().map_err(|e| e.to_string())?;
         // Nothing is handed over at start: this broker held nothing.
@@ -413,6 +430,7 @@ impl TopicRegistry {
     /// Opens the partitions whose leases were just taken (recovery, on several threads when
     /// there are many) and starts their leaders.
     fn start_acquired(&mut self, acquired: Vec<Acquired>) {
+        let acquired = self.fence_predecessors(acquired);
         let mut offline: HashMap<String, u64> = HashMap::new();
         for (a, opened) in open_logs(&self.settings.data_dir, acquired, true).into_iter().flatten() {
             if self.start_partition(&a.topic, a.partition, &a.log_config, a.lease, opened) {
@@ -427,6 +445,41 @@ impl TopicRegistry {
                  the cause (see above) is gone"
             );
         }
+    }
+
+    /// Fences every broker that held one of `acquired` and did not hand it over (it died, or
+    /// it was cut off from the disk and may still run) before anything of those partitions is
+    /// read: from then on it acknowledges nothing (store::cluster::fence). A partition whose
+    /// predecessor cannot be fenced is let go again.
+    fn fence_predecessors(&self, acquired: Vec<Acquired>) -> Vec<Acquired> {
+        let data_dir = &self.settings.data_dir;
+        let mut fenced: HashMap<i32, bool> = HashMap::new();
+        acquired
+            .into_iter()
+            .filter(|a| {
+                let Some(prev) = a.lease.unreleased_predecessor else { return true };
+                *fenced.entry(prev.node_id).or_insert_with(|| {
+                    let incarnation = leases::broker_incarnation(data_dir, prev.node_id);
+                    match fence::fence_broker(data_dir, prev.node_id, incarnation) {
+                        Ok(()) => {
+                            tracing::warn!(
+                                node = prev.node_id,
+                                incarnation,
+                                "fenced a broker that held partitions without handing them over"
+                            );
+                            true
+                        }
+                        Err(e) => {
+                            tracing::error!(
+                                node = prev.node_id,
+                                "cannot fence the previous leader, not taking its partitions: {e}"
+                            );
+                            false
+                        }
+                    }
+                })
+            })
+            .collect()
     }
 
     /// `claim_and_release` of one topic; the leaders to hand over are added to `handing_over`
@@ -464,6 +517,7 @@ impl TopicRegistry {
                         &what,
                         me,
                         leases::first_lease(&h.meta, p),
+                        self.keep_own,
                     ) {
                         Ok(Some(lease)) => {
                             let log_config = log_config.clone();
@@ -623,7 +677,7 @@ impl TopicRegistry {
                 continue;
             }
             let first = leases::first_lease(&meta, p);
-            match leases::try_acquire(&self.locks, &self.settings.data_dir, &what, me, first) {
+            match leases::try_acquire(&self.locks, &self.settings.data_dir, &what, me, first, true) {
                 Ok(Some(lease)) => {
                     let (topic, log_config) = (handle.clone(), log_config.clone());
                     acquired.push(Acquired { topic, partition: p, log_config, lease });
@@ -819,7 +873,13 @@ impl Handler<Rebalance> for TopicRegistry {
             }
             for key in keys {
                 act.releasing.remove(&key);
-                act.held.remove(&key);
+                if let Some(lease) = act.held.remove(&key) {
+                    // Released, so the next leader need not fence this broker.
+                    let what = Owned::Partition { topic: key.0.clone(), partition: key.1 };
+                    if let Err(e) = lease.release(&leases::lease_path(&act.settings.data_dir, &what)) {
+                        tracing::warn!(partition = %format!("{}-{}", key.0, key.1), "release mark not written: {e}");
+                    }
+                }
                 tracing::info!(partition = %format!("{}-{}", key.0, key.1), "handed over to its peer");
             }
         }))

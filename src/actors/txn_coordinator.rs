@@ -19,6 +19,7 @@ use super::slot::Slot;
 use crate::error_code::ResponseError;
 use crate::metrics::Metrics;
 use crate::store::clock::{monotonic_ms, now_ms};
+use crate::store::cluster::fence::SelfFence;
 use crate::store::ownership::{Broker, Owned};
 use crate::store::producer_ids::ProducerIdAllocator;
 use crate::store::txn::parking::{waits_for_completion, Parked, PARK_MS};
@@ -38,6 +39,8 @@ pub struct TxnCoordinator {
     db: sled::Db,
     /// The sled `db` file, fdatasynced after each flush (see store::durable::flush_sled).
     db_file: std::sync::Arc<std::fs::File>,
+    /// Checked after each flush, before an answer (store::cluster::fence).
+    fence: SelfFence,
     entries: HashMap<String, TxnEntry>,
     ids: ProducerIdAllocator,
     directory: Directory,
@@ -64,6 +67,7 @@ impl TxnCoordinator {
         peers: Option<Recipient<SendPeerMarker>>,
         settings: TxnSettings,
         metrics: Metrics,
+        fence: SelfFence,
     ) -> Result<TxnCoordinator, String> {
         let path = data_dir.join("__cluster").join("txn").join(shard.to_string());
         let (db, db_file) = crate::store::durable::open_sled(&path)?;
@@ -83,6 +87,7 @@ impl TxnCoordinator {
             shard,
             db,
             db_file,
+            fence,
             entries,
             ids,
             directory,
@@ -140,6 +145,7 @@ impl TxnCoordinator {
         self.put(id.clone(), Some(core::in_flight(previous.as_ref(), &written)));
         let db = self.db.clone();
         let db_file = self.db_file.clone();
+        let fence = self.fence.clone();
         let key = id.clone();
         let value = serde_json::to_vec(&written);
         let tombstone = written.is_tombstone();
@@ -153,7 +159,8 @@ impl TxnCoordinator {
                 db.insert(key.as_bytes(), value).map_err(|e| e.to_string())?;
             }
             crate::store::durable::flush_sled(&db, &db_file)?;
-            Ok(())
+            // D2 item 5: answered only while no broker took this shard over.
+            fence.check().map_err(|e| e.to_string())
         });
         ctx.spawn(write.into_actor(self).map(move |res, act, ctx| {
             act.writing -= 1;

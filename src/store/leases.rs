@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use super::cluster::fence;
 use super::durable::create_dir_all_durable;
 use super::file_lock;
 use super::ownership::{Broker, Owned};
@@ -51,6 +52,16 @@ fn brokers_dir(data_dir: &Path) -> PathBuf {
 pub struct LeaseRecord {
     pub node_id: i32,
     pub epoch: i32,
+    /// Its holder handed it over (flushed and stopped first): the next holder need not fence
+    /// it. Without it, the holder died or was cut off from the disk (store::cluster::fence).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub released: bool,
+}
+
+impl LeaseRecord {
+    pub fn new(node_id: i32, epoch: i32) -> LeaseRecord {
+        LeaseRecord { node_id, epoch, released: false }
+    }
 }
 
 /// The lease file of `what`.
@@ -68,6 +79,31 @@ pub fn lease_path(data_dir: &Path, what: &Owned) -> PathBuf {
 pub struct HeldLease {
     _lock: Hold,
     pub record: LeaseRecord,
+    /// The record before this broker took it, when another holder had it and did not hand it
+    /// over: that holder is fenced before anything of the resource is read (store::cluster::fence).
+    pub unreleased_predecessor: Option<LeaseRecord>,
+}
+
+impl HeldLease {
+    /// Hands the resource over: records that it was released (durably, under its lock), then
+    /// lets the lock go. The caller flushed and stopped what it ran first. `path`: the lease
+    /// file (`lease_path`, `unit_lease_path`).
+    pub fn release(mut self, path: &Path) -> Result<(), LeaseError> {
+        let record = LeaseRecord { released: true, ..self.record };
+        let bytes = serde_json::to_vec(&record).map_err(|e| LeaseError::Io(path.to_path_buf(), e.into()))?;
+        match &mut self._lock {
+            // The lock belongs to this very file, which a rename would replace: in place.
+            Hold::File { _file: file } => {
+                file.set_len(0).map_err(io(path))?;
+                file.seek(SeekFrom::Start(0)).map_err(io(path))?;
+                file.write_all(&bytes).map_err(io(path))?;
+                file.sync_all().map_err(io(path))?;
+            }
+            Hold::Byte { .. } => write_atomic(path, &bytes).map_err(io(path))?,
+        }
+        drop(self);
+        Ok(())
+    }
 }
 
 #[derive(Debug)]
@@ -183,22 +219,27 @@ pub fn unit_first_epoch(data_dir: &Path) -> i32 {
 }
 
 /// Tries to take partition `what` for `node_id`: None while another broker holds it. The
-/// leader epoch grows when the partition changes hands and stays when the same broker takes it
-/// back (a restart), so a single broker keeps epoch 0.
-/// `first` is the lease the partition has while it has no lease file (`TopicMeta::first_lease`).
+/// leader epoch grows when the partition changes hands, and when this broker takes it back
+/// after its previous process did not stop cleanly (`keep_own` false: that process may still
+/// write its files); it stays when the same broker takes it back after a clean stop, so a
+/// single broker keeps epoch 0. `first` is the lease the partition has while it has no lease
+/// file (`TopicMeta::first_lease`).
 pub fn try_acquire(
     locks: &PartitionLocks,
     data_dir: &Path,
     what: &Owned,
     node_id: i32,
     first: Option<LeaseRecord>,
+    keep_own: bool,
 ) -> Result<Option<HeldLease>, LeaseError> {
     let Some(lock) = locks.try_lock(what)? else {
         return Ok(None);
     };
     let path = lease_path(data_dir, what);
-    let record = write_record(&path, node_id, first)?;
-    Ok(Some(HeldLease { _lock: Hold::Byte { _byte: lock }, record }))
+    let old = read_lease_at(&path).or(first);
+    let record = write_record(&path, node_id, old, keep_own)?;
+    let unreleased_predecessor = old.filter(|o| o.node_id != node_id && !o.released);
+    Ok(Some(HeldLease { _lock: Hold::Byte { _byte: lock }, record, unreleased_predecessor }))
 }
 
 /// `try_acquire` of a coordinator unit's lease file at `path` (the whole file is its lock);
@@ -211,7 +252,8 @@ pub fn try_acquire_from(path: &Path, node_id: i32, first_epoch: i32) -> Result<O
     if !file_lock::try_lock(&file).map_err(io(path))? {
         return Ok(None);
     }
-    let (record, changed) = next_record(read_record(&mut file), node_id, first_epoch);
+    let old = read_record(&mut file);
+    let (record, changed) = next_record(old, node_id, first_epoch, true);
     if changed {
         let bytes = serde_json::to_vec(&record).map_err(|e| LeaseError::Io(path.to_path_buf(), e.into()))?;
         // Written in place: the lock belongs to this file, which a rename would replace.
@@ -224,23 +266,31 @@ pub fn try_acquire_from(path: &Path, node_id: i32, first_epoch: i32) -> Result<O
             let _ = d.sync_all();
         }
     }
-    Ok(Some(HeldLease { _lock: Hold::File { _file: file }, record }))
+    let unreleased_predecessor = old.filter(|o| o.node_id != node_id && !o.released);
+    Ok(Some(HeldLease { _lock: Hold::File { _file: file }, record, unreleased_predecessor }))
 }
 
 /// The record of `node_id` taking a lease last held as `old`, and whether it differs: the epoch
-/// grows when the lease changes hands and stays when its holder takes it back.
-fn next_record(old: Option<LeaseRecord>, node_id: i32, first_epoch: i32) -> (LeaseRecord, bool) {
+/// grows when the lease changes hands and stays when its holder takes it back with `keep_own`
+/// (a clean restart); a release mark is dropped.
+fn next_record(old: Option<LeaseRecord>, node_id: i32, first_epoch: i32, keep_own: bool) -> (LeaseRecord, bool) {
     match old {
-        None => (LeaseRecord { node_id, epoch: first_epoch }, true),
-        Some(old) if old.node_id == node_id => (old, false),
-        Some(old) => (LeaseRecord { node_id, epoch: old.epoch.saturating_add(1) }, true),
+        None => (LeaseRecord::new(node_id, first_epoch), true),
+        Some(old) if old.node_id == node_id && keep_own => (LeaseRecord::new(node_id, old.epoch), old.released),
+        Some(old) => (LeaseRecord::new(node_id, old.epoch.saturating_add(1)), true),
     }
 }
 
-/// Under a partition's lock: the record of `node_id` taking it, written durably unless it
-/// already says so (neither a restart nor the first leader chosen at creation writes anything).
-fn write_record(path: &Path, node_id: i32, first: Option<LeaseRecord>) -> Result<LeaseRecord, LeaseError> {
-    let (record, changed) = next_record(read_lease_at(path).or(first), node_id, 0);
+/// Under a partition's lock: the record of `node_id` taking it from `old`, written durably
+/// unless it already says so (neither a clean restart nor the first leader chosen at creation
+/// writes anything).
+fn write_record(
+    path: &Path,
+    node_id: i32,
+    old: Option<LeaseRecord>,
+    keep_own: bool,
+) -> Result<LeaseRecord, LeaseError> {
+    let (record, changed) = next_record(old, node_id, 0, keep_own);
     if changed {
         let bytes = serde_json::to_vec(&record).map_err(|e| LeaseError::Io(path.to_path_buf(), e.into()))?;
         // The epoch must be on disk before anything is served under it (write_atomic fsyncs the
@@ -255,7 +305,7 @@ fn write_record(path: &Path, node_id: i32, first: Option<LeaseRecord>) -> Result
 pub fn first_lease(meta: &TopicMeta, p: i32) -> Option<LeaseRecord> {
     let what = Owned::Partition { topic: meta.name.clone(), partition: p };
     let node_id = placement::desired_owner(&what, meta.placed_on_for(p))?;
-    Some(LeaseRecord { node_id, epoch: 0 })
+    Some(LeaseRecord::new(node_id, 0))
 }
 
 /// Removes the lease files of `partitions` of a deleted `topic`: a topic created again under
@@ -285,6 +335,27 @@ pub fn read_lease_at(path: &Path) -> Option<LeaseRecord> {
 #[derive(Debug)]
 pub struct Registration {
     _lock: File,
+    json_path: PathBuf,
+    record: BrokerRecord,
+    /// Whether this node's previous process stopped cleanly (or there was none): then its
+    /// files are this process's to go on with; else it may still run, cut off from the disk,
+    /// and was fenced at registration (store::cluster::fence).
+    pub previous_clean: bool,
+}
+
+impl Registration {
+    /// This process's incarnation (store::cluster::fence).
+    pub fn incarnation(&self) -> u64 {
+        self.record.incarnation
+    }
+
+    /// At the end of a clean stop (every partition flushed and stopped): the next process of
+    /// this node goes on with its partitions' epochs.
+    pub fn mark_clean_stop(&self) -> Result<(), LeaseError> {
+        let record = BrokerRecord { clean_stop: true, ..self.record.clone() };
+        let bytes = serde_json::to_vec(&record).map_err(|e| LeaseError::Io(self.json_path.clone(), e.into()))?;
+        write_atomic(&self.json_path, &bytes).map_err(io(&self.json_path))
+    }
 }
 
 /// Joins the cluster: takes `brokers/<id>.lock` (refused while another process has this node
@@ -302,18 +373,44 @@ pub fn register(data_dir: &Path, broker: &Broker) -> Result<Registration, LeaseE
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let record = BrokerRecord { node_id: broker.node_id, host: broker.host.clone(), port: broker.port };
     let json_path = dir.join(format!("{}.json", broker.node_id));
+    let previous = std::fs::read(&json_path).ok().and_then(|b| serde_json::from_slice::<BrokerRecord>(&b).ok());
+    let previous_clean = previous.as_ref().is_none_or(|p| p.clean_stop);
+    if let Some(p) = previous.as_ref().filter(|p| !p.clean_stop) {
+        // It may still run, cut off from the disk: it acknowledges nothing from now on.
+        fence::fence_broker(data_dir, broker.node_id, p.incarnation)
+            .map_err(|e| LeaseError::Io(json_path.clone(), std::io::Error::other(e)))?;
+    }
+    let record = BrokerRecord {
+        node_id: broker.node_id,
+        host: broker.host.clone(),
+        port: broker.port,
+        incarnation: fence::new_incarnation(),
+        clean_stop: false,
+    };
     let bytes = serde_json::to_vec(&record).map_err(|e| LeaseError::Io(json_path.clone(), e.into()))?;
     write_atomic(&json_path, &bytes).map_err(io(&json_path))?;
-    Ok(Registration { _lock: lock })
+    Ok(Registration { _lock: lock, json_path, record, previous_clean })
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct BrokerRecord {
     node_id: i32,
     host: String,
     port: i32,
+    /// Drawn at each start (store::cluster::fence); 0 in files of older kaas versions.
+    #[serde(default)]
+    incarnation: u64,
+    /// Written at the end of a clean stop.
+    #[serde(default)]
+    clean_stop: bool,
+}
+
+/// The incarnation `node_id` registered last (0 when unknown): the one a broker taking over
+/// from it fences.
+pub fn broker_incarnation(data_dir: &Path, node_id: i32) -> u64 {
+    let path = brokers_dir(data_dir).join(format!("{node_id}.json"));
+    std::fs::read(path).ok().and_then(|b| serde_json::from_slice::<BrokerRecord>(&b).ok()).map_or(0, |r| r.incarnation)
 }
 
 /// Whether another process holds `lock_path` (a live broker); the probe never takes the lock.
@@ -363,28 +460,28 @@ mod tests {
     fn a_lease_is_held_by_one_broker_at_a_time() {
         let dir = tempfile::tempdir().unwrap();
         let (b1, b2) = (PartitionLocks::open(dir.path()).unwrap(), PartitionLocks::open(dir.path()).unwrap());
-        let held = try_acquire(&b1, dir.path(), &part(), 1, None).unwrap().expect("free");
-        assert_eq!(held.record, LeaseRecord { node_id: 1, epoch: 0 });
-        assert!(try_acquire(&b2, dir.path(), &part(), 2, None).unwrap().is_none(), "held by broker 1");
-        assert_eq!(read_lease(dir.path(), &part(), None), Some(LeaseRecord { node_id: 1, epoch: 0 }));
+        let held = try_acquire(&b1, dir.path(), &part(), 1, None, true).unwrap().expect("free");
+        assert_eq!(held.record, LeaseRecord::new(1, 0));
+        assert!(try_acquire(&b2, dir.path(), &part(), 2, None, true).unwrap().is_none(), "held by broker 1");
+        assert_eq!(read_lease(dir.path(), &part(), None), Some(LeaseRecord::new(1, 0)));
         drop(held);
-        let taken = try_acquire(&b2, dir.path(), &part(), 2, None).unwrap().expect("given up");
-        assert_eq!(taken.record, LeaseRecord { node_id: 2, epoch: 1 }, "a new holder bumps the epoch");
+        let taken = try_acquire(&b2, dir.path(), &part(), 2, None, true).unwrap().expect("given up");
+        assert_eq!(taken.record, LeaseRecord::new(2, 1), "a new holder bumps the epoch");
     }
 
     #[test]
     fn the_first_leader_chosen_at_creation_writes_no_lease_file_and_a_successor_bumps_its_epoch() {
         let dir = tempfile::tempdir().unwrap();
         let (b1, b2) = (PartitionLocks::open(dir.path()).unwrap(), PartitionLocks::open(dir.path()).unwrap());
-        let first = Some(LeaseRecord { node_id: 1, epoch: 0 });
-        let held = try_acquire(&b1, dir.path(), &part(), 1, first).unwrap().expect("free");
-        assert_eq!(held.record, LeaseRecord { node_id: 1, epoch: 0 });
+        let first = Some(LeaseRecord::new(1, 0));
+        let held = try_acquire(&b1, dir.path(), &part(), 1, first, true).unwrap().expect("free");
+        assert_eq!(held.record, LeaseRecord::new(1, 0));
         assert!(!lease_path(dir.path(), &part()).exists(), "nothing written");
         assert_eq!(read_lease(dir.path(), &part(), first), first);
         drop(held);
-        let taken = try_acquire(&b2, dir.path(), &part(), 2, first).unwrap().expect("given up");
-        assert_eq!(taken.record, LeaseRecord { node_id: 2, epoch: 1 });
-        assert_eq!(read_lease(dir.path(), &part(), first), Some(LeaseRecord { node_id: 2, epoch: 1 }));
+        let taken = try_acquire(&b2, dir.path(), &part(), 2, first, true).unwrap().expect("given up");
+        assert_eq!(taken.record, LeaseRecord::new(2, 1));
+        assert_eq!(read_lease(dir.path(), &part(), first), Some(LeaseRecord::new(2, 1)));
     }
 
     #[test]
@@ -411,18 +508,22 @@ mod tests {
         }
         let twin = twin.unwrap();
         let leases: Vec<HeldLease> =
-            alone.iter().map(|&n| try_acquire(&b1, dir.path(), &p(n), 1, None).unwrap().unwrap()).collect();
-        assert!(alone.iter().all(|&n| try_acquire(&b2, dir.path(), &p(n), 2, None).unwrap().is_none()));
-        let twin_lease = try_acquire(&b1, dir.path(), &p(twin), 1, None).unwrap().expect("its slot is this broker's");
+            alone.iter().map(|&n| try_acquire(&b1, dir.path(), &p(n), 1, None, true).unwrap().unwrap()).collect();
+        assert!(alone.iter().all(|&n| try_acquire(&b2, dir.path(), &p(n), 2, None, true).unwrap().is_none()));
+        let twin_lease =
+            try_acquire(&b1, dir.path(), &p(twin), 1, None, true).unwrap().expect("its slot is this broker's");
         let mut leases = leases.into_iter();
         drop(leases.next());
         // The partitions of one slot share its lock: it is released with the last of them.
-        assert!(try_acquire(&b2, dir.path(), &p(alone[0]), 2, None).unwrap().is_none(), "the twin still holds it");
+        assert!(
+            try_acquire(&b2, dir.path(), &p(alone[0]), 2, None, true).unwrap().is_none(),
+            "the twin still holds it"
+        );
         drop(twin_lease);
-        assert!(try_acquire(&b2, dir.path(), &p(alone[0]), 2, None).unwrap().is_some(), "given up alone");
-        assert!(try_acquire(&b2, dir.path(), &p(alone[1]), 2, None).unwrap().is_none(), "the others stay held");
+        assert!(try_acquire(&b2, dir.path(), &p(alone[0]), 2, None, true).unwrap().is_some(), "given up alone");
+        assert!(try_acquire(&b2, dir.path(), &p(alone[1]), 2, None, true).unwrap().is_none(), "the others stay held");
         drop(leases);
-        assert!(try_acquire(&b2, dir.path(), &p(alone[1]), 2, None).unwrap().is_some());
+        assert!(try_acquire(&b2, dir.path(), &p(alone[1]), 2, None, true).unwrap().is_some());
     }
 
     #[test]
@@ -436,11 +537,31 @@ mod tests {
         drop(try_acquire_from(&path, 2, 0).unwrap());
         let back = try_acquire_from(&path, 1, 0).unwrap().expect("free");
         assert_eq!(back.record.epoch, 2);
-        assert_eq!(
-            next_record(Some(LeaseRecord { node_id: 1, epoch: 7 }), 1, 0),
-            (LeaseRecord { node_id: 1, epoch: 7 }, false)
-        );
-        assert_eq!(next_record(None, 1, 4), (LeaseRecord { node_id: 1, epoch: 4 }, true));
+        assert_eq!(next_record(Some(LeaseRecord::new(1, 7)), 1, 0, true), (LeaseRecord::new(1, 7), false));
+        assert_eq!(next_record(None, 1, 4, true), (LeaseRecord::new(1, 4), true));
+    }
+
+    #[test]
+    fn a_broker_back_after_an_unclean_stop_takes_its_leases_at_a_new_epoch() {
+        // Its previous process may still write the old epoch's files (store::cluster::seal).
+        assert_eq!(next_record(Some(LeaseRecord::new(1, 7)), 1, 0, false), (LeaseRecord::new(1, 8), true));
+        let released = LeaseRecord { released: true, ..LeaseRecord::new(1, 7) };
+        assert_eq!(next_record(Some(released), 1, 0, true), (LeaseRecord::new(1, 7), true));
+    }
+
+    #[test]
+    fn only_a_predecessor_that_did_not_hand_over_is_named_for_fencing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (b1, b2) = (PartitionLocks::open(dir.path()).unwrap(), PartitionLocks::open(dir.path()).unwrap());
+        let held = try_acquire(&b1, dir.path(), &part(), 1, None, true).unwrap().unwrap();
+        assert_eq!(held.unreleased_predecessor, None);
+        drop(held);
+        let taken = try_acquire(&b2, dir.path(), &part(), 2, None, true).unwrap().unwrap();
+        assert_eq!(taken.unreleased_predecessor, Some(LeaseRecord::new(1, 0)), "broker 1 died holding it");
+        taken.release(&lease_path(dir.path(), &part())).unwrap();
+        let back = try_acquire(&b1, dir.path(), &part(), 1, None, true).unwrap().unwrap();
+        assert_eq!(back.unreleased_predecessor, None, "broker 2 handed it over");
+        assert_eq!(back.record, LeaseRecord::new(1, 2));
     }
 
     #[test]

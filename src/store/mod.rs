@@ -4,6 +4,7 @@ pub mod admin;
 pub mod batch;
 pub mod broker_config;
 pub mod clock;
+pub mod cluster;
 pub mod config_resources;
 pub mod control;
 pub mod coordinator_key;

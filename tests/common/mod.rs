@@ -286,6 +286,21 @@ impl Broker {
         self.spawn();
     }
 
+    /// Waits (at most `within`) for the process to exit by itself and returns how it exited.
+    pub fn exited_within(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + within;
+        loop {
+            match self.child.as_mut().map(|c| c.try_wait()) {
+                Some(Ok(Some(status))) => {
+                    self.child = None;
+                    return Some(status);
+                }
+                Some(Ok(None)) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                _ => return None,
+            }
+        }
+    }
+
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
     }

@@ -58,13 +58,15 @@ impl FileCache {
         }
     }
 
-    /// The open file of segment `id` at `path`, opened again (read and write) if it was evicted.
-    pub fn get(&self, id: u64, path: &Path) -> io::Result<Arc<File>> {
+    /// The open file of segment `id` at `path`, opened again if it was evicted: for reading and
+    /// writing when `writable` (a segment of this leader's epoch), else read-only (a
+    /// predecessor's, which this broker never writes).
+    pub fn get(&self, id: u64, path: &Path, writable: bool) -> io::Result<Arc<File>> {
         if let Some(f) = self.lock().get(&id) {
             return Ok(f.clone());
         }
         // Opened outside the lock: an open on a shared disk may take a while.
-        let file = Arc::new(OpenOptions::new().read(true).write(true).open(path)?);
+        let file = Arc::new(OpenOptions::new().read(true).write(writable).open(path)?);
         let mut open = self.lock();
         let file = open.get_or_insert(id, || file).clone();
         self.trim(&mut open);
@@ -109,7 +111,7 @@ mod tests {
         }
         assert_eq!(cache.len(), 2);
         for (n, (id, path)) in ids.iter().enumerate() {
-            let f = cache.get(*id, path).unwrap();
+            let f = cache.get(*id, path, true).unwrap();
             let mut b = [0u8; 1];
             f.read_exact_at(&mut b, 0).unwrap();
             assert_eq!(b[0] as usize, n);
@@ -125,8 +127,8 @@ mod tests {
         std::fs::write(&a, b"a").unwrap();
         std::fs::write(&b, b"b").unwrap();
         let (ia, ib) = (cache.register(), cache.register());
-        let held = cache.get(ia, &a).unwrap();
-        cache.get(ib, &b).unwrap();
+        let held = cache.get(ia, &a, true).unwrap();
+        cache.get(ib, &b, true).unwrap();
         held.write_all_at(b"A", 0).unwrap();
         held.sync_data().unwrap();
         assert_eq!(std::fs::read(&a).unwrap(), b"A");

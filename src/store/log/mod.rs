@@ -3,6 +3,7 @@
 
 pub mod file_cache;
 pub mod file_range;
+mod open;
 mod segment;
 pub mod start_offset;
 
@@ -18,7 +19,7 @@ use super::batch::{BatchHeader, Incoming};
 use file_cache::FileCache;
 use file_range::FileRange;
 use segment::Segment;
-use start_offset::{opening_start, segments_below_start, LogStartFile};
+use start_offset::{segments_below_start, LogStartFile};
 
 #[derive(Debug, Error)]
 pub enum LogError {
@@ -26,6 +27,10 @@ pub enum LogError {
     Io(#[from] std::io::Error),
     #[error("corrupt log: {0}")]
     Corrupt(String),
+    /// A later leader epoch sealed the partition (store::cluster::seal): this broker no longer
+    /// leads it and must not open it.
+    #[error("superseded: leader epoch {newer} took the partition over")]
+    Superseded { newer: i32 },
     /// A batch the log cannot hold (its offsets would not move the log end forward).
     #[error("invalid batch: {0}")]
     InvalidBatch(String),
@@ -95,7 +100,8 @@ pub struct Log {
     /// Directories whose new entries (a segment file, the partition directory) are not durable
     /// yet: fsynced with the next data, before anything in them is acknowledged.
     unsynced_dirs: Vec<PathBuf>,
-    /// Stamped on every appended batch, as Kafka's leader does (the partition's lease epoch).
+    /// Stamped on every appended batch, as Kafka's leader does (the partition's lease epoch);
+    /// also the epoch whose files this log writes (store::cluster::seal).
     leader_epoch: i32,
     /// The recovery point on disk (None: none written or read).
     recovery_point: Option<i64>,
@@ -105,126 +111,31 @@ pub struct Log {
     start: i64,
     /// Where `start` is kept (written off the actor threads, see `persist_start`).
     start_file: Arc<LogStartFile>,
+    /// (predecessor epoch, sealed end) when this epoch took the log over (store::cluster::seal).
+    sealed_from: Option<(i32, i64)>,
 }
 
-const RECOVERY_POINT_FILE: &str = "recovery-point";
+/// The recovery point of epoch `epoch`'s own segments (store::cluster::seal).
+fn recovery_point_path(dir: &Path, epoch: i32) -> PathBuf {
+    dir.join(crate::store::cluster::seal::tagged("recovery-point", "", epoch))
+}
 
-fn read_recovery_point(dir: &Path) -> Option<i64> {
-    std::fs::read_to_string(dir.join(RECOVERY_POINT_FILE)).ok()?.trim().parse().ok()
+fn read_recovery_point(dir: &Path, epoch: i32) -> Option<i64> {
+    std::fs::read_to_string(recovery_point_path(dir, epoch)).ok()?.trim().parse().ok()
 }
 
 /// What recovery found when the log was opened.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct RecoveryInfo {
+    /// Bytes past the last valid batch: cut from this epoch's own files, or (at a takeover)
+    /// left unread in the predecessor's.
     pub truncated_bytes: u64,
     pub segments: usize,
+    /// The epoch whose files this open took over and sealed (None: the log was this epoch's).
+    pub took_over_from: Option<i32>,
 }
 
 impl Log {
-    /// Opens (or creates) the log in `dir`. Every segment's index is rebuilt from its headers.
-    /// As Kafka's log recovery: every segment holding offsets at or past the recovery point
-    /// (all of them when there is none, e.g. after a crash before the first checkpoint) has its
-    /// CRCs verified, and the log is cut at the first torn or corrupt batch or at a gap between
-    /// segments: everything after it (later segments too) was never durable, so never
-    /// acknowledged, and is removed.
-    pub fn open(dir: &Path, config: LogConfig) -> Result<(Log, RecoveryInfo), LogError> {
-        // The partition directory must survive a power loss with the segments in it: its entry
-        // is made durable with the first fsync of data (nothing in it is acknowledged before),
-        // so creating 100,000 partitions does not fsync 100,000 times.
-        let mut unsynced_dirs = Vec::new();
-        if !dir.is_dir() {
-            // Missing ancestors (the first partition's `topics/`) are made durable now.
-            let parent = dir.parent().unwrap_or(Path::new("."));
-            crate::store::durable::create_dir_all_durable(parent)?;
-            match std::fs::create_dir(dir) {
-                Err(e) if !(e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir()) => return Err(e.into()),
-                _ => unsynced_dirs.push(parent.to_path_buf()),
-            }
-        }
-        let mut bases = Vec::new();
-        for entry in std::fs::read_dir(dir)? {
-            let name = entry?.file_name();
-            let name = name.to_string_lossy();
-            if let Some(stem) = name.strip_suffix(".log") {
-                if let Ok(base) = stem.parse::<i64>() {
-                    bases.push(base);
-                }
-            }
-        }
-        bases.sort_unstable();
-        let recovery_point = read_recovery_point(dir);
-        let mut segments: BTreeMap<i64, Box<Segment>> = BTreeMap::new();
-        let mut info = RecoveryInfo::default();
-        let mut cut = false;
-        for (i, &base) in bases.iter().enumerate() {
-            let contiguous = segments.values().next_back().is_none_or(|prev| prev.next_offset == base);
-            if cut || !contiguous {
-                // Past a cut or a gap: nothing here was ever acknowledged.
-                let path = segment::segment_file(dir, base);
-                info.truncated_bytes += std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-                std::fs::remove_file(&path)?;
-                cut = true;
-                continue;
-            }
-            let holds_unchecked = bases.get(i + 1).is_none_or(|next| *next > recovery_point.unwrap_or(-1));
-            let (seg, truncated) =
-                Segment::open(dir, base, holds_unchecked, config.index_interval_bytes, &config.files)?;
-            info.truncated_bytes += truncated;
-            cut = truncated > 0;
-            segments.insert(base, Box::new(seg));
-        }
-        if cut {
-            crate::store::durable::sync_dir(dir)?;
-        }
-        if segments.is_empty() {
-            segments.insert(0, Box::new(Segment::create(dir, 0, &config.files)?));
-            unsynced_dirs.push(dir.to_path_buf());
-        }
-        let (start_file, from_file) = LogStartFile::open(dir);
-        let first_base = segments.values().next().map_or(0, |s| s.base_offset);
-        let start = opening_start(from_file, first_base);
-        let found_end = segments.values().next_back().map_or(0, |s| s.next_offset);
-        if start > found_end {
-            // As Kafka's log loader: a log start past the end recovery found (the data up to it
-            // is gone) starts the log empty there, so no offset below it is given out again.
-            for (_, seg) in std::mem::take(&mut segments) {
-                info.truncated_bytes += seg.size;
-                seg.delete(dir)?;
-            }
-            segments.insert(start, Box::new(Segment::create(dir, start, &config.files)?));
-            unsynced_dirs.push(dir.to_path_buf());
-        }
-        // Segments wholly below the start that a crash left behind (they are deleted after the
-        // start is durable).
-        let spans: Vec<(i64, i64)> = segments.values().map(|s| (s.base_offset, s.next_offset)).collect();
-        for base in segments_below_start(&spans, start) {
-            if let Some(seg) = segments.remove(&base) {
-                seg.delete(dir)?;
-            }
-        }
-        info.segments = segments.len();
-        let end = segments.values().next_back().map_or(0, |s| s.next_offset);
-        let log = Log {
-            dir: dir.to_path_buf(),
-            segments,
-            config,
-            unsynced: Vec::new(),
-            unsynced_dirs,
-            leader_epoch: 0,
-            // A recovery point past a cut, or past the end found, vouches for nothing.
-            recovery_point: recovery_point.filter(|rp| !cut && *rp <= end),
-            recovery_point_size: 0,
-            // As read: what retention did is in the segments, and needs no write at a stop.
-            start: from_file.unwrap_or(0),
-            start_file: Arc::new(start_file),
-        };
-        let mut log = log;
-        if log.recovery_point == Some(end) {
-            log.recovery_point_size = log.size_bytes();
-        }
-        Ok((log, info))
-    }
-
     /// Records that everything below `offset` is on disk (Kafka's recovery-point checkpoint):
     /// the next open verifies only the segments from there on.
     /// Written only when it moved, and not fsynced: a lost or empty file only makes the next
@@ -233,7 +144,10 @@ impl Log {
         if self.recovery_point == Some(offset) {
             return Ok(());
         }
-        crate::store::topics::write_replace(&self.dir.join(RECOVERY_POINT_FILE), offset.to_string().as_bytes())?;
+        crate::store::topics::write_replace(
+            &recovery_point_path(&self.dir, self.leader_epoch),
+            offset.to_string().as_bytes(),
+        )?;
         self.recovery_point = Some(offset);
         if offset == self.next_offset() {
             self.recovery_point_size = self.size_bytes();
@@ -260,12 +174,18 @@ impl Log {
             recovery_point_size: 0,
             start: 0,
             start_file: Arc::new(LogStartFile::unread(dir)),
+            sealed_from: None,
         }
     }
 
     /// The segment appends go to; an opened log always has one, an offline log none.
     fn active(&self) -> Result<&Segment, LogError> {
         self.segments.values().next_back().map(|s| &**s).ok_or(LogError::Offline)
+    }
+
+    /// (predecessor epoch, sealed end) when this epoch's log starts from a seal.
+    pub fn sealed_from(&self) -> Option<(i32, i64)> {
+        self.sealed_from
     }
 
     /// The log end offset: the offset the next batch gets (0 for an offline log).
@@ -302,11 +222,6 @@ impl Log {
         self.start_file.persist(self.start)
     }
 
-    /// The leader epoch batches appended from now on carry.
-    pub fn set_leader_epoch(&mut self, epoch: i32) {
-        self.leader_epoch = epoch;
-    }
-
     pub fn size_bytes(&self) -> u64 {
         self.segments.values().map(|s| s.size).sum()
     }
@@ -336,7 +251,7 @@ impl Log {
         if roll {
             // Create first: if that fails (EMFILE, ENOSPC) the log is unchanged and the next
             // append tries again.
-            let next = Segment::create(&self.dir, base, &self.config.files)?;
+            let next = Segment::create(&self.dir, base, self.leader_epoch, &self.config.files)?;
             let rolled = self.segments.values_mut().next_back().ok_or(LogError::Offline)?;
             self.unsynced.extend(rolled.sync_handle());
             self.segments.insert(base, Box::new(next));
@@ -452,7 +367,7 @@ impl Log {
                 break;
             }
             if next_base.is_none() {
-                match Segment::create(&self.dir, end, &self.config.files) {
+                match Segment::create(&self.dir, end, self.leader_epoch, &self.config.files) {
                     Ok(next) => {
                         self.segments.insert(end, Box::new(next));
                         if !self.unsynced_dirs.contains(&self.dir) {

@@ -13,9 +13,23 @@ use super::file_cache::FileCache;
 use super::file_range::FileRange;
 use super::LogError;
 use crate::store::batch::{self, BatchHeader, HEADER_LEN};
+use crate::store::cluster::seal::segment_path;
 
+/// The file of the segment at `base` of epoch 0 (the plain name).
+#[cfg(test)]
 pub fn segment_file(dir: &Path, base: i64) -> PathBuf {
-    dir.join(format!("{base:020}.log"))
+    segment_path(dir, base, 0)
+}
+
+/// How a segment file is opened (store::cluster::seal).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// A file of this leader's epoch: CRCs checked when `verify`, a torn or corrupt tail cut.
+    Own { verify: bool },
+    /// A predecessor's file at a takeover: read up to its last valid batch, never changed.
+    Predecessor { verify: bool },
+    /// A predecessor's file as a seal trusts it: exactly `len` bytes of batches.
+    Sealed { len: u64 },
 }
 
 #[derive(Debug)]
@@ -37,11 +51,17 @@ pub struct Segment {
     /// (max timestamp so far, base offset of the batch that raised it).
     time_index: Vec<(i64, i64)>,
     bytes_since_index: usize,
+    /// Whether this broker writes the file (a segment of its own epoch).
+    writable: bool,
+    /// The epoch that created the file (its name carries it).
+    pub epoch: i32,
 }
 
 impl Segment {
-    pub fn create(dir: &Path, base_offset: i64, files: &Arc<FileCache>) -> Result<Segment, LogError> {
-        let path = segment_file(dir, base_offset);
+    /// Creates the segment at `base_offset` of epoch `epoch`. The name is new: an existing file
+    /// (a left-over of this epoch cut away by recovery) is emptied, never one of another epoch.
+    pub fn create(dir: &Path, base_offset: i64, epoch: i32, files: &Arc<FileCache>) -> Result<Segment, LogError> {
+        let path = segment_path(dir, base_offset, epoch);
         // POSIX: the new name survives a power loss only once its directory is fsynced; the log
         // has that done with the first fsync of its data (Log::sync_handles).
         let file = Arc::new(OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&path)?);
@@ -59,22 +79,33 @@ impl Segment {
             index: Vec::new(),
             time_index: Vec::new(),
             bytes_since_index: 0,
+            writable: true,
+            epoch,
         })
     }
 
-    /// Opens an existing segment, scanning every batch header. With `verify`, CRCs are checked and
-    /// a torn or corrupt tail is truncated away (recovery of the active segment). Returns the
-    /// segment and the number of bytes truncated.
+    /// Opens the existing segment at `base_offset` of epoch `epoch`, scanning every batch header
+    /// (see `OpenMode`). Returns the segment and the bytes past its last valid batch (cut away
+    /// in an own file, left as they are in a predecessor's).
     pub fn open(
         dir: &Path,
         base_offset: i64,
-        verify: bool,
+        epoch: i32,
+        mode: OpenMode,
         index_interval: usize,
         files: &Arc<FileCache>,
     ) -> Result<(Segment, u64), LogError> {
-        let path = segment_file(dir, base_offset);
-        let file = OpenOptions::new().read(true).write(true).open(&path)?;
-        let len = file.metadata()?.len();
+        let path = segment_path(dir, base_offset, epoch);
+        let writable = matches!(mode, OpenMode::Own { .. });
+        let file = OpenOptions::new().read(true).write(writable).open(&path)?;
+        let on_disk = file.metadata()?.len();
+        let (len, verify) = match mode {
+            OpenMode::Own { verify } | OpenMode::Predecessor { verify } => (on_disk, verify),
+            OpenMode::Sealed { len } if len <= on_disk => (len, false),
+            OpenMode::Sealed { len } => {
+                return Err(LogError::Corrupt(format!("{}: {on_disk} bytes, sealed at {len}", path.display())));
+            }
+        };
         let mut seg = Segment {
             base_offset,
             path,
@@ -87,6 +118,8 @@ impl Segment {
             index: Vec::new(),
             time_index: Vec::new(),
             bytes_since_index: index_interval,
+            writable,
+            epoch,
         };
         let mut pos: u64 = 0;
         let mut header_buf = [0u8; HEADER_LEN];
@@ -112,9 +145,18 @@ impl Segment {
             pos += size;
         }
         let truncated = len - pos;
-        if truncated > 0 {
-            file.set_len(pos)?;
-            file.sync_all()?;
+        match mode {
+            OpenMode::Own { .. } if truncated > 0 => {
+                file.set_len(pos)?;
+                file.sync_all()?;
+            }
+            OpenMode::Sealed { .. } if truncated > 0 => {
+                return Err(LogError::Corrupt(format!(
+                    "{}: no whole batch at {pos}, sealed at {len}",
+                    seg.path.display()
+                )));
+            }
+            _ => {}
         }
         seg.size = pos;
         // Kept for what recovery reads next (the log tail); the cache closes the least used.
@@ -139,6 +181,10 @@ impl Segment {
     /// Appends one batch whose base offset is already patched.
     /// Writes one batch, given as consecutive pieces (a header and the rest), at the end.
     pub fn append(&mut self, data: &[&[u8]], h: &BatchHeader, index_interval: usize) -> Result<(), LogError> {
+        if !self.writable {
+            // store::cluster::seal: a predecessor's file is never written.
+            return Err(LogError::Corrupt(format!("{}: a predecessor's segment is read-only", self.path.display())));
+        }
         let pos = self.size;
         let file = match self.written.take() {
             Some(f) => f,
@@ -168,7 +214,7 @@ impl Segment {
 
     /// The open file, from the cache (opened again when it was evicted).
     fn file(&self) -> Result<Arc<File>, LogError> {
-        Ok(self.files.get(self.id, &self.path)?)
+        Ok(self.files.get(self.id, &self.path, self.writable)?)
     }
 
     /// Position of the batch holding `offset`, or None when it is past this segment's end.
@@ -291,10 +337,10 @@ impl Segment {
 
     /// Closes the file first, so that unlinking frees its blocks here and now (a file still
     /// open would be freed whenever its last descriptor closes, on whatever thread that is).
-    pub fn delete(self, dir: &Path) -> Result<(), LogError> {
-        let base = self.base_offset;
+    pub fn delete(self) -> Result<(), LogError> {
+        let path = self.path.clone();
         drop(self);
-        std::fs::remove_file(segment_file(dir, base))?;
+        std::fs::remove_file(path)?;
         Ok(())
     }
 }
@@ -360,7 +406,7 @@ mod tests {
     #[test]
     fn positions_past_four_gib_are_not_truncated() {
         let dir = tempfile::tempdir().unwrap();
-        let mut seg = Segment::create(dir.path(), 0, &Arc::new(FileCache::new(4))).unwrap();
+        let mut seg = Segment::create(dir.path(), 0, 0, &Arc::new(FileCache::new(4))).unwrap();
         // A sparse file standing for a segment that already holds 5 GiB.
         let five_gib = 5u64 << 30;
         seg.file().unwrap().set_len(five_gib).unwrap();
@@ -399,7 +445,7 @@ mod tests {
     #[test]
     fn read_range_covers_the_whole_batches_a_walk_of_every_header_finds() {
         let dir = tempfile::tempdir().unwrap();
-        let mut seg = Segment::create(dir.path(), 0, &Arc::new(FileCache::new(4))).unwrap();
+        let mut seg = Segment::create(dir.path(), 0, 0, &Arc::new(FileCache::new(4))).unwrap();
         let mut batches = Vec::new();
         let mut base = 0i64;
         for i in 0..40 {
@@ -431,7 +477,7 @@ mod tests {
     #[test]
     fn a_batch_length_past_the_segment_end_is_corrupt_not_a_range() {
         let dir = tempfile::tempdir().unwrap();
-        let mut seg = Segment::create(dir.path(), 0, &Arc::new(FileCache::new(4))).unwrap();
+        let mut seg = Segment::create(dir.path(), 0, 0, &Arc::new(FileCache::new(4))).unwrap();
         let (data, h) = stored(0);
         seg.append(&[&data[..]], &h, 0).unwrap();
         let (second, h2) = stored(2);

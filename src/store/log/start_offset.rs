@@ -32,9 +32,10 @@ pub struct LogStartFile {
 }
 
 impl LogStartFile {
-    /// The file in partition directory `dir` and the offset it holds (None: none, or unreadable).
-    pub fn open(dir: &Path) -> (LogStartFile, Option<i64>) {
-        let path = dir.join(LOG_START_FILE);
+    /// Epoch `epoch`'s file in partition directory `dir` (store::cluster::seal: each leader
+    /// epoch writes its own) and the offset it holds (None: none, or unreadable).
+    pub fn open(dir: &Path, epoch: i32) -> (LogStartFile, Option<i64>) {
+        let path = dir.join(crate::store::cluster::seal::tagged(LOG_START_FILE, "", epoch));
         let found = std::fs::read_to_string(&path).ok().and_then(|s| s.trim().parse::<i64>().ok()).filter(|o| *o >= 0);
         (LogStartFile { path, written: Mutex::new(found.unwrap_or(0)) }, found)
     }
@@ -82,12 +83,12 @@ mod tests {
     #[test]
     fn the_log_start_file_only_moves_forward_and_is_read_back() {
         let dir = tempfile::tempdir().unwrap();
-        let (f, found) = LogStartFile::open(dir.path());
+        let (f, found) = LogStartFile::open(dir.path(), 0);
         assert_eq!(found, None);
         f.persist(7).unwrap();
         f.persist(3).unwrap();
-        assert_eq!(LogStartFile::open(dir.path()).1, Some(7));
+        assert_eq!(LogStartFile::open(dir.path(), 0).1, Some(7));
         std::fs::write(dir.path().join(LOG_START_FILE), b"garbage").unwrap();
-        assert_eq!(LogStartFile::open(dir.path()).1, None);
+        assert_eq!(LogStartFile::open(dir.path(), 0).1, None);
     }
 }

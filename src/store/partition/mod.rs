@@ -11,6 +11,8 @@ mod snapshot;
 mod txn_index;
 
 #[cfg(test)]
+mod takeover_tests;
+#[cfg(test)]
 mod tests;
 
 use std::path::PathBuf;
@@ -107,11 +109,6 @@ pub struct Partition {
 }
 
 impl Partition {
-    /// The leader epoch (the lease epoch) this leader stamps on the batches it appends.
-    pub fn set_leader_epoch(&mut self, epoch: i32) {
-        self.log.set_leader_epoch(epoch);
-    }
-
     /// The topic's log settings changed (AlterConfigs): used from the next append on.
     pub fn set_log_config(&mut self, config: LogConfig) {
         self.log.set_config(config);
@@ -129,7 +126,7 @@ impl Partition {
             snapshot_offset: 0,
             snapshot_size: 0,
             producers_touched: false,
-            snapshot_file: SnapshotFile::new(&dir),
+            snapshot_file: SnapshotFile::new(&dir, 0),
             dir,
         }
     }

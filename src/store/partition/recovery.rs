@@ -10,14 +10,32 @@ use crate::store::log::{Log, LogConfig, LogError, RecoveryInfo};
 use crate::store::producer_state::ProducerStateTable;
 
 impl Partition {
-    /// Opens the log (recovery) and rebuilds producer state from the snapshot plus the log tail.
-    /// What it found is not fsynced here: see `durable::sync_filesystem`.
+    /// Opens the log as its first leader (epoch 0).
     pub fn open(dir: PathBuf, log_config: LogConfig, now_ms: i64) -> Result<(Partition, RecoveryInfo), LogError> {
-        let (log, info) = Log::open(&dir, log_config)?;
+        Partition::open_at(dir, log_config, now_ms, 0)
+    }
+
+    /// Opens the log for leader epoch `epoch` (recovery, or the takeover of a predecessor's
+    /// files: store::cluster::seal) and rebuilds producer state from a snapshot plus the log
+    /// tail. What it found is not fsynced here: see `durable::sync_filesystem`; a takeover's
+    /// seal and first snapshot are written durably here.
+    pub fn open_at(
+        dir: PathBuf,
+        log_config: LogConfig,
+        now_ms: i64,
+        epoch: i32,
+    ) -> Result<(Partition, RecoveryInfo), LogError> {
+        let (log, info) = Log::open_at(&dir, log_config, epoch)?;
         let end = log.next_offset();
-        let (mut producers, mut txns, from) = match read_snapshot(&dir) {
-            Some(s) if s.offset <= end => (s.table, TxnIndex::from_aborted(s.aborted), s.offset),
-            _ => (ProducerStateTable::new(), TxnIndex::default(), log.log_start_offset()),
+        // This epoch's snapshot, else the predecessor's if it describes no more than the seal
+        // trusts (a cut-off predecessor may have snapshotted batches past it).
+        let snapshot = read_snapshot(&dir, epoch).filter(|s| s.offset <= end).or_else(|| {
+            let (previous, sealed_end) = log.sealed_from()?;
+            read_snapshot(&dir, previous).filter(|s| s.offset <= sealed_end)
+        });
+        let (mut producers, mut txns, from) = match snapshot {
+            Some(s) => (s.table, TxnIndex::from_aborted(s.aborted), s.offset),
+            None => (ProducerStateTable::new(), TxnIndex::default(), log.log_start_offset()),
         };
         // Rebuild what the snapshot does not cover from the batch headers (and markers).
         for h in log.headers_from(from)? {
@@ -43,8 +61,8 @@ impl Partition {
         // syncfs for every partition opened together) before the partition serves, since a
         // power loss after an earlier crash could still take back what sits in the page cache.
         let snapshot_size = if from == end { log.size_bytes() } else { 0 };
-        let partition = Partition {
-            snapshot_file: SnapshotFile::new(&dir),
+        let mut partition = Partition {
+            snapshot_file: SnapshotFile::new(&dir, epoch),
             dir,
             log,
             producers,
@@ -55,6 +73,13 @@ impl Partition {
             snapshot_size,
             producers_touched: false,
         };
+        if info.took_over_from.is_some() {
+            // The producers of this epoch's log in a file of its own, durably, before it serves:
+            // it never depends on a predecessor's snapshot again.
+            let write = partition.encode_snapshot(true).map_err(|e| LogError::Io(std::io::Error::other(e)))?;
+            partition.mark_snapshot(&write);
+            write.run()?;
+        }
         Ok((partition, info))
     }
 }

@@ -17,8 +17,6 @@ use super::Partition;
 use crate::store::producer_state::{CompletedTxn, ProducerStateTable};
 use crate::store::topics::{replace_durably, write_replace};
 
-pub const SNAPSHOT_FILE: &str = "producer-state.json";
-
 /// See `Partition::checkpoint_at_stop`.
 pub const STOP_CHECKPOINT_BYTES: u64 = 1 << 20;
 
@@ -39,9 +37,14 @@ pub(super) struct Snapshot {
     pub aborted: Vec<CompletedTxn>,
 }
 
-/// The snapshot in `dir`, if there is a readable one.
-pub(super) fn read_snapshot(dir: &Path) -> Option<Snapshot> {
-    std::fs::read(dir.join(SNAPSHOT_FILE)).ok().and_then(|b| serde_json::from_slice(&b).ok())
+/// Epoch `epoch`'s snapshot file (store::cluster::seal: each leader epoch writes its own).
+fn snapshot_path(dir: &Path, epoch: i32) -> PathBuf {
+    dir.join(crate::store::cluster::seal::tagged("producer-state", ".json", epoch))
+}
+
+/// Epoch `epoch`'s snapshot in `dir`, if there is a readable one.
+pub(super) fn read_snapshot(dir: &Path, epoch: i32) -> Option<Snapshot> {
+    std::fs::read(snapshot_path(dir, epoch)).ok().and_then(|b| serde_json::from_slice(&b).ok())
 }
 
 /// One partition's snapshot file, shared with the blocking threads that write it.
@@ -62,9 +65,9 @@ struct Written {
 }
 
 impl SnapshotFile {
-    pub(super) fn new(dir: &Path) -> Arc<SnapshotFile> {
+    pub(super) fn new(dir: &Path, epoch: i32) -> Arc<SnapshotFile> {
         Arc::new(SnapshotFile {
-            path: dir.join(SNAPSHOT_FILE),
+            path: snapshot_path(dir, epoch),
             encoded: AtomicU64::new(0),
             written: Mutex::new(Written::default()),
         })
@@ -203,13 +206,13 @@ mod tests {
     #[test]
     fn a_snapshot_encoded_earlier_never_replaces_one_encoded_later() {
         let dir = tempfile::tempdir().unwrap();
-        let file = SnapshotFile::new(dir.path());
+        let file = SnapshotFile::new(dir.path(), 0);
         file.write(2, &snapshot_at(20), true).unwrap();
         // The earlier deletion's write finishes last: the later snapshot stays.
         file.write(1, &snapshot_at(10), true).unwrap();
-        assert_eq!(read_snapshot(dir.path()).unwrap().offset, 20);
+        assert_eq!(read_snapshot(dir.path(), 0).unwrap().offset, 20);
         file.write(3, &snapshot_at(30), false).unwrap();
-        assert_eq!(read_snapshot(dir.path()).unwrap().offset, 30);
+        assert_eq!(read_snapshot(dir.path(), 0).unwrap().offset, 30);
     }
 
     #[test]
@@ -217,7 +220,7 @@ mod tests {
         let parent = tempfile::tempdir().unwrap();
         let dir = parent.path().join("t-0");
         std::fs::create_dir(&dir).unwrap();
-        let file = SnapshotFile::new(&dir);
+        let file = SnapshotFile::new(&dir, 0);
         // The topic is deleted while the write waits on the blocking pool.
         std::fs::remove_dir(&dir).unwrap();
         assert!(file.write(1, &snapshot_at(10), true).is_err());
@@ -227,10 +230,10 @@ mod tests {
     #[test]
     fn a_durable_write_that_finds_a_later_snapshot_leaves_it_and_marks_it_durable() {
         let dir = tempfile::tempdir().unwrap();
-        let file = SnapshotFile::new(dir.path());
+        let file = SnapshotFile::new(dir.path(), 0);
         file.write(2, &snapshot_at(20), false).unwrap();
         file.write(1, &snapshot_at(10), true).unwrap();
-        assert_eq!(read_snapshot(dir.path()).unwrap().offset, 20);
+        assert_eq!(read_snapshot(dir.path(), 0).unwrap().offset, 20);
         assert!(file.written.lock().unwrap().durable);
     }
 }

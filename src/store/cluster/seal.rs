@@ -1,0 +1,217 @@
+//! Epoch-owned partition files (D2 item 3). A leader epoch writes only files it created: each
+//! file name carries the epoch that created it (`00000000000000000042.e3.log`,
+//! `producer-state.e3.json`, `recovery-point.e3`, `log-start-offset.e3`; epoch 0 keeps the
+//! plain names kaas always used). A broker taking a partition over at epoch E never appends to,
+//! truncates, rewrites or renames a predecessor's file: it reads how far each of them holds
+//! whole, valid batches (after its claim, through a fresh open) and records that in its seal
+//! `seal.e<E>.json`; every later reader stops there. What a cut-off predecessor writes late
+//! (its page cache flushed when its link comes back, a roll to a new segment) lands past the
+//! seal or in files the seal does not name, and is never read.
+//!
+//! `plan` decides, from the names in a partition directory, how the epoch opening it treats
+//! each file; it does no I/O.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// `name` as epoch `epoch` writes it: the plain name at epoch 0, else `<stem>.e<epoch><ext>`
+/// (`ext` is the extension with its dot, or "").
+pub fn tagged(stem: &str, ext: &str, epoch: i32) -> String {
+    if epoch == 0 {
+        format!("{stem}{ext}")
+    } else {
+        format!("{stem}.e{epoch}{ext}")
+    }
+}
+
+/// The file of the segment at `base` created by epoch `epoch`.
+pub fn segment_name(base: i64, epoch: i32) -> String {
+    tagged(&format!("{base:020}"), ".log", epoch)
+}
+
+pub fn segment_path(dir: &Path, base: i64, epoch: i32) -> PathBuf {
+    dir.join(segment_name(base, epoch))
+}
+
+/// (base offset, epoch) of a segment file name; None for any other name.
+pub fn parse_segment_name(name: &str) -> Option<(i64, i32)> {
+    let stem = name.strip_suffix(".log")?;
+    let (base, epoch) = match stem.split_once(".e") {
+        Some((base, epoch)) => (base, epoch.parse::<i32>().ok().filter(|e| *e > 0)?),
+        None => (stem, 0),
+    };
+    Some((base.parse::<i64>().ok().filter(|b| *b >= 0)?, epoch))
+}
+
+/// The seal of epoch `epoch`.
+pub fn seal_name(epoch: i32) -> String {
+    format!("seal.e{epoch}.json")
+}
+
+fn parse_seal_name(name: &str) -> Option<i32> {
+    name.strip_prefix("seal.e")?.strip_suffix(".json")?.parse::<i32>().ok().filter(|e| *e > 0)
+}
+
+/// A predecessor's segment as far as the sealing epoch trusts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SealedSegment {
+    pub base: i64,
+    /// The epoch that created (and named) the file.
+    pub epoch: i32,
+    /// Bytes of whole, valid batches from the file's start: nothing past them is read.
+    pub len: u64,
+}
+
+/// What epoch `epoch` trusts of its predecessors, written once when it took the partition over.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Seal {
+    pub epoch: i32,
+    /// The epoch whose files (and producer snapshot) it took over (0: the plain names).
+    pub previous: i32,
+    /// The log start the predecessor had reached.
+    pub log_start: i64,
+    /// The offset after the last trusted batch: this epoch's own segments start here.
+    pub end: i64,
+    /// Oldest first. A file retention or DeleteRecords removed later is missing: the log
+    /// starts after it.
+    pub segments: Vec<SealedSegment>,
+}
+
+impl Seal {
+    pub fn read(dir: &Path, epoch: i32) -> std::io::Result<Seal> {
+        let bytes = std::fs::read(dir.join(seal_name(epoch)))?;
+        serde_json::from_slice(&bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    }
+
+    /// Writes the seal durably (fsync of the file and the directory) before anything of its
+    /// epoch is written or served.
+    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+        let bytes = serde_json::to_vec(self).map_err(std::io::Error::other)?;
+        crate::store::topics::replace_durably(&dir.join(seal_name(self.epoch)), &bytes)
+    }
+}
+
+/// The names in a partition directory that decide how it opens.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    /// (base offset, epoch) of every segment file.
+    pub segments: Vec<(i64, i32)>,
+    /// Epochs that wrote a seal.
+    pub seals: Vec<i32>,
+}
+
+impl Listing {
+    pub fn read(dir: &Path) -> std::io::Result<Listing> {
+        let mut listing = Listing::default();
+        for entry in std::fs::read_dir(dir)? {
+            let name = entry?.file_name();
+            let name = name.to_string_lossy();
+            if let Some(seg) = parse_segment_name(&name) {
+                listing.segments.push(seg);
+            } else if let Some(epoch) = parse_seal_name(&name) {
+                listing.seals.push(epoch);
+            }
+        }
+        listing.segments.sort_unstable();
+        Ok(listing)
+    }
+}
+
+/// How the epoch opening a partition directory treats what it finds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    /// The directory is this epoch's: the files its seal names (if any) up to their sealed
+    /// lengths, and its own files, recovered as its own (a torn tail cut).
+    Own { seal: Option<i32>, own: Vec<i64> },
+    /// A takeover: `previous`'s files (after those of its seal `previous_seal`) are read up to
+    /// the last valid batch, without changing them, and a seal of this epoch records that.
+    Takeover { previous: i32, previous_seal: Option<i32>, files: Vec<i64> },
+    /// A later epoch sealed the directory: this broker no longer leads the partition.
+    Superseded { newer: i32 },
+}
+
+/// The plan of epoch `epoch` for `listing`. Only epoch 0 (a partition's first leader) owns a
+/// directory without a seal of its own; any later epoch seals what it found first (also when
+/// the same broker comes back after it did not stop cleanly: its old process may still write).
+pub fn plan(epoch: i32, listing: &Listing) -> Plan {
+    if let Some(newer) = listing.seals.iter().copied().filter(|s| *s > epoch).max() {
+        return Plan::Superseded { newer };
+    }
+    let last_seal = listing.seals.iter().copied().filter(|s| *s <= epoch).max();
+    let of = |e: i32| listing.segments.iter().filter(|(_, t)| *t == e).map(|(b, _)| *b).collect::<Vec<_>>();
+    match last_seal {
+        Some(s) if s == epoch => Plan::Own { seal: Some(s), own: of(epoch) },
+        None if epoch == 0 => Plan::Own { seal: None, own: of(0) },
+        // eos-rules D2: the predecessor is the last sealed epoch, or epoch 0 (the plain names).
+        Some(s) => Plan::Takeover { previous: s, previous_seal: Some(s), files: of(s) },
+        None => Plan::Takeover { previous: 0, previous_seal: None, files: of(0) },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listing(segments: &[(i64, i32)], seals: &[i32]) -> Listing {
+        Listing { segments: segments.to_vec(), seals: seals.to_vec() }
+    }
+
+    #[test]
+    fn file_names_carry_the_epoch_that_created_them() {
+        assert_eq!(segment_name(42, 0), "00000000000000000042.log");
+        assert_eq!(segment_name(42, 3), "00000000000000000042.e3.log");
+        assert_eq!(parse_segment_name("00000000000000000042.log"), Some((42, 0)));
+        assert_eq!(parse_segment_name("00000000000000000042.e3.log"), Some((42, 3)));
+        assert_eq!(parse_segment_name("00000000000000000042.e0.log"), None);
+        assert_eq!(parse_segment_name("00000000000000000042.ex.log"), None);
+        assert_eq!(parse_segment_name("producer-state.json"), None);
+        assert_eq!(tagged("producer-state", ".json", 2), "producer-state.e2.json");
+        assert_eq!(tagged("recovery-point", "", 0), "recovery-point");
+        assert_eq!(parse_seal_name(&seal_name(9)), Some(9));
+    }
+
+    #[test]
+    fn the_first_leader_owns_the_plain_files() {
+        assert_eq!(plan(0, &listing(&[(0, 0), (10, 0)], &[])), Plan::Own { seal: None, own: vec![0, 10] });
+    }
+
+    #[test]
+    fn a_later_epoch_without_its_seal_takes_over_the_predecessor_files() {
+        // A legacy directory (plain names) at epoch 3, or epoch 0's files after a change of hands.
+        assert_eq!(
+            plan(3, &listing(&[(0, 0), (10, 0)], &[])),
+            Plan::Takeover { previous: 0, previous_seal: None, files: vec![0, 10] }
+        );
+    }
+
+    #[test]
+    fn a_takeover_reads_only_the_last_sealed_epochs_own_files() {
+        // Epoch 2 sealed epoch 0's files and wrote its own from 10; epoch 0's late roll (20, 0)
+        // is named by no seal and never read.
+        let l = listing(&[(0, 0), (10, 2), (20, 0), (30, 2)], &[2]);
+        assert_eq!(plan(5, &l), Plan::Takeover { previous: 2, previous_seal: Some(2), files: vec![10, 30] });
+        assert_eq!(plan(2, &l), Plan::Own { seal: Some(2), own: vec![10, 30] });
+    }
+
+    #[test]
+    fn an_epoch_older_than_the_last_seal_is_superseded() {
+        assert_eq!(plan(1, &listing(&[(0, 0)], &[2])), Plan::Superseded { newer: 2 });
+        assert_eq!(plan(0, &listing(&[(0, 0)], &[2, 4])), Plan::Superseded { newer: 4 });
+    }
+
+    #[test]
+    fn a_seal_is_read_back_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let seal = Seal {
+            epoch: 3,
+            previous: 0,
+            log_start: 5,
+            end: 40,
+            segments: vec![SealedSegment { base: 0, epoch: 0, len: 300 }],
+        };
+        seal.write(dir.path()).unwrap();
+        assert_eq!(Seal::read(dir.path(), 3).unwrap(), seal);
+        assert_eq!(Listing::read(dir.path()).unwrap().seals, vec![3]);
+    }
+}

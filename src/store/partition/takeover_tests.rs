@@ -1,0 +1,164 @@
+//! D2 item 3, one test per file kind: a handle of the old epoch (a broker cut off from the disk
+//! while it runs) writes after another broker took the partition over at a newer epoch, and the
+//! new owner's reads, recovery and answers stay what they were at its takeover.
+
+use bytes::BytesMut;
+use tempfile::TempDir;
+
+use super::{Partition, PartitionError, Produced};
+use crate::store::batch::testutil::{batch, Spec};
+use crate::store::batch::{iter_batches, BatchHeader};
+use crate::store::log::{LogConfig, LogError};
+use crate::store::producer_state::Verified;
+
+const NOW: i64 = 1_000;
+const PID: i64 = 7;
+
+fn config(segment_bytes: u64) -> LogConfig {
+    LogConfig {
+        segment_bytes,
+        retention_ms: -1,
+        retention_bytes: -1,
+        index_interval_bytes: 100,
+        ..LogConfig::default()
+    }
+}
+
+fn open_at(dir: &TempDir, epoch: i32) -> Partition {
+    Partition::open_at(dir.path().to_path_buf(), config(1 << 20), NOW, epoch).unwrap().0
+}
+
+fn produce(p: &mut Partition, seq: i32, records: i32) -> Result<Produced, PartitionError> {
+    let data: BytesMut = batch(Spec { producer_id: PID, base_sequence: seq, records, ..Spec::default() });
+    let h = BatchHeader::parse(&data).unwrap();
+    let r = p.append(crate::store::batch::Incoming::new(data.freeze()).unwrap(), &h, Verified::No, NOW);
+    let end = p.log_end_offset();
+    p.sync_handles().sync().unwrap();
+    p.advance_high_watermark(end);
+    r
+}
+
+/// (base offset, base sequence) of every batch fetches from the log start return (a fetch
+/// reads one segment).
+fn batches(p: &Partition) -> Vec<(i64, i32)> {
+    let mut out = Vec::new();
+    let mut at = p.log_start_offset();
+    while at < p.high_watermark() {
+        let fetched = p.read(at, 1 << 30, 0).unwrap();
+        let got: Vec<(i64, i32, i64)> =
+            iter_batches(&fetched.records).map(|(h, _)| (h.base_offset, h.base_sequence, h.last_offset())).collect();
+        let Some(last) = got.last() else { break };
+        at = last.2 + 1;
+        out.extend(got.iter().map(|(b, s, _)| (*b, *s)));
+    }
+    out
+}
+
+/// Epoch 0 wrote two batches; epoch 1 took over. The old handle is still open.
+fn taken_over() -> (TempDir, Partition, Partition) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut old = open_at(&dir, 0);
+    produce(&mut old, 0, 2).unwrap();
+    produce(&mut old, 2, 2).unwrap();
+    let new = open_at(&dir, 1);
+    (dir, old, new)
+}
+
+#[test]
+fn a_predecessors_late_append_lands_past_the_seal_and_is_never_read() {
+    let (dir, mut old, mut new) = taken_over();
+    assert_eq!(batches(&new), vec![(0, 0), (2, 2)]);
+    // The cut-off broker appends (its page cache reaching the disk late, or a write in flight).
+    produce(&mut old, 4, 2).unwrap();
+    assert!(matches!(produce(&mut new, 4, 3).unwrap(), Produced::Appended(h) if h.base_offset == 4));
+    assert_eq!(batches(&new), vec![(0, 0), (2, 2), (4, 4)]);
+    drop((old, new));
+    // Reopened by its own epoch, and taken over again: the same log.
+    assert_eq!(batches(&open_at(&dir, 1)), vec![(0, 0), (2, 2), (4, 4)]);
+    let next = open_at(&dir, 2);
+    assert_eq!(batches(&next), vec![(0, 0), (2, 2), (4, 4)]);
+    assert_eq!(next.log_end_offset(), 7);
+}
+
+#[test]
+fn a_predecessors_late_roll_does_not_touch_the_new_owners_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut old = Partition::open_at(dir.path().to_path_buf(), config(1), NOW, 0).unwrap().0;
+    produce(&mut old, 0, 2).unwrap();
+    let mut new = Partition::open_at(dir.path().to_path_buf(), config(1), NOW, 1).unwrap().0;
+    produce(&mut new, 2, 2).unwrap();
+    // Both roll a segment at offset 2 (segment_bytes 1): the names carry their epochs.
+    produce(&mut old, 2, 5).unwrap();
+    assert_eq!(batches(&new), vec![(0, 0), (2, 2)]);
+    drop((old, new));
+    let again = Partition::open_at(dir.path().to_path_buf(), config(1), NOW, 1).unwrap().0;
+    assert_eq!(batches(&again), vec![(0, 0), (2, 2)]);
+}
+
+#[test]
+fn the_old_epoch_cannot_reopen_a_sealed_log() {
+    let (dir, old, _new) = taken_over();
+    drop(old);
+    let reopened = Partition::open_at(dir.path().to_path_buf(), config(1 << 20), NOW, 0);
+    assert!(matches!(reopened, Err(LogError::Superseded { newer: 1 })));
+}
+
+#[test]
+fn a_predecessors_late_producer_snapshot_is_not_trusted() {
+    let (dir, mut old, new) = taken_over();
+    // The old epoch appends sequence 4..5 and snapshots it (its file, after the seal).
+    produce(&mut old, 4, 2).unwrap();
+    old.write_snapshot().unwrap();
+    drop((old, new));
+    // The new owner's reopen neither serves the batch nor counts its sequences: the producer's
+    // retry of 4..5 is appended (not a duplicate of a batch nobody can read).
+    std::fs::remove_file(dir.path().join("producer-state.e1.json")).unwrap();
+    let mut p = open_at(&dir, 1);
+    assert!(matches!(produce(&mut p, 4, 2).unwrap(), Produced::Appended(h) if h.base_offset == 4));
+}
+
+#[test]
+fn a_predecessors_late_log_start_does_not_move_the_new_owners() {
+    let (dir, mut old, new) = taken_over();
+    // A DeleteRecords the cut-off broker took: its log start file moves (and it deletes nothing
+    // the seal names: its segment holds offsets past the start).
+    old.delete_records_before(3).unwrap().run().unwrap();
+    drop((old, new));
+    let p = open_at(&dir, 1);
+    assert_eq!(p.log_start_offset(), 0);
+    assert_eq!(batches(&p), vec![(0, 0), (2, 2)]);
+}
+
+#[test]
+fn a_predecessors_late_recovery_point_does_not_skip_the_new_owners_checks() {
+    let (dir, old, mut new) = taken_over();
+    produce(&mut new, 4, 2).unwrap();
+    drop(new);
+    // The old epoch checkpoints a recovery point past everything; the new owner's torn tail
+    // must still be found by its own recovery (its own recovery point is separate).
+    std::fs::write(dir.path().join("recovery-point"), b"1000").unwrap();
+    drop(old);
+    let own = dir.path().join("00000000000000000004.e1.log");
+    let len = std::fs::metadata(&own).unwrap().len();
+    std::fs::OpenOptions::new().write(true).open(&own).unwrap().set_len(len - 3).unwrap();
+    let p = open_at(&dir, 1);
+    assert_eq!(p.log_end_offset(), 4, "the torn batch is cut");
+    assert_eq!(batches(&p), vec![(0, 0), (2, 2)]);
+}
+
+#[test]
+fn a_takeover_never_changes_a_predecessors_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut old = open_at(&dir, 0);
+    produce(&mut old, 0, 2).unwrap();
+    drop(old);
+    let path = dir.path().join("00000000000000000000.log");
+    // A torn tail: half a batch.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let whole = bytes.len();
+    bytes.extend_from_slice(&bytes[..20].to_vec());
+    std::fs::write(&path, &bytes).unwrap();
+    let p = open_at(&dir, 1);
+    assert_eq!(p.log_end_offset(), 2);
+    assert_eq!(std::fs::read(&path).unwrap().len(), whole + 20, "not truncated: it is the predecessor's");
+}

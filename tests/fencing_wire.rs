@@ -1,0 +1,73 @@
+//! D2 item 5 through the real binary: a broker that finds itself fenced (another broker took
+//! over what it served while it was cut off from the shared disk: store::cluster::fence)
+//! acknowledges nothing more after its fsync, and stops with exit code 75; its next start is
+//! a new incarnation that takes its partitions at a new leader epoch and seals their files.
+
+mod common;
+
+use std::time::Duration;
+
+use common::cluster::{self, leader_epoch, produce, NOT_LEADER_OR_FOLLOWER};
+use common::{batch, Broker};
+
+fn incarnation(data_dir: &std::path::Path, node: i32) -> u64 {
+    let json: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(data_dir.join("__cluster/brokers").join(format!("{node}.json"))).unwrap(),
+    )
+    .unwrap();
+    json["incarnation"].as_u64().expect("incarnation")
+}
+
+fn fence(data_dir: &std::path::Path, node: i32) {
+    let dir = data_dir.join("__cluster/fenced");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(format!("{node}-{:016x}", incarnation(data_dir, node))), b"").unwrap();
+}
+
+#[test]
+fn a_fenced_broker_acknowledges_nothing_more_and_stops() {
+    let mut broker = Broker::start_with_env(&[("KAAS_CLUSTER_TICK_MS", "2000")]);
+    broker.allow_log_errors("fenced");
+    broker.allow_log_errors("stopping: this broker");
+    let mut c = broker.client();
+    cluster::create(&mut c);
+    assert_eq!(produce(&mut c, 0, batch(9, 0, 0, 3, "before")).0, 0);
+    let epoch_before = leader_epoch(&mut c, 0);
+    fence(&broker.data_dir(), 0);
+    // The fsync of this batch is followed by the fence check: never a success. The broker may
+    // also have stopped already (its membership tick checks too): then the connection closes.
+    let answer =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| produce(&mut c, 0, batch(9, 0, 3, 3, "after")).0));
+    if let Ok(code) = answer {
+        assert_eq!(code, NOT_LEADER_OR_FOLLOWER, "a fenced broker acknowledged a write");
+    }
+    let status = broker.exited_within(Duration::from_secs(10)).expect("a fenced broker stops");
+    assert_eq!(status.code(), Some(75), "{}", broker.log());
+    assert!(broker.log().contains("was fenced by a broker that took over from it"), "{}", broker.log());
+    // The next start is a new incarnation: not fenced, and its partitions at a new epoch (its
+    // predecessor did not stop cleanly and might still write the old epoch's files).
+    broker.restart_in_place();
+    let mut c = broker.client();
+    assert_eq!(produce(&mut c, 0, batch(10, 0, 0, 2, "restarted")).0, 0);
+    assert!(leader_epoch(&mut c, 0) > epoch_before, "the partition was taken at a new leader epoch");
+    assert!(broker.log().contains("took the partition over"), "{}", broker.log());
+    broker.finish();
+}
+
+#[test]
+fn a_clean_restart_keeps_the_leader_epoch_and_an_unclean_one_moves_it() {
+    let mut broker = Broker::start();
+    let mut c = broker.client();
+    cluster::create(&mut c);
+    assert_eq!(produce(&mut c, 0, batch(9, 0, 0, 1, "a")).0, 0);
+    let first = leader_epoch(&mut c, 0);
+    broker.stop_clean(Duration::from_secs(15));
+    broker.restart_in_place();
+    let mut c = broker.client();
+    assert_eq!(leader_epoch(&mut c, 0), first, "a clean restart goes on with its files");
+    broker.crash_and_restart();
+    let mut c = broker.client();
+    assert_eq!(leader_epoch(&mut c, 0), first + 1, "after kill -9 the old process is fenced and its files sealed");
+    assert_eq!(produce(&mut c, 0, batch(11, 0, 0, 1, "b")).0, 0);
+    broker.finish();
+}
