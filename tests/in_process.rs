@@ -23,7 +23,6 @@ use kafka_protocol::protocol::StrBytes;
 const NOT_LEADER_OR_FOLLOWER: i16 = 6;
 const NOT_COORDINATOR: i16 = 16;
 const SHARDS: usize = 2;
-const LEADER_NOT_AVAILABLE: i16 = 5;
 
 fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
@@ -227,7 +226,8 @@ fn what_a_peer_owns_is_answered_with_the_peer() {
 
         // Nobody leads it for a moment (the peer died), then this broker takes it back.
         session.directory.update(|o| o.revoke(&moved));
-        assert_eq!(produce(&session, "t", 1).await.0, LEADER_NOT_AVAILABLE);
+        // Kafka answers NOT_LEADER_OR_FOLLOWER there too (only Metadata says LEADER_NOT_AVAILABLE).
+        assert_eq!(produce(&session, "t", 1).await.0, NOT_LEADER_OR_FOLLOWER);
         let here = session.node_id();
         session.directory.update(|o| o.grant(moved.clone(), Lease { node_id: here, epoch: 2 }));
         assert_eq!(produce(&session, "t", 1).await, (0, 0));

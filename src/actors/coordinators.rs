@@ -60,6 +60,7 @@ pub struct Coordinators {
 }
 
 impl Coordinators {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         settings: Arc<Settings>,
         cluster_id: Arc<str>,
@@ -197,6 +198,7 @@ impl Coordinators {
                     expiration_ms: s.transactional_id_expiration_ms,
                     abort_check_interval: Duration::from_millis(s.transaction_abort_check_interval_ms.max(10)),
                     cluster_tv2: s.transaction_version >= 2,
+                    fence: self.fence.clone(),
                 };
                 let Some(slot) = usize::try_from(shard).ok().and_then(|i| self.txn.get(i)) else {
                     return Err(format!("no transaction shard {shard}"));
@@ -209,7 +211,6 @@ impl Coordinators {
                     self.peers.clone(),
                     txn_settings,
                     self.metrics.clone(),
-                    self.fence.clone(),
                 )?;
                 slot.set(Some(TxnCoordinator::start_in_arbiter(&self.arbiter, move |_| c)));
             }

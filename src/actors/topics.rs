@@ -21,7 +21,6 @@ use crate::config::Settings;
 use crate::error_code::ResponseError;
 use crate::metrics::Metrics;
 use crate::store::clock::now_ms;
-use crate::store::cluster::fence;
 use crate::store::known_fences::KnownFences;
 use crate::store::leases::{self, HeldLease};
 use crate::store::log::file_cache::FileCache;
@@ -34,6 +33,9 @@ use crate::store::topics::{self, TopicMeta};
 
 mod deletion;
 mod growth;
+mod takeover;
+
+use takeover::open_log;
 
 /// A topic and the partition-leader actors of the partitions this broker leads.
 #[derive(Debug, Clone)]
@@ -130,41 +132,13 @@ pub struct TopicRegistry {
     keep_own: bool,
 }
 
-/// Opens (recovers) partition `p`'s log under leader epoch `leader_epoch`.
-fn open_log(
-    data_dir: &std::path::Path,
-    topic: &str,
-    p: i32,
-    log_config: &LogConfig,
-    leader_epoch: i32,
-) -> Result<Partition, LogError> {
-    let dir = topics::partition_dir(data_dir, topic, p);
-    let (partition, info) = Partition::open_at(dir, log_config.clone(), now_ms(), leader_epoch)?;
-    match info.took_over_from {
-        Some(previous) => tracing::info!(
-            topic,
-            partition = p,
-            previous,
-            epoch = leader_epoch,
-            unread_bytes = info.truncated_bytes,
-            end = partition.log_end_offset(),
-            "took the partition over: the predecessor's files are sealed where their valid batches end"
-        ),
-        None if info.truncated_bytes > 0 => {
-            tracing::warn!(topic, partition = p, bytes = info.truncated_bytes, "recovery truncated a torn log tail")
-        }
-        None => {}
-    }
-    Ok(partition)
-}
-
 /// Partitions opened together beyond which the opening is spread over threads.
 const OPEN_CHUNK: usize = 256;
 /// Threads opening partitions at once: recovery mostly waits for the file system.
 const OPEN_THREADS: usize = 8;
 
 /// A partition whose lease this broker just took, to be opened.
-struct Acquired {
+pub(super) struct Acquired {
     topic: TopicHandle,
     partition: i32,
     log_config: LogConfig,
@@ -445,41 +419,6 @@ impl TopicRegistry {
                  the cause (see above) is gone"
             );
         }
-    }
-
-    /// Fences every broker that held one of `acquired` and did not hand it over (it died, or
-    /// it was cut off from the disk and may still run) before anything of those partitions is
-    /// read: from then on it acknowledges nothing (store::cluster::fence). A partition whose
-    /// predecessor cannot be fenced is let go again.
-    fn fence_predecessors(&self, acquired: Vec<Acquired>) -> Vec<Acquired> {
-        let data_dir = &self.settings.data_dir;
-        let mut fenced: HashMap<i32, bool> = HashMap::new();
-        acquired
-            .into_iter()
-            .filter(|a| {
-                let Some(prev) = a.lease.unreleased_predecessor else { return true };
-                *fenced.entry(prev.node_id).or_insert_with(|| {
-                    let incarnation = leases::broker_incarnation(data_dir, prev.node_id);
-                    match fence::fence_broker(data_dir, prev.node_id, incarnation) {
-                        Ok(()) => {
-                            tracing::warn!(
-                                node = prev.node_id,
-                                incarnation,
-                                "fenced a broker that held partitions without handing them over"
-                            );
-                            true
-                        }
-                        Err(e) => {
-                            tracing::error!(
-                                node = prev.node_id,
-                                "cannot fence the previous leader, not taking its partitions: {e}"
-                            );
-                            false
-                        }
-                    }
-                })
-            })
-            .collect()
     }
 
     /// `claim_and_release` of one topic; the leaders to hand over are added to `handing_over`

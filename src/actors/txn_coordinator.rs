@@ -32,6 +32,8 @@ pub struct TxnSettings {
     pub abort_check_interval: Duration,
     /// The finalized transaction.version is 2 (coordinator-driven aborts use it).
     pub cluster_tv2: bool,
+    /// This broker's fence, checked after each flush before an answer (store::cluster::fence).
+    pub fence: SelfFence,
 }
 
 pub struct TxnCoordinator {
@@ -67,8 +69,8 @@ impl TxnCoordinator {
         peers: Option<Recipient<SendPeerMarker>>,
         settings: TxnSettings,
         metrics: Metrics,
-        fence: SelfFence,
     ) -> Result<TxnCoordinator, String> {
+        let fence = settings.fence.clone();
         let path = data_dir.join("__cluster").join("txn").join(shard.to_string());
         let (db, db_file) = crate::store::durable::open_sled(&path)?;
         let db_file = std::sync::Arc::new(db_file);

@@ -112,8 +112,8 @@ impl Session {
         let table = self.directory.ownership();
         Some(match table.lease(&what) {
             Some(_) if table.is_local(&what) => Ok(()),
-            Some(_) => Err(ResponseError::NotLeaderOrFollower.code()),
-            None => Err(ResponseError::LeaderNotAvailable.code()),
+            // eos-rules 44: not led here, whether or not a peer leads it now.
+            Some(_) | None => Err(ResponseError::NotLeaderOrFollower.code()),
         })
     }
 
@@ -132,7 +132,7 @@ impl Session {
             // Led here by the table but not by this (cached) handle: a topic deleted and made
             // again. The client retries; the next lookup asks the registry.
             self.evict(&topic.meta.name);
-            ResponseError::LeaderNotAvailable.code()
+            ResponseError::NotLeaderOrFollower.code()
         })
     }
 

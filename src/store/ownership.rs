@@ -142,8 +142,10 @@ pub enum Placement {
 /// The answer for a request to partition `partition` of a topic with `partitions` partitions of
 /// which this broker serves the first `served` (a topic over the partition limit serves fewer).
 /// eos-rules 44: a partition not hosted is UNKNOWN_TOPIC_OR_PARTITION; a leader elsewhere passes
-/// NOT_LEADER_OR_FOLLOWER through (the client refreshes metadata and retries); LEADER_NOT_AVAILABLE
-/// while no broker leads it.
+/// NOT_LEADER_OR_FOLLOWER through (the client refreshes metadata and retries), also while no
+/// broker leads it (a hand-over, a failover): Kafka's ReplicaManager answers every broker that
+/// is not the leader so, and the Java consumer has no case for LEADER_NOT_AVAILABLE in a Fetch
+/// (only Metadata says LEADER_NOT_AVAILABLE).
 pub fn route_partition(
     partition: i32,
     partitions: i32,
@@ -157,7 +159,7 @@ pub fn route_partition(
     match placement {
         Placement::Local => Ok(()),
         Placement::Peer => Err(ResponseError::NotLeaderOrFollower),
-        Placement::Nobody => Err(ResponseError::LeaderNotAvailable),
+        Placement::Nobody => Err(ResponseError::NotLeaderOrFollower),
     }
 }
 
@@ -282,7 +284,7 @@ mod tests {
     #[test]
     fn rule_44_not_leader_or_follower_passes_through_for_a_partition_led_elsewhere() {
         assert_eq!(route_partition(0, 1, 1, Placement::Peer), Err(ResponseError::NotLeaderOrFollower));
-        assert_eq!(route_partition(0, 1, 1, Placement::Nobody), Err(ResponseError::LeaderNotAvailable));
+        assert_eq!(route_partition(0, 1, 1, Placement::Nobody), Err(ResponseError::NotLeaderOrFollower));
         // Existence is checked first: a partition that does not exist is 3 wherever the topic lives.
         assert_eq!(route_partition(5, 1, 1, Placement::Peer), Err(ResponseError::UnknownTopicOrPartition));
     }

@@ -49,7 +49,7 @@ impl Log {
         };
         let Opened { mut segments, mut info, start, recovery_point, cut, sealed_from } = opened;
         let end = segments.values().next_back().map_or(start, |s| s.next_offset);
-        if !segments.values().next_back().is_some_and(|s| s.epoch == epoch) {
+        if segments.values().next_back().is_none_or(|s| s.epoch != epoch) {
             // Appends go to a segment of this epoch only.
             let at = end.max(start);
             segments.insert(at, Box::new(Segment::create(dir, at, epoch, &config.files)?));

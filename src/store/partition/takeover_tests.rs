@@ -156,7 +156,8 @@ fn a_takeover_never_changes_a_predecessors_file() {
     // A torn tail: half a batch.
     let mut bytes = std::fs::read(&path).unwrap();
     let whole = bytes.len();
-    bytes.extend_from_slice(&bytes[..20].to_vec());
+    let head = bytes[..20].to_vec();
+    bytes.extend_from_slice(&head);
     std::fs::write(&path, &bytes).unwrap();
     let p = open_at(&dir, 1);
     assert_eq!(p.log_end_offset(), 2);
