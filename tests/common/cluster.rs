@@ -221,8 +221,14 @@ pub fn epoch_end_offset(c: &mut Client, p: i32, current_leader_epoch: i32, leade
 
 /// Partition `p` fetched from offset 0 (Fetch v12) with `isolation_level` (0 or 1).
 fn fetch_from_start(c: &mut Client, p: i32, isolation_level: i8) -> fetch_response::PartitionData {
+    fetch_from(c, p, 0, isolation_level)
+}
+
+/// A Fetch of partition `p` from `offset` (it reads one segment, as Kafka's does).
+fn fetch_from(c: &mut Client, p: i32, offset: i64, isolation_level: i8) -> fetch_response::PartitionData {
     let mut fp = FetchPartition::default();
     fp.partition = p;
+    fp.fetch_offset = offset;
     fp.partition_max_bytes = 1 << 20;
     fp.log_start_offset = -1;
     fp.current_leader_epoch = -1;
@@ -252,7 +258,9 @@ pub fn stable_offsets(c: &mut Client, partition: i32) -> (i16, i64, i64) {
 
 /// The partition leader epoch the last record of partition `p` was stored with.
 pub fn last_stored_leader_epoch(c: &mut Client, p: i32) -> i32 {
-    let mut records = fetch_from_start(c, p, 0).records.unwrap_or_default();
+    // A leader that took the partition over appends to a segment of its own epoch: fetch there.
+    let last = high_watermark(c, p).1 - 1;
+    let mut records = fetch_from(c, p, last.max(0), 0).records.unwrap_or_default();
     let sets = kafka_protocol::records::RecordBatchDecoder::decode_all(&mut records).expect("batches");
     sets.iter().flat_map(|s| s.records.iter()).last().map_or(-2, |r| r.partition_leader_epoch)
 }
