@@ -22,7 +22,7 @@ use super::slot::Slot;
 use super::txn_coordinator::{TxnCoordinator, TxnSettings};
 use crate::config::Settings;
 use crate::metrics::Metrics;
-use crate::store::cluster::fence::{self, SelfFence};
+use crate::store::cluster::fence::SelfFence;
 use crate::store::coordinator_key::OFFSETS_PARTITIONS;
 use crate::store::group::consumer::TopicInfo;
 use crate::store::group::GroupConfig;
@@ -143,7 +143,8 @@ impl Coordinators {
     fn take(&mut self, unit: CoordinatorUnit) -> Result<bool, String> {
         let (dir, me) = (&self.settings.data_dir, self.settings.node_id);
         let lease =
-            match leases::try_acquire_from(&leases::unit_lease_path(dir, unit), me, leases::unit_first_epoch(dir)) {
+            match leases::try_acquire_from(dir, &leases::unit_lease_path(dir, unit), me, leases::unit_first_epoch(dir))
+            {
                 Ok(Some(lease)) => lease,
                 Ok(None) => return Ok(false),
                 Err(e) => {
@@ -152,12 +153,11 @@ impl Coordinators {
                 }
             };
         if let Some(prev) = lease.unreleased_predecessor {
-            // It died or was cut off from the disk and may still run: it answers nothing more
-            // before this broker reads the coordinator's state (store::cluster::fence).
-            let incarnation = leases::broker_incarnation(dir, prev.node_id);
-            fence::fence_broker(dir, prev.node_id, incarnation)
-                .map_err(|e| format!("cannot fence node {} before taking {unit:?}: {e}", prev.node_id))?;
-            tracing::warn!(?unit, node = prev.node_id, incarnation, "fenced the coordinator's previous owner");
+            tracing::warn!(
+                ?unit,
+                node = prev.node_id,
+                "fenced the coordinator's previous owner (it did not hand it over)"
+            );
         }
         self.open(unit).map_err(|e| format!("cannot open the coordinator {unit:?}: {e}"))?;
         tracing::info!(?unit, epoch = lease.record.epoch, "running the coordinator");

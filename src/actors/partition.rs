@@ -119,18 +119,8 @@ impl PartitionLeader {
     /// A failed fsync leaves the log in an unknown state: stop acknowledging (KAFKA_STORAGE_ERROR).
     fn fail(&mut self, why: String) {
         tracing::error!(partition = %self.name, "log failure, partition offline: {why}");
-        self.partition.go_offline();
         let ack = self.error_ack(&PartitionError::Offline);
-        for (_, waiter) in self.pending.drain(..) {
-            match waiter {
-                Waiter::Append(reply, _) => {
-                    let _ = reply.send(ack);
-                }
-                Waiter::Marker(reply) => {
-                    let _ = reply.send(ResponseError::KafkaStorageError.code());
-                }
-            }
-        }
+        self.refuse_pending(ack, ResponseError::KafkaStorageError);
     }
 
     /// This broker was fenced (store::cluster::fence): what waits for its fsync is never
@@ -138,20 +128,22 @@ impl PartitionLeader {
     /// watermark stays; the broker stops (actors::membership).
     fn fenced(&mut self, why: &str) {
         tracing::error!(partition = %self.name, "fenced, nothing more is acknowledged: {why}");
+        let error = ResponseError::NotLeaderOrFollower;
+        let ack = AppendAck { error_code: error.code(), base_offset: -1, log_append_time: -1, log_start_offset: -1 };
+        self.refuse_pending(ack, error);
+    }
+
+    /// Takes the partition offline and answers everything waiting for an fsync with `ack`
+    /// (appends) or `marker` (markers).
+    fn refuse_pending(&mut self, ack: AppendAck, marker: ResponseError) {
         self.partition.go_offline();
-        let ack = AppendAck {
-            error_code: ResponseError::NotLeaderOrFollower.code(),
-            base_offset: -1,
-            log_append_time: -1,
-            log_start_offset: -1,
-        };
         for (_, waiter) in self.pending.drain(..) {
             match waiter {
                 Waiter::Append(reply, _) => {
                     let _ = reply.send(ack);
                 }
                 Waiter::Marker(reply) => {
-                    let _ = reply.send(ResponseError::NotLeaderOrFollower.code());
+                    let _ = reply.send(marker.code());
                 }
             }
         }
@@ -164,7 +156,8 @@ impl PartitionLeader {
             tracing::info!(partition = %self.name, segments, log_start = deletion.log_start, "retention removed segments");
             // The start is fsynced, then the files unlinked (which frees the blocks
             // synchronously, seconds with discard): not on this thread.
-            spawn_file_work(self.name.clone(), "retention", move || deletion.run());
+            let fence = self.syncer.fence();
+            spawn_file_work(self.name.clone(), "retention", move || deletion.run(&fence));
         }
         self.partition.expire_producers(now, self.producer_expiration_ms);
         self.report_producers();
@@ -512,13 +505,18 @@ impl Handler<DeleteRecordsBefore> for PartitionLeader {
         if !deletion.segments().is_empty() {
             tracing::info!(partition = %name, log_start = low_watermark, segments = deletion.segments().len(), "DeleteRecords removes segments");
         }
+        let fence = self.syncer.fence();
         actix::spawn(async move {
             let ok = DeleteRecordsAnswer { error_code: 0, low_watermark };
-            let answer = match tokio::task::spawn_blocking(move || deletion.run()).await {
+            let answer = match tokio::task::spawn_blocking(move || deletion.run(&fence)).await {
                 Ok(Ok(())) => ok,
                 Ok(Err(e @ DeletionError::Cleanup(_))) => {
                     tracing::warn!(partition = %name, "{e}");
                     ok
+                }
+                Ok(Err(e @ DeletionError::Fenced(_))) => {
+                    tracing::error!(partition = %name, "DeleteRecords: {e}");
+                    DeleteRecordsAnswer { error_code: ResponseError::NotLeaderOrFollower.code(), low_watermark: -1 }
                 }
                 Ok(Err(e)) => {
                     tracing::error!(partition = %name, "DeleteRecords: {e}");

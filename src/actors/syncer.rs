@@ -10,7 +10,7 @@ use actix::{Message, Recipient};
 use crossbeam_channel::{bounded, Receiver, Sender};
 
 use crate::metrics::Metrics;
-use crate::store::cluster::fence::SelfFence;
+use crate::store::cluster::fence::{FenceError, SelfFence};
 use crate::store::durable::sync_filesystem;
 use crate::store::log::SyncSet;
 
@@ -88,7 +88,12 @@ fn run(jobs: Vec<SyncJob>, skip_fsync: bool, group: Option<&GroupCommit>, metric
                 .collect(),
         }
     };
-    let fenced = fence.check().err().map(|e| SyncFailure::Fenced(e.to_string()));
+    let fenced = match fence.check() {
+        Ok(()) => None,
+        Err(e @ FenceError::Fenced { .. }) => Some(SyncFailure::Fenced(e.to_string())),
+        // The data is durable but whether it may be acknowledged cannot be told.
+        Err(e) => Some(SyncFailure::Io(format!("fence check: {e}"))),
+    };
     for (job, result) in results {
         let result = match (&fenced, result) {
             (Some(f), Ok(())) => Err(f.clone()),
@@ -101,6 +106,8 @@ fn run(jobs: Vec<SyncJob>, skip_fsync: bool, group: Option<&GroupCommit>, metric
 #[derive(Clone)]
 pub struct Syncer {
     tx: Sender<SyncJob>,
+    /// The fence its threads check after each fsync, for other durable work of the leaders.
+    fence: SelfFence,
 }
 
 impl Syncer {
@@ -121,7 +128,7 @@ impl Syncer {
             let rx: Receiver<SyncJob> = rx.clone();
             let group = group.clone();
             let metrics = metrics.clone();
-            let fence = fence.clone();
+            let thread_fence = fence.clone();
             let spawned = thread::Builder::new().name(format!("kaas-sync-{i}")).spawn(move || {
                 super::supervisor::mark_state_thread();
                 while let Ok(first) = rx.recv() {
@@ -132,14 +139,19 @@ impl Syncer {
                             Err(_) => break,
                         }
                     }
-                    run(jobs, skip_fsync, group.as_ref(), &metrics, &fence);
+                    run(jobs, skip_fsync, group.as_ref(), &metrics, &thread_fence);
                 }
             });
             if let Err(e) = spawned {
                 tracing::error!("could not start sync thread: {e}");
             }
         }
-        Syncer { tx }
+        Syncer { tx, fence }
+    }
+
+    /// This broker's fence (store::cluster::fence), for the leaders' deletions.
+    pub fn fence(&self) -> SelfFence {
+        self.fence.clone()
     }
 
     /// Queues a job; blocks the calling partition thread when the queue is full (backpressure).

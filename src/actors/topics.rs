@@ -404,7 +404,7 @@ impl TopicRegistry {
     /// Opens the partitions whose leases were just taken (recovery, on several threads when
     /// there are many) and starts their leaders.
     fn start_acquired(&mut self, acquired: Vec<Acquired>) {
-        let acquired = self.fence_predecessors(acquired);
+        Self::log_fenced(&acquired);
         let mut offline: HashMap<String, u64> = HashMap::new();
         for (a, opened) in open_logs(&self.settings.data_dir, acquired, true).into_iter().flatten() {
             if self.start_partition(&a.topic, a.partition, &a.log_config, a.lease, opened) {

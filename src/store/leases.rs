@@ -80,7 +80,8 @@ pub struct HeldLease {
     _lock: Hold,
     pub record: LeaseRecord,
     /// The record before this broker took it, when another holder had it and did not hand it
-    /// over: that holder is fenced before anything of the resource is read (store::cluster::fence).
+    /// over: that holder was fenced before the new record was written, so before anything of
+    /// the resource is read (store::cluster::fence).
     pub unreleased_predecessor: Option<LeaseRecord>,
 }
 
@@ -237,14 +238,19 @@ pub fn try_acquire(
     };
     let path = lease_path(data_dir, what);
     let old = read_lease_at(&path).or(first);
+    let unreleased_predecessor = fence_unreleased(data_dir, old, node_id)?;
     let record = write_record(&path, node_id, old, keep_own)?;
-    let unreleased_predecessor = old.filter(|o| o.node_id != node_id && !o.released);
     Ok(Some(HeldLease { _lock: Hold::Byte { _byte: lock }, record, unreleased_predecessor }))
 }
 
 /// `try_acquire` of a coordinator unit's lease file at `path` (the whole file is its lock);
 /// its first record (no holder before) starts at `first_epoch`.
-pub fn try_acquire_from(path: &Path, node_id: i32, first_epoch: i32) -> Result<Option<HeldLease>, LeaseError> {
+pub fn try_acquire_from(
+    data_dir: &Path,
+    path: &Path,
+    node_id: i32,
+    first_epoch: i32,
+) -> Result<Option<HeldLease>, LeaseError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     create_dir_all_durable(dir).map_err(io(dir))?;
     let mut file =
@@ -253,6 +259,7 @@ pub fn try_acquire_from(path: &Path, node_id: i32, first_epoch: i32) -> Result<O
         return Ok(None);
     }
     let old = read_record(&mut file);
+    let unreleased_predecessor = fence_unreleased(data_dir, old, node_id)?;
     let (record, changed) = next_record(old, node_id, first_epoch, true);
     if changed {
         let bytes = serde_json::to_vec(&record).map_err(|e| LeaseError::Io(path.to_path_buf(), e.into()))?;
@@ -266,8 +273,23 @@ pub fn try_acquire_from(path: &Path, node_id: i32, first_epoch: i32) -> Result<O
             let _ = d.sync_all();
         }
     }
-    let unreleased_predecessor = old.filter(|o| o.node_id != node_id && !o.released);
     Ok(Some(HeldLease { _lock: Hold::File { _file: file }, record, unreleased_predecessor }))
+}
+
+/// Under the lock of a lease last held as `old`, before `node_id` writes its own record: a
+/// holder that did not hand it over (it died, or was cut off from the disk and may still run)
+/// is fenced first. Returns that holder's record. A holder that cannot be fenced makes the
+/// taking fail: nothing is written, and the next tick tries again.
+fn fence_unreleased(
+    data_dir: &Path,
+    old: Option<LeaseRecord>,
+    node_id: i32,
+) -> Result<Option<LeaseRecord>, LeaseError> {
+    let unreleased = old.filter(|o| o.node_id != node_id && !o.released);
+    if let Some(o) = unreleased {
+        fence_predecessor(data_dir, o.node_id)?;
+    }
+    Ok(unreleased)
 }
 
 /// The record of `node_id` taking a lease last held as `old`, and whether it differs: the epoch
@@ -406,11 +428,28 @@ struct BrokerRecord {
     clean_stop: bool,
 }
 
-/// The incarnation `node_id` registered last (0 when unknown): the one a broker taking over
-/// from it fences.
-pub fn broker_incarnation(data_dir: &Path, node_id: i32) -> u64 {
+/// The incarnation `node_id` registered last: the one a broker taking over from it fences (0
+/// for a broker that never registered here, or registered before incarnations existed). An
+/// unreadable registration is an error: the taker cannot fence it, so it must not take over.
+pub fn broker_incarnation(data_dir: &Path, node_id: i32) -> Result<u64, LeaseError> {
     let path = brokers_dir(data_dir).join(format!("{node_id}.json"));
-    std::fs::read(path).ok().and_then(|b| serde_json::from_slice::<BrokerRecord>(&b).ok()).map_or(0, |r| r.incarnation)
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(LeaseError::Io(path, e)),
+    };
+    let record: BrokerRecord = serde_json::from_slice(&bytes).map_err(|e| LeaseError::Io(path, e.into()))?;
+    Ok(record.incarnation)
+}
+
+/// Fences the broker that held a lease without handing it over (`HeldLease::unreleased_predecessor`)
+/// before its resource is read: its current incarnation acknowledges nothing from then on.
+/// Returns the incarnation fenced.
+pub fn fence_predecessor(data_dir: &Path, node_id: i32) -> Result<u64, LeaseError> {
+    let incarnation = broker_incarnation(data_dir, node_id)?;
+    fence::fence_broker(data_dir, node_id, incarnation)
+        .map_err(|e| LeaseError::Io(fence::fence_path(data_dir, node_id, incarnation), std::io::Error::other(e)))?;
+    Ok(incarnation)
 }
 
 /// Whether another process holds `lock_path` (a live broker); the probe never takes the lock.
@@ -530,12 +569,12 @@ mod tests {
     fn the_same_broker_taking_a_lease_back_keeps_its_epoch_and_rewrites_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let path = lease_path(dir.path(), &Owned::TxnShard(3));
-        drop(try_acquire_from(&path, 1, 0).unwrap());
-        let again = try_acquire_from(&path, 1, 0).unwrap().expect("free");
+        drop(try_acquire_from(dir.path(), &path, 1, 0).unwrap());
+        let again = try_acquire_from(dir.path(), &path, 1, 0).unwrap().expect("free");
         assert_eq!(again.record.epoch, 0);
         drop(again);
-        drop(try_acquire_from(&path, 2, 0).unwrap());
-        let back = try_acquire_from(&path, 1, 0).unwrap().expect("free");
+        drop(try_acquire_from(dir.path(), &path, 2, 0).unwrap());
+        let back = try_acquire_from(dir.path(), &path, 1, 0).unwrap().expect("free");
         assert_eq!(back.record.epoch, 2);
         assert_eq!(next_record(Some(LeaseRecord::new(1, 7)), 1, 0, true), (LeaseRecord::new(1, 7), false));
         assert_eq!(next_record(None, 1, 4, true), (LeaseRecord::new(1, 4), true));
@@ -558,6 +597,7 @@ mod tests {
         drop(held);
         let taken = try_acquire(&b2, dir.path(), &part(), 2, None, true).unwrap().unwrap();
         assert_eq!(taken.unreleased_predecessor, Some(LeaseRecord::new(1, 0)), "broker 1 died holding it");
+        assert!(fence::fence_path(dir.path(), 1, 0).exists(), "fenced before the new record was written");
         taken.release(&lease_path(dir.path(), &part())).unwrap();
         let back = try_acquire(&b1, dir.path(), &part(), 1, None, true).unwrap().unwrap();
         assert_eq!(back.unreleased_predecessor, None, "broker 2 handed it over");
@@ -577,5 +617,16 @@ mod tests {
         assert!(matches!(register(dir.path(), &broker(1)), Err(LeaseError::NodeTaken(_))));
         drop(reg1);
         assert!(register(dir.path(), &broker(1)).is_ok(), "the node id is free again");
+    }
+
+    #[test]
+    fn an_unreadable_registration_is_not_fenced_by_guess() {
+        let dir = tempfile::tempdir().unwrap();
+        let reg = register(dir.path(), &broker(1)).unwrap();
+        assert_eq!(fence_predecessor(dir.path(), 1).unwrap(), reg.incarnation());
+        assert!(fence::fence_path(dir.path(), 1, reg.incarnation()).exists());
+        assert_eq!(broker_incarnation(dir.path(), 9).unwrap(), 0, "never registered here");
+        std::fs::write(brokers_dir(dir.path()).join("2.json"), b"{torn").unwrap();
+        assert!(fence_predecessor(dir.path(), 2).is_err());
     }
 }

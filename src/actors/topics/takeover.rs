@@ -1,12 +1,8 @@
 //! Opening a partition under a leader epoch, and taking partitions over from a broker that did
 //! not hand them over (store::cluster::fence, store::cluster::seal).
 
-use std::collections::HashMap;
-
 use super::{Acquired, TopicRegistry};
 use crate::store::clock::now_ms;
-use crate::store::cluster::fence;
-use crate::store::leases;
 use crate::store::log::{LogConfig, LogError};
 use crate::store::partition::Partition;
 use crate::store::topics;
@@ -40,38 +36,21 @@ pub(super) fn open_log(
 }
 
 impl TopicRegistry {
-    /// Fences every broker that held one of `acquired` and did not hand it over (it died, or
-    /// it was cut off from the disk and may still run) before anything of those partitions is
-    /// read: from then on it acknowledges nothing (store::cluster::fence). A partition whose
-    /// predecessor cannot be fenced is let go again.
-    pub(super) fn fence_predecessors(&self, acquired: Vec<Acquired>) -> Vec<Acquired> {
-        let data_dir = &self.settings.data_dir;
-        let mut fenced: HashMap<i32, bool> = HashMap::new();
-        acquired
-            .into_iter()
-            .filter(|a| {
-                let Some(prev) = a.lease.unreleased_predecessor else { return true };
-                *fenced.entry(prev.node_id).or_insert_with(|| {
-                    let incarnation = leases::broker_incarnation(data_dir, prev.node_id);
-                    match fence::fence_broker(data_dir, prev.node_id, incarnation) {
-                        Ok(()) => {
-                            tracing::warn!(
-                                node = prev.node_id,
-                                incarnation,
-                                "fenced a broker that held partitions without handing them over"
-                            );
-                            true
-                        }
-                        Err(e) => {
-                            tracing::error!(
-                                node = prev.node_id,
-                                "cannot fence the previous leader, not taking its partitions: {e}"
-                            );
-                            false
-                        }
-                    }
-                })
-            })
-            .collect()
+    /// Logs, once per broker, that `acquired` were taken from a broker that did not hand them
+    /// over and was fenced first (store::leases::try_acquire).
+    pub(super) fn log_fenced(acquired: &[Acquired]) {
+        let mut nodes: Vec<i32> =
+            acquired.iter().filter_map(|a| a.lease.unreleased_predecessor).map(|r| r.node_id).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        for node in nodes {
+            let partitions =
+                acquired.iter().filter(|a| a.lease.unreleased_predecessor.is_some_and(|r| r.node_id == node)).count();
+            tracing::warn!(
+                node,
+                partitions,
+                "took partitions from a broker that did not hand them over; it was fenced first"
+            );
+        }
     }
 }

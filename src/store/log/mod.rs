@@ -65,6 +65,20 @@ impl Default for LogConfig {
     }
 }
 
+impl LogConfig {
+    /// Segments of `segment_bytes`, no retention, an index entry every 100 bytes.
+    #[cfg(test)]
+    pub fn for_tests(segment_bytes: u64) -> LogConfig {
+        LogConfig {
+            segment_bytes,
+            retention_ms: -1,
+            retention_bytes: -1,
+            index_interval_bytes: 100,
+            ..LogConfig::default()
+        }
+    }
+}
+
 /// Files and directories to fsync (on a sync thread) before what was appended is acknowledged.
 #[derive(Debug, Default)]
 pub struct SyncSet {
@@ -398,13 +412,7 @@ mod tests {
     use crate::store::batch::testutil::{batch, Spec};
 
     fn cfg(segment_bytes: u64) -> LogConfig {
-        LogConfig {
-            segment_bytes,
-            retention_ms: -1,
-            retention_bytes: -1,
-            index_interval_bytes: 100,
-            ..LogConfig::default()
-        }
+        LogConfig::for_tests(segment_bytes)
     }
 
     fn rec(records: i32, ts: i64) -> BytesMut {

@@ -124,8 +124,9 @@ fn open_own(dir: &Path, config: &LogConfig, epoch: i32, seal: Option<i32>, own: 
     let mut info = RecoveryInfo::default();
     let mut cut = false;
     for (i, &base) in own.iter().enumerate() {
-        let contiguous = segments.values().next_back().map_or(sealed_end, |prev| prev.next_offset) == base
-            || (segments.is_empty() && seal.is_none());
+        // The first file left is the log's start whatever its base: retention and DeleteRecords
+        // remove files from the front, the seal's and this epoch's alike.
+        let contiguous = segments.values().next_back().is_none_or(|prev| prev.next_offset == base);
         if cut || !contiguous {
             // Past a cut or a gap: nothing here was ever acknowledged.
             let path = seal::segment_path(dir, base, epoch);
@@ -171,8 +172,11 @@ fn take_over(
     }
     let recovery_point = read_recovery_point(dir, previous);
     let mut info = RecoveryInfo { took_over_from: Some(previous), ..RecoveryInfo::default() };
+    // Where the next file must start: after the last file kept (an empty one too). With none
+    // kept (retention removed every sealed file), the first file starts the log.
+    let mut next_base = segments.values().next_back().map(|s| s.next_offset);
     for (i, &base) in files.iter().enumerate() {
-        if end.is_some_and(|e| e != base) {
+        if next_base.is_some_and(|e| e != base) {
             // A gap: the predecessor's later files were never acknowledged as a whole log.
             break;
         }
@@ -181,6 +185,7 @@ fn take_over(
         let (seg, past) = Segment::open(dir, base, previous, mode, config.index_interval_bytes, &config.files)?;
         info.truncated_bytes += past;
         end = Some(seg.next_offset);
+        next_base = end;
         // An empty file holds nothing to trust (and this epoch's first segment takes its base).
         if seg.size > 0 {
             segments.insert(base, Box::new(seg));

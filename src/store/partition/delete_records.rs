@@ -14,6 +14,7 @@ use thiserror::Error;
 
 use super::{Partition, SnapshotError, SnapshotWrite};
 use crate::error_code::ResponseError;
+use crate::store::cluster::fence::{FenceError, SelfFence};
 use crate::store::log::start_offset::LogStartFile;
 
 /// DeleteRecordsRequest.HIGH_WATERMARK: delete everything below the high watermark.
@@ -94,6 +95,11 @@ pub enum DeletionError {
     /// The start is durable but a file was left behind; the next open deletes what lies below it.
     #[error("cleanup after moving the log start: {0}")]
     Cleanup(std::io::Error),
+    /// The start is durable, but this broker was fenced (store::cluster::fence): another broker
+    /// took the partition over and may not have seen it, so it is not acknowledged
+    /// (NOT_LEADER_OR_FOLLOWER) and no segment is unlinked.
+    #[error("not deleted: {0}")]
+    Fenced(FenceError),
 }
 
 /// The file work of a DeleteRecords, for a blocking thread: the new start made durable, then the
@@ -108,11 +114,24 @@ pub struct Deletion {
 }
 
 impl Deletion {
-    /// Blocks on fsync and unlink: run it off the actor threads.
-    pub fn run(self) -> Result<(), DeletionError> {
+    /// Blocks on fsync and unlink: run it off the actor threads. After the new start and the
+    /// snapshot are durable, and before anything is unlinked or answered, `fence` is checked
+    /// (D2 item 5): a broker that lost the partition neither acknowledges the deletion nor
+    /// removes files the new owner's seal names.
+    pub fn run(self, fence: &SelfFence) -> Result<(), DeletionError> {
         self.start_file.persist(self.log_start).map_err(DeletionError::NotDurable)?;
         if let Some(snapshot) = self.snapshot {
             snapshot.run().map_err(DeletionError::Cleanup)?;
+        }
+        match fence.check() {
+            Ok(()) => {}
+            Err(e @ FenceError::Fenced { .. }) => return Err(DeletionError::Fenced(e)),
+            Err(FenceError::Io(path, e)) => {
+                return Err(DeletionError::NotDurable(std::io::Error::new(
+                    e.kind(),
+                    format!("{}: {e}", path.display()),
+                )))
+            }
         }
         for p in &self.segments {
             match std::fs::remove_file(p) {

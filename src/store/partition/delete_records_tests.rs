@@ -9,6 +9,7 @@ use super::{check_cleanup_policy, check_not_internal, new_log_start, DeleteRecor
 use crate::error_code::ResponseError;
 use crate::store::batch::testutil::{batch, Spec};
 use crate::store::batch::BatchHeader;
+use crate::store::cluster::fence::SelfFence;
 use crate::store::log::LogConfig;
 use crate::store::producer_state::Verified;
 
@@ -16,13 +17,7 @@ const NOW: i64 = 1_000;
 const PID: i64 = 9;
 
 fn config() -> LogConfig {
-    LogConfig {
-        segment_bytes: 1,
-        retention_ms: -1,
-        retention_bytes: -1,
-        index_interval_bytes: 100,
-        ..LogConfig::default()
-    }
+    LogConfig::for_tests(1)
 }
 
 fn open(dir: &TempDir) -> Partition {
@@ -120,7 +115,7 @@ fn whole_segments_below_the_log_start_are_deleted_once_it_is_durable() {
     let d = p.delete_records_before(9).unwrap();
     // The segment [0, 4) lies wholly below 9; [4, 8) too; [8, 12) holds 9.
     assert_eq!(d.segments().len(), 2);
-    d.run().unwrap();
+    d.run(&SelfFence::unchecked()).unwrap();
     assert_eq!(segment_files(&dir), 1);
 }
 
@@ -129,7 +124,7 @@ fn the_log_start_survives_a_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let mut p = open(&dir);
     three_batches(&mut p, 4);
-    p.delete_records_before(6).unwrap().run().unwrap();
+    p.delete_records_before(6).unwrap().run(&SelfFence::unchecked()).unwrap();
     drop(p);
     let p = open(&dir);
     assert_eq!(p.log_start_offset(), 6);
@@ -154,7 +149,7 @@ fn producer_state_is_kept_when_all_its_batches_are_deleted() {
     let dir = tempfile::tempdir().unwrap();
     let mut p = open(&dir);
     three_batches(&mut p, 4);
-    p.delete_records_before(HIGH_WATERMARK).unwrap().run().unwrap();
+    p.delete_records_before(HIGH_WATERMARK).unwrap().run(&SelfFence::unchecked()).unwrap();
     assert_eq!(p.log_start_offset(), 12);
     for p in [&mut p, &mut open(&dir)] {
         assert_eq!(p.producers().len(), 1, "the producer stays, as in Kafka");
@@ -184,7 +179,7 @@ fn the_last_stable_offset_is_never_below_the_log_start() {
     p.advance_high_watermark(end);
     assert_eq!(p.last_stable_offset(), 0);
     // Kafka deletes up to the high watermark, past the open transaction's first offset.
-    p.delete_records_before(HIGH_WATERMARK).unwrap().run().unwrap();
+    p.delete_records_before(HIGH_WATERMARK).unwrap().run(&SelfFence::unchecked()).unwrap();
     assert_eq!((p.log_start_offset(), p.last_stable_offset()), (5, 5));
     let open_txn = p.producers().into_iter().find(|e| e.producer_id == PID).unwrap();
     assert_eq!(open_txn.current_txn_first_offset, Some(0), "the transaction stays open");
@@ -208,7 +203,7 @@ fn aborted_transactions_ending_below_the_log_start_leave_the_index() {
     let end = p.log_end_offset();
     p.advance_high_watermark(end);
     assert_eq!(p.read(0, 1 << 20, 1).unwrap().aborted.len(), 1);
-    p.delete_records_before(3).unwrap().run().unwrap();
+    p.delete_records_before(3).unwrap().run(&SelfFence::unchecked()).unwrap();
     assert!(p.read(3, 1 << 20, 1).unwrap().aborted.is_empty());
 }
 
@@ -226,7 +221,7 @@ fn list_offsets_by_time_never_answers_below_the_log_start() {
     let end = p.log_end_offset();
     p.advance_high_watermark(end);
     assert_eq!(p.list_offset(0, 0).unwrap(), (0, 10));
-    p.delete_records_before(6).unwrap().run().unwrap();
+    p.delete_records_before(6).unwrap().run(&SelfFence::unchecked()).unwrap();
     // Now the first record at or after the log start (6, inside the batch at 4).
     assert_eq!(p.list_offset(0, 0).unwrap(), (6, 22));
     assert_eq!(p.list_offset(21, 0).unwrap(), (6, 22));
@@ -249,8 +244,8 @@ fn deletions_finishing_out_of_order_leave_the_later_producer_snapshot() {
     p.advance_high_watermark(end);
     let second = p.delete_records_before(14).unwrap();
     assert_eq!(second.segments().len(), 3);
-    second.run().unwrap();
-    first.run().unwrap();
+    second.run(&SelfFence::unchecked()).unwrap();
+    first.run(&SelfFence::unchecked()).unwrap();
     drop(p);
     let mut p = open(&dir);
     assert_eq!(p.log_start_offset(), 14);
@@ -264,7 +259,7 @@ fn once_the_log_start_moved_every_producer_snapshot_is_durable() {
     let mut p = open(&dir);
     three_batches(&mut p, 4);
     assert!(!p.snapshot_if_changed().unwrap().unwrap().is_durable(), "nothing relies on it yet");
-    p.delete_records_before(4).unwrap().run().unwrap();
+    p.delete_records_before(4).unwrap().run(&SelfFence::unchecked()).unwrap();
     produce(&mut p, idempotent(12, 1)).unwrap();
     // The deleted segment's producers are only in the snapshot now: a newer one must not be a
     // file a power loss can empty.
@@ -281,7 +276,7 @@ fn a_deletion_that_removes_no_file_leaves_the_next_snapshot_due() {
     // The start moves inside the first segment: no file goes, so no snapshot is written...
     let d = p.delete_records_before(2).unwrap();
     assert!(d.segments().is_empty());
-    d.run().unwrap();
+    d.run(&SelfFence::unchecked()).unwrap();
     // ...and the fence still has to reach one.
     assert!(p.snapshot_if_changed().is_some(), "the fence is in no snapshot yet");
 }
@@ -291,7 +286,7 @@ fn no_periodic_snapshot_is_taken_while_the_last_one_is_still_to_be_written() {
     let dir = tempfile::tempdir().unwrap();
     let mut p = open(&dir);
     three_batches(&mut p, 4);
-    p.delete_records_before(4).unwrap().run().unwrap();
+    p.delete_records_before(4).unwrap().run(&SelfFence::unchecked()).unwrap();
     produce(&mut p, idempotent(12, 1)).unwrap();
     // A durable snapshot waits on the blocking pool (a slow disk) while the log moves on.
     let waiting = p.snapshot_if_changed().unwrap().unwrap();

@@ -8,6 +8,7 @@ use tempfile::TempDir;
 use super::{Partition, PartitionError, Produced};
 use crate::store::batch::testutil::{batch, Spec};
 use crate::store::batch::{iter_batches, BatchHeader};
+use crate::store::cluster::fence::SelfFence;
 use crate::store::log::{LogConfig, LogError};
 use crate::store::producer_state::Verified;
 
@@ -122,7 +123,7 @@ fn a_predecessors_late_log_start_does_not_move_the_new_owners() {
     let (dir, mut old, new) = taken_over();
     // A DeleteRecords the cut-off broker took: its log start file moves (and it deletes nothing
     // the seal names: its segment holds offsets past the start).
-    old.delete_records_before(3).unwrap().run().unwrap();
+    old.delete_records_before(3).unwrap().run(&SelfFence::unchecked()).unwrap();
     drop((old, new));
     let p = open_at(&dir, 1);
     assert_eq!(p.log_start_offset(), 0);
@@ -162,4 +163,52 @@ fn a_takeover_never_changes_a_predecessors_file() {
     let p = open_at(&dir, 1);
     assert_eq!(p.log_end_offset(), 2);
     assert_eq!(std::fs::read(&path).unwrap().len(), whole + 20, "not truncated: it is the predecessor's");
+}
+
+#[test]
+fn deleting_every_sealed_segment_and_some_own_ones_keeps_the_rest_at_reopen_and_takeover() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = |epoch| Partition::open_at(dir.path().to_path_buf(), config(1), NOW, epoch).unwrap().0;
+    let mut first = open(0);
+    for seq in [0, 2, 4] {
+        produce(&mut first, seq, 2).unwrap();
+    }
+    drop(first);
+    let mut second = open(1);
+    for seq in [6, 8, 10] {
+        produce(&mut second, seq, 2).unwrap();
+    }
+    // Every sealed segment and epoch 1's first one go: the log starts inside its second.
+    second.delete_records_before(9).unwrap().run(&SelfFence::unchecked()).unwrap();
+    let kept = vec![(8, 8), (10, 10)];
+    assert_eq!(batches(&second), kept);
+    drop(second);
+    let again = open(1);
+    assert_eq!((again.log_start_offset(), again.log_end_offset()), (9, 12));
+    assert_eq!(batches(&again), kept);
+    drop(again);
+    let third = open(2);
+    assert_eq!((third.log_start_offset(), third.log_end_offset()), (9, 12));
+    assert_eq!(batches(&third), kept);
+}
+
+#[test]
+fn a_fenced_broker_neither_acknowledges_a_deletion_nor_unlinks_its_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = Partition::open_at(dir.path().join("t-0"), config(1), NOW, 0).unwrap().0;
+    for seq in [0, 2, 4] {
+        produce(&mut p, seq, 2).unwrap();
+    }
+    let files = || {
+        let names = std::fs::read_dir(dir.path().join("t-0")).unwrap();
+        names.filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".log")).count()
+    };
+    let before = files();
+    let fence = crate::store::cluster::fence::SelfFence::new(dir.path(), 1, 7);
+    crate::store::cluster::fence::fence_broker(dir.path(), 1, 7).unwrap();
+    let deletion = p.delete_records_before(5).unwrap();
+    assert!(!deletion.segments().is_empty());
+    assert!(matches!(deletion.run(&fence), Err(super::DeletionError::Fenced(_))));
+    // No segment a newer owner's seal may name was removed.
+    assert_eq!(files(), before);
 }

@@ -17,13 +17,7 @@ const LEGACY: i8 = 1;
 const TV2: i8 = 2;
 
 fn config() -> LogConfig {
-    LogConfig {
-        segment_bytes: 1 << 20,
-        retention_ms: -1,
-        retention_bytes: -1,
-        index_interval_bytes: 100,
-        ..LogConfig::default()
-    }
+    LogConfig::for_tests(1 << 20)
 }
 
 fn open() -> (TempDir, Partition) {
@@ -174,7 +168,7 @@ fn rule_23_retention_keeps_producers_until_they_expire() {
     // The batch is stamped 1 s before: the active segment goes, the start moves on.
     let deletion = p.enforce_retention(NOW + 1000).expect("the expired segment goes");
     assert_eq!((deletion.log_start, deletion.segments().len()), (3, 1));
-    deletion.run().unwrap();
+    deletion.run(&crate::store::cluster::fence::SelfFence::unchecked()).unwrap();
     // The producer stays: a retry is still a duplicate, its next sequence is taken.
     match produce(&mut p, idempotent(0, 0, 3), Verified::No) {
         Ok(Produced::Duplicate(m)) => assert_eq!((m.first_offset, m.last_offset), (0, 2)),
