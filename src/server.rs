@@ -96,7 +96,9 @@ pub struct Broker {
     pub actors: Actors,
     arbiters: Vec<Arbiter>,
     /// This broker's membership of the cluster (its broker lock); dropped when it stops.
-    _registration: leases::Registration,
+    registration: leases::Registration,
+    /// This broker's fence: a fenced broker's stop is never marked clean.
+    fence: SelfFence,
     /// Held so the watcher lives as long as the broker (nothing sends it messages).
     _fence_watcher: actix::Addr<FenceWatcher>,
 }
@@ -218,7 +220,8 @@ impl Broker {
         Ok(Broker {
             actors: Actors { directory, txn, groups, responses, fetch_sessions, peers: peer_links, metrics },
             arbiters,
-            _registration: registration,
+            registration,
+            fence,
             _fence_watcher: fence_watcher,
         })
     }
@@ -233,8 +236,10 @@ impl Broker {
     /// partitions' epochs instead of sealing them (store::leases::Registration).
     pub async fn shutdown(&self) {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        if self.actors.directory.topics().send(ShutdownAll { reply: tx }).await.is_ok() && rx.await.is_ok() {
-            if let Err(e) = self._registration.mark_clean_stop() {
+        let stopped = self.actors.directory.topics().send(ShutdownAll { reply: tx }).await.is_ok() && rx.await.is_ok();
+        // A fenced broker was taken over: its next start must not go on with its old files.
+        if stopped && !self.fence.is_fenced() {
+            if let Err(e) = self.registration.mark_clean_stop() {
                 tracing::warn!("clean stop not recorded (the next start seals its partitions): {e}");
             }
         }
