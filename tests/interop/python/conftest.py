@@ -194,6 +194,17 @@ class Broker:
                                  + self.log_tail(60))
 
 
+def stop_all(brokers):
+    """Stops and checks (Broker.stop) every broker of `brokers`; returns what went wrong."""
+    failures = []
+    for b in brokers:
+        try:
+            b.stop()
+        except AssertionError as e:
+            failures.append(str(e))
+    return failures
+
+
 @pytest.fixture(autouse=True)
 def _brokers_checked():
     """Stops and checks (Broker.stop) every broker the test built and did not stop itself."""
@@ -201,12 +212,7 @@ def _brokers_checked():
     yield
     brokers = list(Broker.created)
     Broker.created.clear()
-    failures = []
-    for b in brokers:
-        try:
-            b.stop()
-        except AssertionError as e:
-            failures.append(str(e))
+    failures = stop_all(brokers)
     assert not failures, "\n\n".join(failures)
 
 

@@ -32,7 +32,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 import juicefs
-from conftest import ANSI_RE, Broker, free_port, poll_until
+from conftest import ANSI_RE, Broker, free_port, poll_until, stop_all
 from kaashelpers import create_topic, read_frame, request_frame, unique_topic, wait_topic_ready
 
 REASON = juicefs.unavailable_reason()
@@ -126,16 +126,23 @@ class _Reader:
         return s
 
 
+def _call(port, api_key, version, correlation_id, body, timeout):
+    """The answer's bytes to one request on a fresh connection, or None when the broker does
+    not answer within `timeout` (a stalled or stopped broker)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+            s.sendall(request_frame(api_key, version, correlation_id, body=body))
+            return read_frame(s, timeout)
+    except (OSError, ConnectionError, AssertionError):
+        return None
+
+
 def metadata_leaders(port, topic, timeout=3.0):
     """{partition: leader node} as the broker on `port` answers Metadata v1 for `topic` (-1 for
     a partition with an error), or None when it does not answer within `timeout`."""
     t = topic.encode()
-    body = struct.pack(">ih", 1, len(t)) + t
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-            s.sendall(request_frame(3, 1, 11, body=body))
-            resp = read_frame(s, timeout)
-    except (OSError, ConnectionError, AssertionError):
+    resp = _call(port, 3, 1, 11, struct.pack(">ih", 1, len(t)) + t, timeout)
+    if resp is None:
         return None
     r = _Reader(resp)
     r.take(">i")                                  # correlation id
@@ -162,11 +169,8 @@ def list_offsets(port, topic, timeout=3.0):
     t = topic.encode()
     body = struct.pack(">iih", -1, 1, len(t)) + t + struct.pack(">i", PARTITIONS)
     body += b"".join(struct.pack(">iq", p, -1) for p in range(PARTITIONS))
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-            s.sendall(request_frame(2, 1, 12, body=body))
-            resp = read_frame(s, timeout)
-    except (OSError, ConnectionError, AssertionError):
+    resp = _call(port, 2, 1, 12, body, timeout)
+    if resp is None:
         return None
     r = _Reader(resp)
     r.take(">i")                                  # correlation id
@@ -601,12 +605,7 @@ def test_lost_lock_on_juicefs_loses_nothing(cluster):
           f"{len(stale.client_errors)} {[str(e) for e in stale.client_errors[:3]]}")
 
     # every broker stopped (and checked) and started again: what a later open of the logs keeps
-    problems = []
-    for b in brokers:
-        try:
-            b.stop()
-        except AssertionError as e:
-            problems.append(str(e))
+    problems = stop_all(brokers)
     torn_before = set(grep_logs(brokers, TORN_TAIL))
     for b in brokers:
         b.start()

@@ -162,6 +162,10 @@ class Mount:
         cmd = [self.volume.binary, "--no-agent", "--no-color", "mount",
                "--no-usage-report", "--no-syslog", "--backup-meta", "0",
                "--heartbeat", HEARTBEAT,
+               # kaas reads names another client just created or renamed (lease records, seals,
+               # fences): no kernel caching of entries or attributes (README, shared disks).
+               "--attr-cache", "0", "--entry-cache", "0", "--dir-entry-cache", "0",
+               "--negative-entry-cache", "0",
                "--metrics", f"127.0.0.1:{free_port()}",
                "--cache-dir", str(self.cache_dir),
                self.volume.meta_url, str(self.path)]
