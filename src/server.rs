@@ -238,7 +238,7 @@ impl Broker {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let stopped = self.actors.directory.topics().send(ShutdownAll { reply: tx }).await.is_ok() && rx.await.is_ok();
         // A fenced broker was taken over: its next start must not go on with its old files.
-        if stopped && !self.fence.is_fenced() {
+        if stopped && self.fence.check().is_ok() {
             if let Err(e) = self.registration.mark_clean_stop() {
                 tracing::warn!("clean stop not recorded (the next start seals its partitions): {e}");
             }

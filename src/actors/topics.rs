@@ -815,7 +815,8 @@ impl Handler<Rebalance> for TopicRegistry {
                 if let Some(lease) = act.held.remove(&key) {
                     // Released, so the next leader need not fence this broker.
                     let what = Owned::Partition { topic: key.0.clone(), partition: key.1 };
-                    if let Err(e) = lease.release(&leases::lease_path(&act.settings.data_dir, &what)) {
+                    let path = leases::lease_path(&act.settings.data_dir, &what);
+                    if let Err(e) = lease.release(&path, &act.syncer.fence()) {
                         tracing::warn!(partition = %format!("{}-{}", key.0, key.1), "release mark not written: {e}");
                     }
                 }

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use super::cluster::fence;
+use super::cluster::fence::{self, SelfFence};
 use super::durable::create_dir_all_durable;
 use super::file_lock;
 use super::ownership::{Broker, Owned};
@@ -33,6 +33,9 @@ pub enum LeaseError {
     Io(PathBuf, std::io::Error),
     #[error("another kaas process holds {0} (same data dir and node id)")]
     NodeTaken(PathBuf),
+    /// The lease record names another holder or epoch than the one this broker wrote.
+    #[error("{0} was taken over meanwhile: no release mark written")]
+    Superseded(PathBuf),
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LeaseError + '_ {
@@ -88,8 +91,19 @@ pub struct HeldLease {
 impl HeldLease {
     /// Hands the resource over: records that it was released (durably, under its lock), then
     /// lets the lock go. The caller flushed and stopped what it ran first. `path`: the lease
-    /// file (`lease_path`, `unit_lease_path`).
-    pub fn release(mut self, path: &Path) -> Result<(), LeaseError> {
+    /// file (`lease_path`, `unit_lease_path`). Nothing is written when this broker was fenced,
+    /// or when the record is no longer the one it wrote (a broker that took over while this
+    /// one was cut off from the disk): a stale release mark over a newer record would let the
+    /// next holder skip fencing that newer holder and reuse its epoch.
+    pub fn release(mut self, path: &Path, fence: &SelfFence) -> Result<(), LeaseError> {
+        let current = match &mut self._lock {
+            Hold::File { _file: file } => read_record(file),
+            Hold::Byte { .. } => read_lease_at(path),
+        };
+        if current.is_some_and(|c| c != self.record) {
+            return Err(LeaseError::Superseded(path.to_path_buf()));
+        }
+        fence.check().map_err(|e| LeaseError::Io(path.to_path_buf(), std::io::Error::other(e)))?;
         let record = LeaseRecord { released: true, ..self.record };
         let bytes = serde_json::to_vec(&record).map_err(|e| LeaseError::Io(path.to_path_buf(), e.into()))?;
         match &mut self._lock {
@@ -598,10 +612,29 @@ mod tests {
         let taken = try_acquire(&b2, dir.path(), &part(), 2, None, true).unwrap().unwrap();
         assert_eq!(taken.unreleased_predecessor, Some(LeaseRecord::new(1, 0)), "broker 1 died holding it");
         assert!(fence::fence_path(dir.path(), 1, 0).exists(), "fenced before the new record was written");
-        taken.release(&lease_path(dir.path(), &part())).unwrap();
+        taken.release(&lease_path(dir.path(), &part()), &SelfFence::unchecked()).unwrap();
         let back = try_acquire(&b1, dir.path(), &part(), 1, None, true).unwrap().unwrap();
         assert_eq!(back.unreleased_predecessor, None, "broker 2 handed it over");
         assert_eq!(back.record, LeaseRecord::new(1, 2));
+    }
+
+    #[test]
+    fn a_release_mark_is_never_written_over_a_newer_holders_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let (b1, b2) = (PartitionLocks::open(dir.path()).unwrap(), PartitionLocks::open(dir.path()).unwrap());
+        let path = lease_path(dir.path(), &part());
+        let stale = try_acquire(&b1, dir.path(), &part(), 1, Some(LeaseRecord::new(1, 3)), true).unwrap().unwrap();
+        // Broker 1 is cut off (its lock lost: here a lock taken behind it) and broker 2 takes over.
+        let newer = LeaseRecord::new(2, 4);
+        write_atomic(&path, &serde_json::to_vec(&newer).unwrap()).unwrap();
+        assert!(matches!(stale.release(&path, &SelfFence::unchecked()), Err(LeaseError::Superseded(_))));
+        assert_eq!(read_lease_at(&path), Some(newer));
+        // A fenced broker writes no release mark either.
+        let own = try_acquire(&b2, dir.path(), &Owned::TxnShard(0), 2, None, true).unwrap().unwrap();
+        let fenced = SelfFence::new(dir.path(), 2, 5);
+        fence::fence_broker(dir.path(), 2, 5).unwrap();
+        assert!(own.release(&lease_path(dir.path(), &Owned::TxnShard(0)), &fenced).is_err());
+        assert_eq!(read_lease_at(&lease_path(dir.path(), &Owned::TxnShard(0))), Some(LeaseRecord::new(2, 0)));
     }
 
     #[test]

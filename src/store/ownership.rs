@@ -284,9 +284,15 @@ mod tests {
     #[test]
     fn rule_44_not_leader_or_follower_passes_through_for_a_partition_led_elsewhere() {
         assert_eq!(route_partition(0, 1, 1, Placement::Peer), Err(ResponseError::NotLeaderOrFollower));
-        assert_eq!(route_partition(0, 1, 1, Placement::Nobody), Err(ResponseError::NotLeaderOrFollower));
         // Existence is checked first: a partition that does not exist is 3 wherever the topic lives.
         assert_eq!(route_partition(5, 1, 1, Placement::Peer), Err(ResponseError::UnknownTopicOrPartition));
+    }
+
+    #[test]
+    fn rule_44_a_partition_nobody_leads_is_not_leader_or_follower_as_in_kafka() {
+        // A hand-over or a failover: Kafka's ReplicaManager answers 6 on every broker that does
+        // not lead the partition; LEADER_NOT_AVAILABLE is Metadata's alone.
+        assert_eq!(route_partition(0, 1, 1, Placement::Nobody), Err(ResponseError::NotLeaderOrFollower));
     }
 
     #[test]

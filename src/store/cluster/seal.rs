@@ -143,7 +143,7 @@ pub fn plan(epoch: i32, listing: &Listing) -> Plan {
     match last_seal {
         Some(s) if s == epoch => Plan::Own { seal: Some(s), own: of(epoch) },
         None if epoch == 0 => Plan::Own { seal: None, own: of(0) },
-        // eos-rules D2: the predecessor is the last sealed epoch, or epoch 0 (the plain names).
+        // The predecessor is the last sealed epoch, or epoch 0 (the plain names).
         Some(s) => Plan::Takeover { previous: s, previous_seal: Some(s), files: of(s) },
         None => Plan::Takeover { previous: 0, previous_seal: None, files: of(0) },
     }
