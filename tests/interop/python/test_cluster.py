@@ -7,6 +7,7 @@ import threading
 import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from conftest import Broker, free_port, poll_until
 from kaashelpers import (consume_to_end, create_topic, end_offsets, find_coordinator, produce_confluent, unique_topic,
@@ -19,7 +20,16 @@ TICK = {"KAAS_CLUSTER_TICK_MS": "200", "KAAS_FENCE_POLL_INTERVAL_MS": "200"}
 
 
 def start_cluster(shared, n=3):
-    return [Broker(shared, free_port(), TICK, node_id=i).start() for i in range(1, n + 1)]
+    """`n` brokers on `shared`, returned once every one of them lists all `n` in Metadata: a
+    topic created earlier is placed on the brokers its creator saw, and its partitions and the
+    coordinators then move while the test runs (librdkafka's committed() does not retry the
+    NOT_COORDINATOR a move gives)."""
+    brokers = [Broker(shared, free_port(), TICK, node_id=i).start() for i in range(1, n + 1)]
+    for b in brokers:
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        poll_until(lambda: len(admin.list_topics(timeout=5).brokers) == n, 30,
+                   f"broker {b.node_id} seeing all {n} brokers")
+    return brokers
 
 
 def killed_for_good(broker):
