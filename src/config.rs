@@ -102,6 +102,13 @@ pub struct Settings {
     /// hands over partitions and the coordinators (actors::membership). A dead broker's share
     /// is taken over within about this long after the kernel releases its locks.
     pub cluster_tick_ms: u64,
+    /// Kafka's broker.session.timeout.ms: a peer whose heartbeat has not moved for this long
+    /// (on the observer's own clock) is not live, and its share moves (store::cluster::liveness).
+    /// A broker that cannot renew its own within two thirds of it stops answering for what it
+    /// leads until it does.
+    pub broker_session_timeout_ms: u64,
+    /// Kafka's broker.heartbeat.interval.ms: how often a broker renews its heartbeat file.
+    pub broker_heartbeat_interval_ms: u64,
     /// Kafka's group.consumer.heartbeat.interval.ms (KIP-848 consumer groups).
     pub group_consumer_heartbeat_interval_ms: i32,
     /// Kafka's group.consumer.session.timeout.ms: a member silent this long is removed.
@@ -179,6 +186,8 @@ impl Default for Settings {
             queued_max_response_bytes: 512 * 1024 * 1024,
             max_incremental_fetch_session_cache_slots: 1000,
             cluster_tick_ms: 500,
+            broker_session_timeout_ms: 6_000,
+            broker_heartbeat_interval_ms: 1_000,
             group_consumer_heartbeat_interval_ms: 5000,
             group_consumer_session_timeout_ms: 45_000,
             group_consumer_max_size: 10_000,
@@ -258,6 +267,19 @@ impl Settings {
                 format!(
                     "{} (must be above group_consumer_heartbeat_interval_ms {}, which must be >= 1)",
                     self.group_consumer_session_timeout_ms, self.group_consumer_heartbeat_interval_ms
+                ),
+            ));
+        }
+        // A broker must renew several times within the two thirds of the timeout it has to
+        // prove its own lease fresh.
+        if self.broker_heartbeat_interval_ms < 1
+            || self.broker_heartbeat_interval_ms.saturating_mul(3) > self.broker_session_timeout_ms
+        {
+            return Err(ConfigError::Invalid(
+                "broker_session_timeout_ms",
+                format!(
+                    "{} (must be at least 3 x broker_heartbeat_interval_ms {}, which must be >= 1)",
+                    self.broker_session_timeout_ms, self.broker_heartbeat_interval_ms
                 ),
             ));
         }

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use actix::{Actor, Arbiter};
 use serde::{Deserialize, Serialize};
@@ -13,6 +14,7 @@ use crate::actors::coordinators::Coordinators;
 use crate::actors::directory::Directory;
 use crate::actors::fence_watcher::FenceWatcher;
 use crate::actors::fence_writer::FenceWriter;
+use crate::actors::heartbeat::Heartbeats;
 use crate::actors::membership::Membership;
 use crate::actors::messages::ShutdownAll;
 use crate::actors::partition::MAILBOX_CAPACITY;
@@ -31,11 +33,12 @@ use crate::protocol::peer_link::{PeerLinkConfig, PeerLinks};
 use crate::protocol::response_budget::ResponseBudget;
 use crate::protocol::session::{Actors, Session};
 use crate::store::cluster::fence::SelfFence;
+use crate::store::cluster::liveness::Freshness;
 use crate::store::fence_log::FenceLog;
 use crate::store::leases;
 use crate::store::ownership::{self, Ownership};
 use crate::store::producer_ids::ProducerIdAllocator;
-use crate::store::topics::{create_atomic, write_atomic};
+use crate::store::topics::create_atomic;
 
 #[derive(Debug, Error)]
 pub enum ServerError {
@@ -53,22 +56,52 @@ struct ClusterMeta {
 }
 
 /// The cluster id lives with the data, so every broker sharing the disk reports the same one;
-/// brokers starting together race to create it and all read the winner's.
+/// brokers starting together race to create it and all read the winner's. An unreadable file
+/// stops the broker: a new id would make every client and peer see another cluster.
 fn cluster_id(data_dir: &Path) -> Result<String, ServerError> {
     let path = data_dir.join("__cluster").join("meta.json");
     let id = uuid::Uuid::new_v4().simple().to_string()[..22].to_string();
     let bytes = serde_json::to_vec(&ClusterMeta { cluster_id: id }).map_err(|e| ServerError::Startup(e.to_string()))?;
     create_atomic(&path, &bytes)?;
-    match std::fs::read(&path).map(|b| serde_json::from_slice::<ClusterMeta>(&b)) {
-        Ok(Ok(meta)) => Ok(meta.cluster_id),
-        // Unreadable (written by hand, or damaged): a new id rather than a broker that never starts.
-        _ => {
-            tracing::warn!(path = %path.display(), "unreadable cluster id file, writing a new cluster id");
-            write_atomic(&path, &bytes)?;
-            let meta: ClusterMeta = serde_json::from_slice(&bytes).map_err(|e| ServerError::Startup(e.to_string()))?;
-            Ok(meta.cluster_id)
-        }
+    let read = std::fs::read(&path).map_err(|e| e.to_string());
+    match read.and_then(|b| serde_json::from_slice::<ClusterMeta>(&b).map_err(|e| e.to_string())) {
+        Ok(meta) => Ok(meta.cluster_id),
+        Err(e) => Err(ServerError::Startup(format!(
+            "unreadable cluster id file {}: {e}; it names this cluster, so kaas does not write a new one over \
+             it: restore it (from a backup or another broker's logs) and start again",
+            path.display()
+        ))),
     }
+}
+
+/// Settings every broker of a cluster must share, fixed by the first broker that started on
+/// the data directory (`__cluster/settings.json`).
+#[derive(Serialize, Deserialize, PartialEq, Eq, Debug)]
+struct SharedSettings {
+    /// Which shard a transactional id belongs to depends on it (store::coordinator_key).
+    txn_shards: usize,
+}
+
+/// Records the shared settings at the first start and refuses a broker configured otherwise.
+fn check_shared_settings(settings: &Settings) -> Result<(), ServerError> {
+    let path = settings.data_dir.join("__cluster").join("settings.json");
+    let mine = SharedSettings { txn_shards: settings.txn_shards };
+    let bytes = serde_json::to_vec(&mine).map_err(|e| ServerError::Startup(e.to_string()))?;
+    create_atomic(&path, &bytes)?;
+    let read = std::fs::read(&path).map_err(|e| e.to_string());
+    let stored = read
+        .and_then(|b| serde_json::from_slice::<SharedSettings>(&b).map_err(|e| e.to_string()))
+        .map_err(|e| ServerError::Startup(format!("unreadable {}: {e}", path.display())))?;
+    if stored != mine {
+        return Err(ServerError::Startup(format!(
+            "txn_shards = {} here, but this cluster was created with txn_shards = {} ({}): every broker \
+             sharing the data directory must map a transactional id to the same shard",
+            mine.txn_shards,
+            stored.txn_shards,
+            path.display()
+        )));
+    }
+    Ok(())
 }
 
 pub fn run(settings: Settings) -> Result<(), ServerError> {
@@ -101,6 +134,8 @@ pub struct Broker {
     fence: SelfFence,
     /// Held so the watcher lives as long as the broker (nothing sends it messages).
     _fence_watcher: actix::Addr<FenceWatcher>,
+    /// The heartbeat thread; stops with the broker.
+    _heartbeats: Option<Heartbeats>,
 }
 
 impl Broker {
@@ -108,6 +143,7 @@ impl Broker {
     pub fn start(settings: &Arc<Settings>) -> Result<Broker, ServerError> {
         crate::store::durable::create_dir_all_durable(&settings.data_dir.join("__cluster"))?;
         let this_cluster: Arc<str> = cluster_id(&settings.data_dir)?.into();
+        check_shared_settings(settings)?;
         let mut arbiters: Vec<Arbiter> =
             (0..Settings::threads(settings.partition_threads)).map(|_| Arbiter::new()).collect();
         let cluster_arbiter = Arbiter::new();
@@ -146,8 +182,16 @@ impl Broker {
         let (host, port) = settings.advertised();
         let local = ownership::Broker { node_id: settings.node_id, host, port, rack: None };
         // Joining the cluster of brokers sharing the data directory (a cluster of one, alone).
-        let registration =
+        let mut registration =
             leases::register(&settings.data_dir, &local).map_err(|e| ServerError::Startup(e.to_string()))?;
+        let freshness = Freshness::new(Duration::from_millis(settings.broker_session_timeout_ms));
+        let heartbeats = match registration.heartbeat.take() {
+            Some(writer) => {
+                let every = Duration::from_millis(settings.broker_heartbeat_interval_ms);
+                Some(Heartbeats::start(writer, every, freshness.clone())?)
+            }
+            None => None,
+        };
         let fence = SelfFence::new(&settings.data_dir, settings.node_id, registration.incarnation());
         let syncer = Syncer::start(
             settings.sync_threads,
@@ -173,10 +217,11 @@ impl Broker {
         )
         .map_err(ServerError::Startup)?;
         let topics = TopicRegistry::start_in_arbiter(&cluster_arbiter.handle(), move |_| registry);
-        let allocator = ProducerIdAllocator::open(&settings.data_dir, settings.node_id)
+        let allocator = ProducerIdAllocator::open(&settings.data_dir, settings.node_id, registration.incarnation())
             .map_err(|e| ServerError::Startup(format!("producer ids: {e}")))?;
+        let id_fence = fence.clone();
         let producer_ids =
-            ProducerIds::start_in_arbiter(&cluster_arbiter.handle(), move |_| ProducerIds::new(allocator));
+            ProducerIds::start_in_arbiter(&cluster_arbiter.handle(), move |_| ProducerIds::new(allocator, id_fence));
         let fence_log = FenceLog::open(&settings.data_dir, settings.node_id)
             .map_err(|e| ServerError::Startup(format!("fence log: {e}")))?;
         let max_age = settings.producer_id_expiration_ms;
@@ -193,7 +238,7 @@ impl Broker {
         let fence_watcher = FenceWatcher::start_in_arbiter(&cluster_arbiter.handle(), move |_| {
             FenceWatcher::new(data_dir, node_id, poll, registry)
         });
-        let directory = Directory::new(ownership.clone(), topics.clone(), producer_ids, fences);
+        let directory = Directory::new(ownership.clone(), topics.clone(), producer_ids, fences, freshness.clone());
         let mut coordinators = Coordinators::new(
             settings.clone(),
             this_cluster,
@@ -203,14 +248,16 @@ impl Broker {
             Some(peers),
             metrics.clone(),
             fence.clone(),
+            registration.previous_clean,
         );
-        let (_, failed) = coordinators.place(&live_ids);
+        let (_, failed) = coordinators.place(&live_ids, &[]);
         if !failed.is_empty() {
             return Err(ServerError::Startup(failed.join("; ")));
         }
         let (txn, groups) = (coordinators.txn.clone(), coordinators.groups.clone());
         let coordinators = Coordinators::start_in_arbiter(&cluster_arbiter.handle(), move |_| coordinators);
-        let membership = Membership::new(settings.clone(), local, ownership, topics, coordinators, fence.clone());
+        let membership =
+            Membership::new(settings.clone(), local, ownership, topics, coordinators, fence.clone(), freshness);
         Membership::start_in_arbiter(&cluster_arbiter.handle(), move |_| membership);
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "recovered partitions");
         arbiters.extend([cluster_arbiter, coordinator_arbiter, peer_arbiter]);
@@ -223,6 +270,7 @@ impl Broker {
             registration,
             fence,
             _fence_watcher: fence_watcher,
+            _heartbeats: heartbeats,
         })
     }
 

@@ -141,26 +141,19 @@ fn too_many_partitions_get_kafkas_error_codes_and_the_broker_restarts_and_serves
 #[test]
 fn a_creation_whose_partitions_cannot_all_open_leaves_nothing_and_the_broker_restarts() {
     let mut broker = Broker::start();
-    // Another broker on the shared disk holds partition 7's lease (its byte of a lock file).
-    let what = kaas::store::ownership::Owned::Partition { topic: "wide".into(), partition: 7 };
-    let byte = kaas::store::placement::lock_offset(&what);
-    let n = byte.unsigned_abs() % kaas::store::leases::LOCK_FILES;
-    let lock_file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .open(broker.data_dir().join("__cluster").join("leases").join("locks").join(format!("{n}.lock")))
-        .unwrap();
-    assert!(kaas::store::file_lock::try_lock_byte(&lock_file, byte).unwrap());
+    // Partition 7's lease cannot be read (a claim of epoch 1 without its content).
+    let leases = broker.data_dir().join("__cluster").join("leases").join("partitions");
+    std::fs::create_dir_all(&leases).unwrap();
+    let torn = leases.join("wide-7.lease.e1");
+    std::fs::write(&torn, b"{\"node_id\":").unwrap();
     let mut c = broker.client();
     let (code, msg) = create(&mut c, "wide", 40, &[]);
     assert_eq!(code, KAFKA_STORAGE_ERROR, "{msg}");
     assert!(msg.contains("was not created"), "{msg}");
     assert_eq!(on_disk(&broker, "wide"), Vec::<String>::new());
     assert_eq!(metadata(&mut c, "wide", false), UNKNOWN_TOPIC_OR_PARTITION);
-    // The leases taken for partitions 0..7 were given back: with the lock free, it is created.
-    drop(lock_file);
+    // Nothing of partitions 0..7 stayed: with the lease readable, it is created.
+    let _ = std::fs::remove_file(&torn);
     assert_eq!(create(&mut c, "wide", 40, &[]).0, 0);
     assert_eq!(produce(&mut c, "wide", 39), (0, 0));
     assert!(broker.log().contains("creation rolled back"), "{}", broker.log());

@@ -36,6 +36,8 @@ use crate::store::topics::{internal_partitions, internal_topic_id, INTERNAL_TOPI
 #[rtype(result = "()")]
 pub struct PlaceCoordinators {
     pub live: Vec<i32>,
+    /// Peers whose heartbeat expired, with the incarnation seen (store::leases::Expired).
+    pub expired: Vec<(i32, u64)>,
 }
 
 /// The coordinators' local actors (each slot empty while a peer, or nobody, runs it).
@@ -57,6 +59,9 @@ pub struct Coordinators {
     metrics: Metrics,
     /// This broker's fence, checked by its coordinators after each flush (store::cluster::fence).
     fence: SelfFence,
+    /// This node's previous process stopped cleanly: the units it ran keep their epochs and
+    /// databases; else they are taken at new epochs, from copies (store::cluster::state_dir).
+    keep_own: bool,
 }
 
 impl Coordinators {
@@ -70,6 +75,7 @@ impl Coordinators {
         peers: Option<Recipient<SendPeerMarker>>,
         metrics: Metrics,
         fence: SelfFence,
+        keep_own: bool,
     ) -> Coordinators {
         let txn = Arc::new((0..settings.txn_shards).map(|_| Slot::default()).collect());
         Coordinators {
@@ -85,6 +91,7 @@ impl Coordinators {
             peers,
             metrics,
             fence,
+            keep_own,
         }
     }
 
@@ -102,7 +109,7 @@ impl Coordinators {
     /// returns the units to hand over to the live peer placement now gives them to, and why
     /// units it took could not be opened. Also run once at start-up, before the listener opens,
     /// so a single broker answers at once (and does not start without its coordinators).
-    pub fn place(&mut self, live: &[i32]) -> (Vec<CoordinatorUnit>, Vec<String>) {
+    pub fn place(&mut self, live: &[i32], expired: &leases::Expired) -> (Vec<CoordinatorUnit>, Vec<String>) {
         let me = self.settings.node_id;
         let mut handing_over = Vec::new();
         let mut failed = Vec::new();
@@ -121,7 +128,7 @@ impl Coordinators {
                 continue;
             }
             if desired == Some(me) {
-                match self.take(unit) {
+                match self.take(unit, expired) {
                     Ok(true) => continue,
                     Ok(false) => {}
                     Err(e) => failed.push(e),
@@ -140,11 +147,11 @@ impl Coordinators {
     /// Takes `unit`'s lease when it is free and opens it; false when a peer holds it. Err when
     /// it cannot be opened (a coordinator that cannot read its state must not answer): the
     /// lease is let go and the next tick tries again.
-    fn take(&mut self, unit: CoordinatorUnit) -> Result<bool, String> {
+    fn take(&mut self, unit: CoordinatorUnit, expired: &leases::Expired) -> Result<bool, String> {
         let (dir, me) = (&self.settings.data_dir, self.settings.node_id);
+        let path = leases::unit_lease_path(dir, unit);
         let lease =
-            match leases::try_acquire_from(dir, &leases::unit_lease_path(dir, unit), me, leases::unit_first_epoch(dir))
-            {
+            match leases::try_acquire_from(dir, &path, me, leases::unit_first_epoch(dir), self.keep_own, expired) {
                 Ok(Some(lease)) => lease,
                 Ok(None) => return Ok(false),
                 Err(e) => {
@@ -159,14 +166,14 @@ impl Coordinators {
                 "fenced the coordinator's previous owner (it did not hand it over)"
             );
         }
-        self.open(unit).map_err(|e| format!("cannot open the coordinator {unit:?}: {e}"))?;
+        self.open(unit, lease.record.epoch).map_err(|e| format!("cannot open the coordinator {unit:?}: {e}"))?;
         tracing::info!(?unit, epoch = lease.record.epoch, "running the coordinator");
         self.table_grant(unit, me, lease.record.epoch);
         self.held.insert(unit, lease);
         Ok(true)
     }
 
-    fn open(&mut self, unit: CoordinatorUnit) -> Result<(), String> {
+    fn open(&mut self, unit: CoordinatorUnit, epoch: i32) -> Result<(), String> {
         let s = &self.settings;
         match unit {
             CoordinatorUnit::Groups => {
@@ -189,7 +196,7 @@ impl Coordinators {
                     })
                     .collect();
                 let fence = self.fence.clone();
-                let g = GroupCoordinator::open(&s.data_dir, config, retention_check, topics, internal, fence)?;
+                let g = GroupCoordinator::open(&s.data_dir, config, retention_check, topics, internal, fence, epoch)?;
                 self.groups.set(Some(GroupCoordinator::start_in_arbiter(&self.arbiter, move |_| g)));
             }
             CoordinatorUnit::Txn(shard) => {
@@ -199,6 +206,7 @@ impl Coordinators {
                     abort_check_interval: Duration::from_millis(s.transaction_abort_check_interval_ms.max(10)),
                     cluster_tv2: s.transaction_version >= 2,
                     fence: self.fence.clone(),
+                    epoch,
                 };
                 let Some(slot) = usize::try_from(shard).ok().and_then(|i| self.txn.get(i)) else {
                     return Err(format!("no transaction shard {shard}"));
@@ -260,7 +268,7 @@ impl Handler<PlaceCoordinators> for Coordinators {
     type Result = ();
 
     fn handle(&mut self, msg: PlaceCoordinators, ctx: &mut Context<Self>) {
-        let (handing_over, failed) = self.place(&msg.live);
+        let (handing_over, failed) = self.place(&msg.live, &msg.expired);
         for e in failed {
             tracing::error!("{e}");
         }

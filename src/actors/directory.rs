@@ -13,6 +13,7 @@ use super::partition::PartitionLeader;
 use super::producer_ids::ProducerIds;
 use super::topics::{GetTopic, TopicHandle, TopicRegistry};
 use crate::error_code::ResponseError;
+use crate::store::cluster::liveness::Freshness;
 use crate::store::ownership::{Broker, Lease, Owned, Ownership, Placement};
 
 /// Where a resource is served.
@@ -51,6 +52,8 @@ pub struct Directory {
     topics: Addr<TopicRegistry>,
     producer_ids: Addr<ProducerIds>,
     fences: Addr<FenceWriter>,
+    /// Whether this broker may answer for what it leads (store::cluster::liveness).
+    freshness: Freshness,
 }
 
 impl Directory {
@@ -60,8 +63,9 @@ impl Directory {
         topics: Addr<TopicRegistry>,
         producer_ids: Addr<ProducerIds>,
         fences: Addr<FenceWriter>,
+        freshness: Freshness,
     ) -> Directory {
-        Directory { ownership, topics, producer_ids, fences }
+        Directory { ownership, topics, producer_ids, fences, freshness }
     }
 
     /// The table as it is now. Readers never block on I/O: writers only swap entries.
@@ -81,10 +85,15 @@ impl Directory {
         self.ownership().local_node()
     }
 
-    /// Where `what` is served; `local` gives this broker's actor for it.
+    /// Where `what` is served; `local` gives this broker's actor for it. While this broker
+    /// cannot prove its heartbeat lease fresh, what it leads is served by nobody here: its
+    /// peers may be taking it over (D2 item 1).
     pub fn locate<A>(&self, what: &Owned, local: impl FnOnce() -> Option<A>) -> Location<A> {
         let table = self.ownership();
         if table.is_local(what) {
+            if !self.freshness.may_serve() {
+                return Location::Offline;
+            }
             return local().map_or(Location::Offline, Location::Local);
         }
         table.owner(what).cloned().map_or(Location::Offline, Location::Peer)

@@ -13,6 +13,7 @@ use actix::{Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler,
 use super::messages::*;
 use crate::store::clock::now_ms;
 use crate::store::cluster::fence::SelfFence;
+use crate::store::cluster::state_dir;
 use crate::store::coordinator_key::offsets_partition;
 use crate::store::group::consumer::{TopicImage, TopicInfo};
 use crate::store::group::offsets_producers::{key_bytes, key_from_bytes, OffsetsProducerKey, OffsetsProducers};
@@ -64,8 +65,11 @@ impl GroupCoordinator {
         topics: Option<actix::Recipient<ListTopics>>,
         internal: Vec<(String, TopicInfo)>,
         fence: SelfFence,
+        epoch: i32,
     ) -> Result<GroupCoordinator, String> {
-        let path = data_dir.join("__cluster").join("groups");
+        let base = data_dir.join("__cluster").join("groups");
+        // store::cluster::state_dir: this epoch's own database.
+        let path = state_dir::prepare(&base, epoch).map_err(|e| format!("preparing {}: {e}", base.display()))?;
         let (db, db_file) = crate::store::durable::open_sled(&path)?;
         let db_file = std::sync::Arc::new(db_file);
         let producer_id_expiration_ms = config.producer_id_expiration_ms;

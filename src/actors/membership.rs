@@ -1,12 +1,12 @@
 //! Membership: this broker's place in the cluster of brokers sharing the data directory. Every
-//! `cluster_tick_ms` it reads which brokers are live (store::leases: those holding their broker
-//! lock), tells the Directory (Metadata, DescribeCluster, FindCoordinator) and the TopicRegistry
+//! `cluster_tick_ms` it reads which brokers are live (store::cluster::liveness: those holding
+//! their broker lock whose heartbeat moved within `broker_session_timeout_ms`), tells the Directory (Metadata, DescribeCluster, FindCoordinator) and the TopicRegistry
 //! (which partitions to take or hand over) and the Coordinators (which transaction shards and
 //! whether the group coordinator to run). Runs on the cluster arbiter, which serves no
 //! connection, so its small reads of the shared disk never block a client.
 
 use std::sync::{Arc, PoisonError, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix::{Actor, Addr, AsyncContext, Context};
 
@@ -14,11 +14,12 @@ use super::coordinators::{Coordinators, PlaceCoordinators};
 use super::topics::{Rebalance, TopicRegistry};
 use crate::config::Settings;
 use crate::store::cluster::fence::{FenceError, SelfFence};
+use crate::store::cluster::liveness::{Freshness, Liveness};
 use crate::store::leases;
+use crate::store::ownership::{Broker, Ownership};
 
 /// The exit code of a fenced broker (EX_TEMPFAIL: restart it).
 pub const FENCED_EXIT_CODE: i32 = 75;
-use crate::store::ownership::{Broker, Ownership};
 
 pub struct Membership {
     settings: Arc<Settings>,
@@ -27,6 +28,12 @@ pub struct Membership {
     registry: actix::Addr<TopicRegistry>,
     coordinators: Addr<Coordinators>,
     fence: SelfFence,
+    freshness: Freshness,
+    liveness: Liveness,
+    /// This broker's own lease was stale at the last tick (logged once per stale spell).
+    stale: bool,
+    /// When the last tick began.
+    last_tick: Option<Instant>,
 }
 
 impl Membership {
@@ -37,22 +44,75 @@ impl Membership {
         registry: actix::Addr<TopicRegistry>,
         coordinators: Addr<Coordinators>,
         fence: SelfFence,
+        freshness: Freshness,
     ) -> Membership {
-        Membership { settings, local, ownership, registry, coordinators, fence }
+        let liveness = Liveness::new(Duration::from_millis(settings.broker_session_timeout_ms));
+        Membership {
+            settings,
+            local,
+            ownership,
+            registry,
+            coordinators,
+            fence,
+            freshness,
+            liveness,
+            stale: false,
+            last_tick: None,
+        }
     }
 
-    fn tick(&mut self) {
-        // A fenced broker stops at once (store::cluster::fence): a broker took over what it
-        // served while it was cut off from the disk or stalled, and it must not answer for any
-        // of it again. A restart (its supervisor's) joins again as a new incarnation.
+    /// A fenced broker stops at once (store::cluster::fence): a broker took over what it
+    /// served while it was cut off from the disk or stalled, and it must not answer for any of
+    /// it again. A restart (its supervisor's) joins again as a new incarnation.
+    fn stop_if_fenced(&self) {
         if let Err(e @ FenceError::Fenced { .. }) = self.fence.check() {
             tracing::error!("stopping: {e}");
             std::process::exit(FENCED_EXIT_CODE);
         }
-        let live = match leases::live_brokers(&self.settings.data_dir, &self.local) {
-            Ok(l) => l,
+    }
+
+    fn tick(&mut self) {
+        self.stop_if_fenced();
+        let timeout = Duration::from_millis(self.settings.broker_session_timeout_ms);
+        let started = Instant::now();
+        if let Some(gap) = self.last_tick.replace(started).map(|t| started.saturating_duration_since(t)) {
+            if gap > timeout / 2 {
+                // This broker itself did not run (a stall): its peers may have fenced it, and
+                // what it last saw of them is old. It looks again before it acts on anything.
+                return tracing::warn!(gap_ms = gap.as_millis() as u64, "this broker did not run for a while");
+            }
+        }
+        // The instant of judging is taken before the reading: a stall in between then makes
+        // the peers look fresher, never expired (store::cluster::liveness).
+        let now = Instant::now();
+        let peers = match leases::peers(&self.settings.data_dir, self.local.node_id) {
+            Ok(p) => p,
             Err(e) => return tracing::warn!("reading the brokers of the cluster: {e}"),
         };
+        let mut live = vec![self.local.clone()];
+        for p in peers {
+            if self.liveness.observe(p.broker.node_id, p.lock_held, p.heartbeat, now) {
+                live.push(p.broker);
+            }
+        }
+        live.sort_by_key(|b| b.node_id);
+        self.freshness.set_alone(live.len() == 1);
+        // A broker that cannot prove its own lease fresh takes nothing: its peers may be taking
+        // what it leads right now (and fence it when they do).
+        if !self.freshness.lease_fresh() && live.len() > 1 {
+            if !std::mem::replace(&mut self.stale, true) {
+                tracing::warn!(
+                    "this broker's lease is not fresh (no heartbeat renewed within two thirds of \
+                     broker_session_timeout_ms): answering for nothing it leads until it renews"
+                );
+            }
+            return;
+        }
+        if std::mem::take(&mut self.stale) {
+            tracing::info!("this broker's lease is fresh again");
+        }
+        // Taken over while it read (it stalled in between)? Then it must not take anything.
+        self.stop_if_fenced();
         let ids: Vec<i32> = live.iter().map(|b| b.node_id).collect();
         let changed = {
             let mut table = self.ownership.write().unwrap_or_else(PoisonError::into_inner);
@@ -63,8 +123,9 @@ impl Membership {
         if changed {
             tracing::info!(brokers = ?ids, "cluster membership changed");
         }
-        self.coordinators.do_send(PlaceCoordinators { live: ids.clone() });
-        self.registry.do_send(Rebalance { live: ids });
+        let expired = self.liveness.expired();
+        self.coordinators.do_send(PlaceCoordinators { live: ids.clone(), expired: expired.clone() });
+        self.registry.do_send(Rebalance { live: ids, expired });
     }
 }
 

@@ -5,6 +5,7 @@ pub mod directory;
 pub mod fence_watcher;
 pub mod fence_writer;
 pub mod group_coordinator;
+pub mod heartbeat;
 pub mod membership;
 pub mod messages;
 pub mod partition;

@@ -6,15 +6,19 @@ use actix::{Actor, Context, Handler};
 
 use super::messages::AllocateProducerId;
 use crate::error_code::ResponseError;
+use crate::store::cluster::fence::SelfFence;
 use crate::store::producer_ids::ProducerIdAllocator;
 
 pub struct ProducerIds {
     allocator: ProducerIdAllocator,
+    /// Checked before an id is handed out: a fenced process's next incarnation reserves above
+    /// what it had reserved, so its ids after the fence could be handed out twice.
+    fence: SelfFence,
 }
 
 impl ProducerIds {
-    pub fn new(allocator: ProducerIdAllocator) -> ProducerIds {
-        ProducerIds { allocator }
+    pub fn new(allocator: ProducerIdAllocator, fence: SelfFence) -> ProducerIds {
+        ProducerIds { allocator, fence }
     }
 }
 
@@ -27,9 +31,12 @@ impl Handler<AllocateProducerId> for ProducerIds {
 
     fn handle(&mut self, _: AllocateProducerId, _: &mut Self::Context) -> Self::Result {
         // eos-rules 1: when no id block can be reserved, the client retries.
-        self.allocator.next_id().map_err(|e| {
+        let id = self.allocator.next_id().map_err(|e| {
             tracing::error!("producer id block: {e}");
             ResponseError::CoordinatorLoadInProgress.code()
-        })
+        })?;
+        // After the reservation (D2 item 5): a fenced broker hands out nothing.
+        self.fence.check().map_err(|_| ResponseError::CoordinatorLoadInProgress.code())?;
+        Ok(id)
     }
 }

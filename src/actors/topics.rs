@@ -89,6 +89,8 @@ type RunningLeaders = Vec<(i32, Addr<PartitionLeader>)>;
 #[rtype(result = "()")]
 pub struct Rebalance {
     pub live: Vec<i32>,
+    /// Peers whose heartbeat expired, with the incarnation seen (store::leases::Expired).
+    pub expired: Vec<(i32, u64)>,
 }
 
 /// Looks a topic up, creating it with the default settings when `auto_create` allows.
@@ -110,12 +112,12 @@ pub struct TopicRegistry {
     ownership: Arc<RwLock<Ownership>>,
     /// The partitions this broker leads, with their leases.
     held: HashMap<(String, i32), HeldLease>,
-    /// The open lock file through which this broker holds its partitions' leases.
-    locks: leases::PartitionLocks,
     /// The open segment files of every partition (bounded).
     files: Arc<FileCache>,
     /// Live node ids as of the last membership tick.
     live: Vec<i32>,
+    /// Peers whose heartbeat expired as of the last membership tick (store::leases::Expired).
+    expired: Vec<(i32, u64)>,
     /// Partitions that may still be served (`max_partitions`).
     budget: topics::StartupBudget,
     /// Partitions being handed to a peer (their leaders are flushing).
@@ -260,7 +262,6 @@ impl TopicRegistry {
         metrics: Metrics,
         keep_own: bool,
     ) -> Result<TopicRegistry, String> {
-        let locks = leases::PartitionLocks::open(&settings.data_dir).map_err(|e| e.to_string())?;
         let mut view = TopicRegistry {
             settings: settings.clone(),
             topics: HashMap::new(),
@@ -269,9 +270,9 @@ impl TopicRegistry {
             syncer,
             ownership,
             held: HashMap::new(),
-            locks,
             files: Arc::new(FileCache::new(open_segment_files(&settings))),
             live,
+            expired: Vec::new(),
             budget: topics::StartupBudget::new(settings.max_partitions),
             releasing: HashSet::new(),
             fences: KnownFences::new(settings.producer_id_expiration_ms),
@@ -432,7 +433,7 @@ impl TopicRegistry {
             for p in 0..h.meta.partitions {
                 let what = Owned::Partition { topic: name.clone(), partition: p };
                 let key = (name.clone(), p);
-                let desired = placement::desired_owner(&what, &self.live);
+                let desired = placement::leader_of(&h.meta, p, &self.live);
                 let held = self.held.contains_key(&key);
                 if held && desired != Some(me) && !self.releasing.contains(&key) {
                     let Some(handing_over) = handing_over.as_deref_mut() else { continue };
@@ -451,12 +452,12 @@ impl TopicRegistry {
                 }
                 if desired == Some(me) {
                     match leases::try_acquire(
-                        &self.locks,
                         &self.settings.data_dir,
                         &what,
                         me,
                         leases::first_lease(&h.meta, p),
                         self.keep_own,
+                        &self.expired,
                     ) {
                         Ok(Some(lease)) => {
                             let log_config = log_config.clone();
@@ -589,6 +590,7 @@ impl TopicRegistry {
             configs,
             placed_on: self.live.clone(),
             added: Vec::new(),
+            placement: placement::Scheme::RoundRobin,
         };
         if msg.validate_only {
             return Ok(meta);
@@ -612,11 +614,11 @@ impl TopicRegistry {
         let mut acquired = Vec::new();
         for p in 0..partitions {
             let what = Owned::Partition { topic: meta.name.clone(), partition: p };
-            if placement::desired_owner(&what, &self.live) != Some(me) {
+            if placement::leader_of(&meta, p, &self.live) != Some(me) {
                 continue;
             }
             let first = leases::first_lease(&meta, p);
-            match leases::try_acquire(&self.locks, &self.settings.data_dir, &what, me, first, true) {
+            match leases::try_acquire(&self.settings.data_dir, &what, me, first, true, &self.expired) {
                 Ok(Some(lease)) => {
                     let (topic, log_config) = (handle.clone(), log_config.clone());
                     acquired.push(Acquired { topic, partition: p, log_config, lease });
@@ -782,6 +784,7 @@ impl Handler<Rebalance> for TopicRegistry {
     /// leader starts from everything this one acknowledged.
     fn handle(&mut self, msg: Rebalance, _: &mut Self::Context) -> Self::Result {
         self.live = msg.live;
+        self.expired = msg.expired;
         let deleted = self.refresh_topics().unwrap_or_else(|e| {
             tracing::warn!("reading the topic files: {e}");
             Vec::new()

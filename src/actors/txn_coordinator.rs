@@ -20,6 +20,7 @@ use crate::error_code::ResponseError;
 use crate::metrics::Metrics;
 use crate::store::clock::{monotonic_ms, now_ms};
 use crate::store::cluster::fence::SelfFence;
+use crate::store::cluster::state_dir;
 use crate::store::ownership::{Broker, Owned};
 use crate::store::producer_ids::ProducerIdAllocator;
 use crate::store::txn::parking::{waits_for_completion, Parked, PARK_MS};
@@ -34,6 +35,9 @@ pub struct TxnSettings {
     pub cluster_tv2: bool,
     /// This broker's fence, checked after each flush before an answer (store::cluster::fence).
     pub fence: SelfFence,
+    /// The coordinator epoch the shard runs at: its database is this epoch's own
+    /// (store::cluster::state_dir).
+    pub epoch: i32,
 }
 
 pub struct TxnCoordinator {
@@ -71,7 +75,10 @@ impl TxnCoordinator {
         metrics: Metrics,
     ) -> Result<TxnCoordinator, String> {
         let fence = settings.fence.clone();
-        let path = data_dir.join("__cluster").join("txn").join(shard.to_string());
+        let base = data_dir.join("__cluster").join("txn").join(shard.to_string());
+        // store::cluster::state_dir: this epoch's own database.
+        let path =
+            state_dir::prepare(&base, settings.epoch).map_err(|e| format!("preparing {}: {e}", base.display()))?;
         let (db, db_file) = crate::store::durable::open_sled(&path)?;
         let db_file = std::sync::Arc::new(db_file);
         let mut entries = HashMap::new();
@@ -84,7 +91,8 @@ impl TxnCoordinator {
                 Err(e) => return Err(format!("corrupt transaction entry in {}: {e}", path.display())),
             }
         }
-        let ids = ProducerIdAllocator::open_txn_shard(data_dir, shard).map_err(|e| format!("producer ids: {e}"))?;
+        let ids = ProducerIdAllocator::open_txn_shard(data_dir, shard, settings.epoch)
+            .map_err(|e| format!("producer ids: {e}"))?;
         Ok(TxnCoordinator {
             shard,
             db,

@@ -7,8 +7,8 @@ use std::collections::HashSet;
 use thiserror::Error;
 
 use crate::error_code::ResponseError;
-use crate::store::ownership::Owned;
-use crate::store::placement;
+
+use crate::store::placement::{self, Scheme};
 use crate::store::topics::{AddedPartitions, LimitError, TopicMeta};
 
 /// A refusal of one topic of a CreatePartitions request; `code` is what Kafka answers.
@@ -116,6 +116,7 @@ pub fn partitions_to_add(topic: &str, current: i32, requested: i32) -> Result<i3
 /// factor), then against kaas's placement over the `live` brokers.
 pub fn check_assignments(
     topic: &str,
+    scheme: Scheme,
     current: i32,
     additional: i32,
     assignments: &[Vec<i32>],
@@ -144,8 +145,7 @@ pub fn check_assignments(
         if sorted.len() != 1 {
             return Err(CreatePartitionsError::ReplicationFactor(sorted.len()));
         }
-        let what = Owned::Partition { topic: topic.to_string(), partition };
-        match placement::desired_owner(&what, live) {
+        match placement::partition_leader(scheme, topic, partition, live, live) {
             Some(placed) if placed != asked => {
                 return Err(CreatePartitionsError::NotPlacedThere { partition, asked, placed });
             }
@@ -179,6 +179,7 @@ mod tests {
             configs: BTreeMap::new(),
             placed_on: vec![0],
             added: vec![],
+            placement: Scheme::RoundRobin,
         }
     }
 
@@ -224,7 +225,7 @@ mod tests {
 
     #[test]
     fn assignments_must_cover_every_new_partition() {
-        let e = check_assignments("t", 1, 2, &[vec![0]], &[0]).unwrap_err();
+        let e = check_assignments("t", Scheme::RoundRobin, 1, 2, &[vec![0]], &[0]).unwrap_err();
         assert_eq!(e, CreatePartitionsError::AssignmentCount { additional: 2, given: 1 });
         assert_eq!(e.code(), ResponseError::InvalidReplicaAssignment.code());
         assert_eq!(
@@ -235,13 +236,13 @@ mod tests {
 
     #[test]
     fn an_empty_assignment_is_invalid_replica_assignment() {
-        let e = check_assignments("t", 1, 1, &[vec![]], &[0]).unwrap_err();
+        let e = check_assignments("t", Scheme::RoundRobin, 1, 1, &[vec![]], &[0]).unwrap_err();
         assert_eq!((e.clone(), e.code()), (CreatePartitionsError::EmptyAssignment, 39));
     }
 
     #[test]
     fn a_broker_that_does_not_exist_is_invalid_replica_assignment() {
-        let e = check_assignments("t", 1, 1, &[vec![7]], &[0]).unwrap_err();
+        let e = check_assignments("t", Scheme::RoundRobin, 1, 1, &[vec![7]], &[0]).unwrap_err();
         assert_eq!(e, CreatePartitionsError::UnregisteredBroker(7));
         assert_eq!(e.code(), ResponseError::InvalidReplicaAssignment.code());
         assert_eq!(
@@ -252,30 +253,29 @@ mod tests {
 
     #[test]
     fn a_broker_named_twice_is_invalid_replica_assignment() {
-        let e = check_assignments("t", 1, 1, &[vec![0, 0]], &[0]).unwrap_err();
+        let e = check_assignments("t", Scheme::RoundRobin, 1, 1, &[vec![0, 0]], &[0]).unwrap_err();
         assert_eq!((e.clone(), e.code()), (CreatePartitionsError::DuplicateBroker(0), 39));
     }
 
     #[test]
     fn more_than_one_replica_is_invalid_replica_assignment() {
-        let e = check_assignments("t", 1, 1, &[vec![0, 1]], &[0, 1]).unwrap_err();
+        let e = check_assignments("t", Scheme::RoundRobin, 1, 1, &[vec![0, 1]], &[0, 1]).unwrap_err();
         assert_eq!((e.clone(), e.code()), (CreatePartitionsError::ReplicationFactor(2), 39));
     }
 
     #[test]
     fn an_assignment_is_honoured_only_where_placement_agrees() {
         let live = [0, 1];
-        let placed: Vec<i32> = (1..3)
-            .map(|p| placement::desired_owner(&Owned::Partition { topic: "t".into(), partition: p }, &live).unwrap())
-            .collect();
+        let placed: Vec<i32> =
+            (1..3).map(|p| placement::partition_leader(Scheme::RoundRobin, "t", p, &live, &live).unwrap()).collect();
         let agreeing: Vec<Vec<i32>> = placed.iter().map(|b| vec![*b]).collect();
-        assert_eq!(check_assignments("t", 1, 2, &agreeing, &live), Ok(()));
+        assert_eq!(check_assignments("t", Scheme::RoundRobin, 1, 2, &agreeing, &live), Ok(()));
         let other = if placed[0] == 0 { 1 } else { 0 };
-        let e = check_assignments("t", 1, 2, &[vec![other], vec![placed[1]]], &live).unwrap_err();
+        let e = check_assignments("t", Scheme::RoundRobin, 1, 2, &[vec![other], vec![placed[1]]], &live).unwrap_err();
         assert_eq!(e, CreatePartitionsError::NotPlacedThere { partition: 1, asked: other, placed: placed[0] });
         assert_eq!(e.code(), ResponseError::InvalidReplicaAssignment.code());
         // A single broker leads everything: assigning it is always honoured.
-        assert_eq!(check_assignments("t", 1, 3, &[vec![0], vec![0], vec![0]], &[0]), Ok(()));
+        assert_eq!(check_assignments("t", Scheme::RoundRobin, 1, 3, &[vec![0], vec![0], vec![0]], &[0]), Ok(()));
     }
 
     #[test]

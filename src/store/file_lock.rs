@@ -43,10 +43,6 @@ mod imp {
         set(file, range(libc::F_WRLCK as libc::c_short, start, len))
     }
 
-    pub fn unlock(file: &File, start: i64, len: i64) -> io::Result<()> {
-        set(file, range(libc::F_UNLCK as libc::c_short, start, len)).map(|_| ())
-    }
-
     pub fn locked_by_another(file: &File, start: i64, len: i64) -> io::Result<bool> {
         let mut fl = range(libc::F_WRLCK as libc::c_short, start, len);
         // SAFETY: as above; F_OFD_GETLK only writes into `fl`.
@@ -69,10 +65,6 @@ mod imp {
         Ok(file.try_lock_exclusive().is_ok())
     }
 
-    pub fn unlock(file: &File, _start: i64, _len: i64) -> io::Result<()> {
-        FileExt::unlock(file)
-    }
-
     pub fn locked_by_another(file: &File, _start: i64, _len: i64) -> io::Result<bool> {
         if file.try_lock_exclusive().is_err() {
             return Ok(true);
@@ -91,22 +83,6 @@ pub fn try_lock(file: &File) -> io::Result<bool> {
 /// Whether another open file (another broker) holds `file`'s lock; never takes it.
 pub fn locked_by_another(file: &File) -> io::Result<bool> {
     imp::locked_by_another(file, 0, 0)
-}
-
-/// Takes the exclusive lock of the one byte at `offset` of `file`: many such locks share one
-/// open file (one descriptor for every partition a broker leads), each released on its own.
-pub fn try_lock_byte(file: &File, offset: i64) -> io::Result<bool> {
-    imp::try_lock(file, offset, 1)
-}
-
-/// Releases the lock of the byte at `offset` taken through this open file.
-pub fn unlock_byte(file: &File, offset: i64) -> io::Result<()> {
-    imp::unlock(file, offset, 1)
-}
-
-/// Whether another open file holds the lock of the byte at `offset`; never takes it.
-pub fn byte_locked_by_another(file: &File, offset: i64) -> io::Result<bool> {
-    imp::locked_by_another(file, offset, 1)
 }
 
 #[cfg(test)]
@@ -140,24 +116,5 @@ mod tests {
         let (a, b) = (open(&path), open(&path));
         assert!(!locked_by_another(&b).unwrap());
         assert!(try_lock(&a).unwrap(), "a probe in between left the lock free");
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn byte_locks_of_one_open_file_are_taken_and_released_one_by_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("partitions.lock");
-        let (a, b) = (open(&path), open(&path));
-        let far = 1i64 << 61;
-        assert!(try_lock_byte(&a, 7).unwrap());
-        assert!(try_lock_byte(&a, far).unwrap());
-        assert!(!try_lock_byte(&b, 7).unwrap(), "another open file is refused the same byte");
-        assert!(try_lock_byte(&b, 8).unwrap(), "a neighbouring byte is free");
-        assert!(byte_locked_by_another(&b, far).unwrap());
-        unlock_byte(&a, 7).unwrap();
-        assert!(try_lock_byte(&b, 7).unwrap(), "released alone");
-        assert!(!try_lock_byte(&b, far).unwrap(), "the other byte is still held");
-        drop(a);
-        assert!(try_lock_byte(&b, far).unwrap(), "closing the file releases every byte it held");
     }
 }

@@ -1,10 +1,13 @@
 //! Which live broker should serve a partition or a coordinator: rendezvous (highest random
 //! weight) hashing over the live node ids. Every broker computes the same answer from the same
 //! live set without talking to the others; when a broker leaves, only what it served moves, and
-//! when it comes back it gets the same share back. Pure: the lock on the shared disk (store::leases)
-//! decides who actually serves; this only says who should try.
+//! when it comes back it gets the same share back. A topic's partitions are placed round-robin
+//! as Kafka places them (`partition_leader`). Pure: the claims on the shared disk
+//! (store::cluster::claim) decide who actually serves; this only says who should try.
 
 use super::ownership::Owned;
+pub use super::topics::Scheme;
+use super::topics::TopicMeta;
 
 /// FNV-1a, 64 bits: stable across processes, versions and machines (std's hasher is not).
 fn fnv1a(bytes: impl IntoIterator<Item = u8>, seed: u64) -> u64 {
@@ -19,10 +22,8 @@ fn fnv1a(bytes: impl IntoIterator<Item = u8>, seed: u64) -> u64 {
     h ^ (h >> 33)
 }
 
-/// Partitions are placed and locked in slots: the partitions of one slot move together. A
-/// broker then holds at most this many partition locks however many partitions it leads (the
-/// kernel checks every lock of a file against all the others, so 100,000 of them would cost
-/// seconds), and placement stays as even as over partitions.
+/// Topics of `Scheme::Slots` are placed in slots: the partitions of one slot move together
+/// (kaas locked partitions by slot once).
 pub const PARTITION_SLOTS: u64 = 16_384;
 
 /// The slot of a partition (stable across processes, versions and machines).
@@ -40,19 +41,48 @@ pub fn key(what: &Owned) -> String {
     }
 }
 
-/// The byte whose lock is partition `what`'s lease (store::leases): its slot, in the lock file
-/// `leases/locks/<slot % 128>.lock`. Other resources have lease files of their own.
-pub fn lock_offset(what: &Owned) -> i64 {
-    match what {
-        Owned::Partition { topic, partition } => i64::try_from(slot(topic, *partition)).unwrap_or(0),
-        _ => i64::try_from(fnv1a(key(what).bytes(), 0x6c6f_636b) >> 2).unwrap_or(0),
-    }
-}
-
 /// The live broker that should serve `what` (None without live brokers).
 pub fn desired_owner(what: &Owned, live: &[i32]) -> Option<i32> {
     let k = key(what);
     live.iter().copied().max_by_key(|node| (fnv1a(k.bytes(), *node as u64), *node))
+}
+
+/// The live broker that should lead partition `p` of `meta` (placed among the brokers live at
+/// its creation, `TopicMeta::placed_on_for`).
+pub fn leader_of(meta: &TopicMeta, p: i32, live: &[i32]) -> Option<i32> {
+    partition_leader(meta.placement, &meta.name, p, meta.placed_on_for(p), live)
+}
+
+/// The live broker that should lead partition `p` of `topic`, placed with `scheme` among
+/// `placed` (the brokers live at its creation: `TopicMeta::placed_on_for`).
+pub fn partition_leader(scheme: Scheme, topic: &str, p: i32, placed: &[i32], live: &[i32]) -> Option<i32> {
+    let what = Owned::Partition { topic: topic.to_string(), partition: p };
+    if scheme == Scheme::Slots {
+        return desired_owner(&what, live);
+    }
+    preference(topic, p, placed).into_iter().find(|b| live.contains(b)).or_else(|| desired_owner(&what, live))
+}
+
+/// Partition `p`'s preference list over `placed`: first the brokers in turn from a start the
+/// topic's name picks; then the others, in an order that turns every `placed.len()`
+/// partitions, so the partitions one broker prefers fall back to different brokers.
+fn preference(topic: &str, p: i32, placed: &[i32]) -> Vec<i32> {
+    let mut brokers = placed.to_vec();
+    brokers.sort_unstable();
+    brokers.dedup();
+    let m = brokers.len();
+    let Ok(p) = usize::try_from(p) else { return brokers };
+    if m == 0 {
+        return brokers;
+    }
+    let start = usize::try_from(fnv1a(topic.bytes(), 0x7270) % m as u64).unwrap_or(0);
+    let first = (start + p) % m;
+    let mut order = vec![brokers[first]];
+    if m > 1 {
+        let shift = (p / m) % (m - 1);
+        order.extend((0..m - 1).map(|j| brokers[(first + 1 + (shift + j) % (m - 1)) % m]));
+    }
+    order
 }
 
 /// Coordinator state that moves between brokers as one piece, under one lease: a transaction
@@ -125,9 +155,51 @@ mod tests {
             assert!(s < PARTITION_SLOTS);
             let owner = desired_owner(&part(p), &[1, 2, 3]);
             assert_eq!(*slots.entry(s).or_insert(owner), owner, "partition {p} of slot {s}");
-            assert_eq!(lock_offset(&part(p)), s as i64);
         }
         assert!(slots.len() as u64 > PARTITION_SLOTS * 9 / 10, "100,000 partitions use most slots");
+    }
+
+    fn leaders(topic: &str, partitions: i32, placed: &[i32], live: &[i32]) -> std::collections::BTreeMap<i32, i32> {
+        let mut counts = std::collections::BTreeMap::new();
+        for p in 0..partitions {
+            *counts.entry(partition_leader(Scheme::RoundRobin, topic, p, placed, live).unwrap()).or_insert(0) += 1;
+        }
+        counts
+    }
+
+    #[test]
+    fn round_robin_leaders_of_a_topic_differ_by_at_most_one_per_broker() {
+        for t in 0..20 {
+            let topic = format!("topic-{t}");
+            assert_eq!(leaders(&topic, 6, &[1, 2, 3], &[1, 2, 3]).into_values().collect::<Vec<_>>(), vec![2, 2, 2]);
+            let c = leaders(&topic, 7, &[1, 2, 3, 4], &[1, 2, 3, 4]);
+            assert!(c.values().max().unwrap() - c.values().min().unwrap() <= 1, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn a_gone_brokers_partitions_spread_over_the_others_and_come_back() {
+        for t in 0..20 {
+            let topic = format!("topic-{t}");
+            for gone in [1, 2, 3] {
+                let live: Vec<i32> = [1, 2, 3].into_iter().filter(|b| *b != gone).collect();
+                assert_eq!(leaders(&topic, 6, &[1, 2, 3], &live).into_values().collect::<Vec<_>>(), vec![3, 3]);
+                for p in 0..6 {
+                    let before = partition_leader(Scheme::RoundRobin, &topic, p, &[1, 2, 3], &[1, 2, 3]);
+                    let during = partition_leader(Scheme::RoundRobin, &topic, p, &[1, 2, 3], &live);
+                    if before != Some(gone) {
+                        assert_eq!(before, during, "only the gone broker's partitions move");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_partition_none_of_whose_brokers_is_live_goes_to_a_live_one() {
+        assert_eq!(partition_leader(Scheme::RoundRobin, "t", 0, &[1, 2], &[]), None);
+        assert_eq!(partition_leader(Scheme::RoundRobin, "t", 0, &[1, 2], &[5]), Some(5));
+        assert_eq!(partition_leader(Scheme::RoundRobin, "t", 0, &[], &[5]), Some(5));
     }
 
     #[test]

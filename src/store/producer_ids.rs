@@ -1,7 +1,7 @@
 //! Cluster-unique producer ids without coordination: broker N hands out idempotent ids from its
 //! own range `N << 40 ..`, and transaction-coordinator shard S (whichever broker owns it) from
 //! `2^50 + (S << 40) ..`. Blocks are reserved on disk before use, so no id is reused after a
-//! restart.
+//! restart; each process of a broker and each epoch of a shard reserves in its own file.
 
 use std::path::{Path, PathBuf};
 
@@ -33,27 +33,53 @@ pub struct ProducerIdAllocator {
 }
 
 impl ProducerIdAllocator {
-    /// The idempotent-producer range of broker `node_id`.
-    pub fn open(data_dir: &Path, node_id: i32) -> std::io::Result<Self> {
-        Self::open_range(data_dir, &format!("{node_id}"), (node_id.clamp(0, MAX_NODE_ID) as i64) << RANGE_BITS)
+    /// The idempotent-producer range of broker `node_id`, for its process `incarnation`.
+    pub fn open(data_dir: &Path, node_id: i32, incarnation: u64) -> std::io::Result<Self> {
+        let start = (node_id.clamp(0, MAX_NODE_ID) as i64) << RANGE_BITS;
+        Self::open_range(data_dir, &format!("{node_id}"), &format!("i{incarnation:016x}"), start)
     }
 
-    /// The range of transaction-coordinator shard `shard` (moves with the shard).
-    pub fn open_txn_shard(data_dir: &Path, shard: u32) -> std::io::Result<Self> {
+    /// The range of transaction-coordinator shard `shard` (moves with the shard) at coordinator
+    /// `epoch`.
+    pub fn open_txn_shard(data_dir: &Path, shard: u32, epoch: i32) -> std::io::Result<Self> {
         let shard = shard.min(MAX_TXN_SHARDS as u32 - 1) as i64;
-        Self::open_range(data_dir, &format!("txn-shard-{shard}"), TXN_RANGES_START + (shard << RANGE_BITS))
+        Self::open_range(
+            data_dir,
+            &format!("txn-shard-{shard}"),
+            &format!("e{epoch}"),
+            TXN_RANGES_START + (shard << RANGE_BITS),
+        )
     }
 
-    fn open_range(data_dir: &Path, name: &str, range_start: i64) -> std::io::Result<Self> {
-        let path = data_dir.join("__cluster").join("producer_ids").join(format!("{name}.json"));
-        let start = match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice::<Reserved>(&bytes)
-                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?
-                .next_block_start
-                .max(range_start),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => range_start,
+    /// Each writer of a range (a broker's process, a shard's epoch) reserves in a file of its
+    /// own, `<name>.<tag>.json` (D2: a stalled or cut-off predecessor's late write can then
+    /// never move the reservation back); a reader starts above every file of the range
+    /// (`<name>.json`: kaas before D2).
+    fn open_range(data_dir: &Path, name: &str, tag: &str, range_start: i64) -> std::io::Result<Self> {
+        let dir = data_dir.join("__cluster").join("producer_ids");
+        let path = dir.join(format!("{name}.{tag}.json"));
+        let mut start = range_start;
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => Some(e),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(e),
         };
+        for entry in entries.into_iter().flatten() {
+            let entry = entry?;
+            let file = entry.file_name().to_string_lossy().into_owned();
+            // `<name>.json` and `<name>.<tag>.json`; temporary files start with a dot.
+            if !(file.starts_with(&format!("{name}.")) && file.ends_with(".json")) {
+                continue;
+            }
+            let bytes = match std::fs::read(entry.path()) {
+                Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            };
+            let reserved = serde_json::from_slice::<Reserved>(&bytes)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+            start = start.max(reserved.next_block_start);
+        }
         let range_end = range_start + (1 << RANGE_BITS);
         Ok(ProducerIdAllocator { path, next: start, block_end: start, range_end })
     }
@@ -90,40 +116,73 @@ mod tests {
     #[test]
     fn rule_1_producer_ids_are_never_reused_after_restart() {
         let dir = tempfile::tempdir().unwrap();
-        let mut a = ProducerIdAllocator::open(dir.path(), 0).unwrap();
+        let mut a = ProducerIdAllocator::open(dir.path(), 0, 1).unwrap();
         let first: Vec<i64> = (0..3).map(|_| a.next_id().unwrap()).collect();
         assert_eq!(first, vec![0, 1, 2]);
         drop(a);
-        let mut b = ProducerIdAllocator::open(dir.path(), 0).unwrap();
+        let mut b = ProducerIdAllocator::open(dir.path(), 0, 2).unwrap();
         assert_eq!(b.next_id().unwrap(), BLOCK_SIZE);
+    }
+
+    #[test]
+    fn rule_1_a_predecessors_late_reservation_never_moves_the_range_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut stale = ProducerIdAllocator::open_txn_shard(dir.path(), 3, 1).unwrap();
+        let first = stale.next_id().unwrap();
+        // The shard moves to epoch 2 and reserves twice; then the stalled epoch-1 holder's
+        // buffered reservation of its first block lands again, late.
+        let mut taker = ProducerIdAllocator::open_txn_shard(dir.path(), 3, 2).unwrap();
+        let taken = taker.next_id().unwrap();
+        assert_eq!(taken, first + BLOCK_SIZE);
+        taker.next = taker.block_end;
+        taker.next_id().unwrap();
+        let late = serde_json::to_vec(&Reserved { next_block_start: first + BLOCK_SIZE }).unwrap();
+        write_atomic(&stale.path, &late).unwrap();
+        let mut next = ProducerIdAllocator::open_txn_shard(dir.path(), 3, 3).unwrap();
+        assert_eq!(next.next_id().unwrap(), first + 3 * BLOCK_SIZE, "above every epoch's reservation");
+        // kaas before D2 kept one file per range: read too.
+        write_atomic(
+            &dir.path().join("__cluster/producer_ids/txn-shard-3.json"),
+            &serde_json::to_vec(&Reserved { next_block_start: first + 9 * BLOCK_SIZE }).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            ProducerIdAllocator::open_txn_shard(dir.path(), 3, 4).unwrap().next_id().unwrap(),
+            first + 9 * BLOCK_SIZE
+        );
+        assert_eq!(
+            ProducerIdAllocator::open_txn_shard(dir.path(), 30, 4).unwrap().next_id().unwrap() >> 40,
+            (1 << 10) + 30,
+            "shard 30 is not shard 3"
+        );
     }
 
     #[test]
     fn rule_1_each_broker_has_its_own_range() {
         let dir = tempfile::tempdir().unwrap();
-        let mut n0 = ProducerIdAllocator::open(dir.path(), 0).unwrap();
-        let mut n1 = ProducerIdAllocator::open(dir.path(), 1).unwrap();
+        let mut n0 = ProducerIdAllocator::open(dir.path(), 0, 1).unwrap();
+        let mut n1 = ProducerIdAllocator::open(dir.path(), 1, 1).unwrap();
         assert_ne!(n0.next_id().unwrap(), n1.next_id().unwrap());
-        assert_eq!(ProducerIdAllocator::open(dir.path(), 1).unwrap().next_id().unwrap(), (1 << 40) + BLOCK_SIZE);
-        let t0 = ProducerIdAllocator::open_txn_shard(dir.path(), 0).unwrap().next_id().unwrap();
-        let t1 = ProducerIdAllocator::open_txn_shard(dir.path(), 1).unwrap().next_id().unwrap();
+        assert_eq!(ProducerIdAllocator::open(dir.path(), 1, 1).unwrap().next_id().unwrap(), (1 << 40) + BLOCK_SIZE);
+        let t0 = ProducerIdAllocator::open_txn_shard(dir.path(), 0, 0).unwrap().next_id().unwrap();
+        let t1 = ProducerIdAllocator::open_txn_shard(dir.path(), 1, 0).unwrap().next_id().unwrap();
         assert!(t0 >= 1 << 50 && t1 > t0 && t1 - t0 == 1 << 40);
     }
 
     #[test]
     fn rule_1_ranges_never_overlap_or_overflow() {
         let dir = tempfile::tempdir().unwrap();
-        let last_broker = ProducerIdAllocator::open(dir.path(), MAX_NODE_ID).unwrap();
-        let first_shard = ProducerIdAllocator::open_txn_shard(dir.path(), 0).unwrap();
+        let last_broker = ProducerIdAllocator::open(dir.path(), MAX_NODE_ID, 1).unwrap();
+        let first_shard = ProducerIdAllocator::open_txn_shard(dir.path(), 0, 0).unwrap();
         assert!(last_broker.range_end <= first_shard.next);
-        let last_shard = ProducerIdAllocator::open_txn_shard(dir.path(), MAX_TXN_SHARDS as u32 - 1).unwrap();
+        let last_shard = ProducerIdAllocator::open_txn_shard(dir.path(), MAX_TXN_SHARDS as u32 - 1, 0).unwrap();
         assert!(last_shard.range_end > last_shard.next, "no overflow");
     }
 
     #[test]
     fn rule_1_an_exhausted_range_refuses_instead_of_overlapping() {
         let dir = tempfile::tempdir().unwrap();
-        let mut a = ProducerIdAllocator::open(dir.path(), 0).unwrap();
+        let mut a = ProducerIdAllocator::open(dir.path(), 0, 1).unwrap();
         a.next = a.range_end - 2;
         assert_eq!(a.next_id().unwrap(), a.range_end - 2);
         assert_eq!(a.next_id().unwrap(), a.range_end - 1);

@@ -116,6 +116,24 @@ pub struct TopicMeta {
     /// (their first leaders are placed among those, as `placed_on` places the first ones).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub added: Vec<AddedPartitions>,
+    /// How its partitions are placed; topic files of older kaas have none (`Scheme::Slots`).
+    #[serde(default)]
+    pub placement: Scheme,
+}
+
+/// How a topic's partitions are placed on brokers (store::placement).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scheme {
+    /// Rendezvous hashing of each partition's slot over the live brokers: topic files of kaas
+    /// versions that locked partitions by slot (no `placement` field).
+    #[default]
+    Slots,
+    /// Kafka's round-robin: each partition has a preference list over the brokers live at its
+    /// creation and is led by the first live one. All live: a topic's leaders differ by at
+    /// most one per broker; a broker gone: its partitions spread over the others in turn, and
+    /// go back to it when it returns.
+    RoundRobin,
 }
 
 /// Partitions `from..` (up to the next batch) added to a topic while `placed_on` were live.
@@ -238,6 +256,17 @@ fn unique_tmp(path: &Path) -> PathBuf {
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     path.with_file_name(format!(".{name}.{}.{n}.tmp", std::process::id()))
+}
+
+/// `create_atomic` without the rename: false also when this file system has no hard links.
+pub fn create_linked(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
+    let (dir, tmp) = write_synced_tmp(path, bytes)?;
+    let linked = std::fs::hard_link(&tmp, path).is_ok();
+    let _ = std::fs::remove_file(&tmp);
+    if linked {
+        crate::store::durable::sync_dir(dir)?;
+    }
+    Ok(linked)
 }
 
 /// Writes `bytes` to `path` only if nothing is there, atomically across the brokers sharing the
@@ -516,6 +545,7 @@ mod tests {
             configs: BTreeMap::new(),
             placed_on: vec![],
             added: vec![],
+            placement: Scheme::RoundRobin,
         }
     }
 

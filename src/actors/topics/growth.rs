@@ -84,7 +84,8 @@ impl TopicRegistry {
         let current = on_disk.partitions;
         let additional = rules::partitions_to_add(&msg.name, current, msg.count).map_err(refused)?;
         if let Some(assignments) = &msg.assignments {
-            rules::check_assignments(&msg.name, current, additional, assignments, &self.live).map_err(refused)?;
+            rules::check_assignments(&msg.name, on_disk.placement, current, additional, assignments, &self.live)
+                .map_err(refused)?;
         }
         let limit = |e| refused(CreatePartitionsError::Limit(e));
         topics::check_request_records(usize::try_from(additional).unwrap_or(usize::MAX)).map_err(limit)?;

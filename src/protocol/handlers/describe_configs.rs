@@ -32,7 +32,9 @@ fn broker_settings(st: &Settings) -> BTreeMap<&'static str, String> {
     BTreeMap::from([
         ("advertised.listeners", listener(advertised)),
         ("auto.create.topics.enable", st.auto_create_topics.to_string()),
+        ("broker.heartbeat.interval.ms", st.broker_heartbeat_interval_ms.to_string()),
         ("broker.id", st.node_id.to_string()),
+        ("broker.session.timeout.ms", st.broker_session_timeout_ms.to_string()),
         ("connections.max.idle.ms", st.connections_max_idle_ms.to_string()),
         ("fetch.max.bytes", st.fetch_max_bytes.to_string()),
         ("group.consumer.assignors", st.group_consumer_assignors.join(",")),

@@ -232,3 +232,17 @@ def console_consumer(bootstrap: str, topic: str, *args: str, timeout: float = 12
     "--group", "g", "--from-beginning", "--max-messages", "100"."""
     return run_java("org.apache.kafka.tools.consumer.ConsoleConsumer",
                     "--bootstrap-server", bootstrap, "--topic", topic, *args, timeout=timeout)
+
+
+def start_java(main_class: str, *args: str, stdout_path: Path, stderr_path: Path,
+               heap: str = JAVA_HEAP, jvm_opts: List[str] = ()) -> subprocess.Popen:
+    """Starts a Java program of the interop classpath (kaas.interop.* or a Kafka tool) in the
+    background, its stdout and stderr going to files (a long-running tool can print more than a
+    pipe holds); the caller waits for it, reads the files and kills it if it outlives the test."""
+    ensure_built()
+    java = shutil.which("java")
+    if java is None:
+        raise RuntimeError("java not found on PATH")
+    cmd = [java, f"-Xmx{heap}", *jvm_opts, "-cp", classpath(), main_class, *args]
+    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        return subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)

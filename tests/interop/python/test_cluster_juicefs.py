@@ -2,6 +2,15 @@
 client, session, cache and locks, as on separate machines; see juicefs.py), under an idempotent
 confluent-kafka producer (acks=all) writing numbered records v<n> to 6 partitions:
 
+- fault (a), `test_stall_on_juicefs_loses_nothing`: the broker process leading the most
+  partitions is stopped (SIGSTOP) for 20 s while its mount keeps running, so it keeps its
+  JuiceFS session and every lock it holds; the others must see its heartbeat go stale
+  (KAAS_BROKER_SESSION_TIMEOUT_MS=6000), fence it and serve its partitions within the session
+  timeout plus a margin; on SIGCONT the stalled broker must find its fence and exit with
+  FENCED_EXIT_CODE, a second producer (records s<n>) bootstrapped from it alone writes to the
+  partitions it led, and restarted it must lead partitions again. Afterwards every broker is
+  restarted and the topic read again. The same fault on a local directory is
+  test_cluster_stall.py, which runs `stall_loses_nothing` from here;
 - fault (c), `test_kill9_on_juicefs_loses_nothing`: a partition leader is killed -9 mid-run and
   restarted later;
 - fault (b), `test_lost_lock_on_juicefs_loses_nothing`: the FUSE process of a partition leader's
@@ -12,21 +21,25 @@ confluent-kafka producer (acks=all) writing numbered records v<n> to 6 partition
   from the stale broker alone writes to the partitions it led. Afterwards every broker is
   restarted and the topic read again.
 
-Both read every partition from the beginning (read_committed) and require every acknowledged
+Each reads every partition from the beginning (read_committed) and requires every acknowledged
 record exactly once, at the partition and offset its acknowledgement named, no (partition,
 offset) acknowledged for two records, no record that was never produced, no consumer error, one
 high watermark per partition whichever broker is asked; every broker's log is checked
 (conftest.Broker.stop). Each test prints what it counted (acknowledged, missing, duplicated,
 failover times). Traffic goes to 127.0.0.1 only. Skipped only when /dev/fuse or the juicefs
-binary is missing.
+binary is missing (test_cluster_stall.py imports its helpers from here and is not skipped).
 """
 import collections
 import datetime
+import os
 import re
+import signal
 import socket
 import struct
+import subprocess
 import threading
 import time
+import types
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -61,11 +74,12 @@ class JuiceCluster:
         self.volume = juicefs.Volume(tmp_path / "jfs")
         self.brokers = []
 
-    def start(self, n=3):
+    def start(self, n=3, env=None):
+        """`env`: settings for every broker on top of TICK (only the stall test gives any)."""
         self.volume.format()
         for i in range(1, n + 1):
             mount = self.volume.mount(f"node{i}")
-            b = Broker(mount.path / "kaas", free_port(), TICK, node_id=i)
+            b = Broker(mount.path / "kaas", free_port(), dict(TICK, **(env or {})), node_id=i)
             b.log_path = self.tmp_path / f"kaas-node{i}.log"   # not on the volume: readable always
             b.mount = mount
             self.brokers.append(b)
@@ -161,6 +175,21 @@ def metadata_leaders(port, topic, timeout=3.0):
             if name == topic and error == 0:
                 out[index] = leader if perr == 0 else -1
     return out if len(out) == PARTITIONS else None
+
+
+def metadata_brokers(port, timeout=3.0):
+    """The node ids the broker on `port` lists in a Metadata v1 answer for no topic, or None when
+    it does not answer within `timeout`."""
+    resp = _call(port, 3, 1, 13, struct.pack(">i", 0), timeout)
+    if resp is None:
+        return None
+    r = _Reader(resp)
+    r.take(">i")                                  # correlation id
+    nodes = []
+    for _ in range(r.take(">i")):
+        nodes.append(r.take(">i"))
+        r.string(), r.take(">i"), r.string()      # host, port, rack
+    return sorted(nodes)
 
 
 def list_offsets(port, topic, timeout=3.0):
@@ -473,6 +502,59 @@ def assert_producer_healthy(load):
                              f"{list(load.failed.items())[:5]}; client errors {load.client_errors[:10]}")
 
 
+def read_live_and_after_restart(cluster, topic, load, stale, label):
+    """Reads the topic back (read_back, tally) with every broker as it is, then stops (and checks,
+    conftest.Broker.stop) every broker of `cluster`, starts them again and reads it back again:
+    what a later open of the logs keeps. `load`: the producer that ran throughout, `stale`: the
+    one bootstrapped from the faulty broker alone. Prints what it found; returns it for
+    assert_all_kept."""
+    brokers = cluster.brokers
+    loads = [load, stale]
+    read1, errors1, hw1, split1 = read_back(brokers, topic)
+    c1 = tally(loads, read1, errors1, hw1, f"{label}, live")
+    print(f"high watermarks {hw1}, partitions two brokers answer for with different high "
+          f"watermarks {split1}; client errors: main producer {len(load.client_errors)} "
+          f"{[str(e) for e in load.client_errors[:3]]}, stale-view producer "
+          f"{len(stale.client_errors)} {[str(e) for e in stale.client_errors[:3]]}")
+
+    # every broker stopped (and checked) and started again: what a later open of the logs keeps
+    problems = stop_all(brokers)
+    torn_before = set(grep_logs(brokers, TORN_TAIL))
+    for b in brokers:
+        b.start()
+    wait_topic_ready(cluster.bootstrap, topic, PARTITIONS, timeout=60)
+    read2, errors2, hw2, split2 = read_back(brokers, topic)
+    c2 = tally(loads, read2, errors2, hw2, f"{label}, after restarting every broker")
+    torn = [line for line in grep_logs(brokers, TORN_TAIL) if line not in torn_before]
+    lost_at_reopen = sorted(c1["keys"] - c2["keys"])
+    print(f"high watermarks after the restart {hw2}; torn tails truncated at the restart: "
+          f"{len(torn)} {torn[:6]}; records read before but not after the restart: "
+          f"{len(lost_at_reopen)}")
+    return types.SimpleNamespace(c1=c1, split1=split1, c2=c2, split2=split2, problems=problems,
+                                 torn=torn, lost_at_reopen=lost_at_reopen)
+
+
+def assert_all_kept(checked, load, stale, extra):
+    """The checks on what read_live_and_after_restart found, `extra` added to each message."""
+    c1, split1, c2, split2 = checked.c1, checked.split1, checked.c2, checked.split2
+    lost_at_reopen, torn, problems = checked.lost_at_reopen, checked.torn, checked.problems
+    assert_nothing_lost(c1, extra)
+    assert not split1, (f"after SIGCONT two brokers answer for one partition with different high "
+                        f"watermarks, {{partition: {{node: high watermark}}}}: {split1}{extra}")
+    assert not lost_at_reopen, (
+        f"{len(lost_at_reopen)} records read before restarting the brokers are gone after it "
+        f"({sum(1 for r in lost_at_reopen if r in c1['acked_map'])} of them acknowledged), e.g. "
+        f"{[(_name(r), c1['acked_map'].get(r)) for r in lost_at_reopen[:10]]}; torn tails "
+        f"truncated: {torn}{extra}")
+    assert_nothing_lost(c2, extra)
+    assert not split2, f"after the restart brokers disagree on high watermarks: {split2}{extra}"
+    assert not problems, "\n\n".join(problems)
+    assert_producer_healthy(load)
+    # the stale-view producer's records may fail (not lost: never acknowledged) when its only
+    # bootstrap broker stopped, but it must not have gone fatal
+    assert not stale.fatal(), f"the stale-view producer hit a fatal error: {stale.fatal()}"
+
+
 def grep_logs(brokers, needle):
     return [f"node {b.node_id}: {ANSI_RE.sub('', line)}" for b in brokers
             for line in b.log_text().splitlines() if needle in line]
@@ -596,43 +678,190 @@ def test_lost_lock_on_juicefs_loses_nothing(cluster):
           f"the stale broker's Metadata {AFTER_RETURN}s after SIGCONT: {stale_view}; stale-view "
           f"producer: {len(stale.acked)} acknowledged, {len(stale.failed)} failed")
 
-    loads = [load, stale]
-    read1, errors1, hw1, split1 = read_back(brokers, topic)
-    c1 = tally(loads, read1, errors1, hw1, "lost lock, live")
-    print(f"high watermarks {hw1}, partitions two brokers answer for with different high "
-          f"watermarks {split1}; client errors: main producer {len(load.client_errors)} "
-          f"{[str(e) for e in load.client_errors[:3]]}, stale-view producer "
-          f"{len(stale.client_errors)} {[str(e) for e in stale.client_errors[:3]]}")
-
-    # every broker stopped (and checked) and started again: what a later open of the logs keeps
-    problems = stop_all(brokers)
-    torn_before = set(grep_logs(brokers, TORN_TAIL))
-    for b in brokers:
-        b.start()
-    wait_topic_ready(cluster.bootstrap, topic, PARTITIONS, timeout=60)
-    read2, errors2, hw2, split2 = read_back(brokers, topic)
-    c2 = tally(loads, read2, errors2, hw2, "lost lock, after restarting every broker")
-    torn = [line for line in grep_logs(brokers, TORN_TAIL) if line not in torn_before]
-    lost_at_reopen = sorted(c1["keys"] - c2["keys"])
-    print(f"high watermarks after the restart {hw2}; torn tails truncated at the restart: "
-          f"{len(torn)} {torn[:6]}; records read before but not after the restart: "
-          f"{len(lost_at_reopen)}")
-
+    checked = read_live_and_after_restart(cluster, topic, load, stale, "lost lock")
     extra = (f"\n(victim broker {victim.node_id} led {victim_parts}; failover {failover:.1f}s after "
              f"SIGSTOP; SIGCONT at +{t_back - t_fault:.1f}s; acknowledged: main producer "
              f"{len(load.acked)}, stale-view producer {len(stale.acked)})")
-    assert_nothing_lost(c1, extra)
-    assert not split1, (f"after SIGCONT two brokers answer for one partition with different high "
-                        f"watermarks, {{partition: {{node: high watermark}}}}: {split1}{extra}")
-    assert not lost_at_reopen, (
-        f"{len(lost_at_reopen)} records read before restarting the brokers are gone after it "
-        f"({sum(1 for r in lost_at_reopen if r in c1['acked_map'])} of them acknowledged), e.g. "
-        f"{[(_name(r), c1['acked_map'].get(r)) for r in lost_at_reopen[:10]]}; torn tails "
-        f"truncated: {torn}{extra}")
-    assert_nothing_lost(c2, extra)
-    assert not split2, f"after the restart brokers disagree on high watermarks: {split2}{extra}"
-    assert not problems, "\n\n".join(problems)
-    assert_producer_healthy(load)
-    # the stale-view producer's records may fail (not lost: never acknowledged) when its only
-    # bootstrap broker stopped, but it must not have gone fatal
-    assert not stale.fatal(), f"the stale-view producer hit a fatal error: {stale.fatal()}"
+    assert_all_kept(checked, load, stale, extra)
+
+
+# ----------------------------------------------------------------------------- fault (a): a stall
+
+SESSION_TIMEOUT_MS = 6000   # KAAS_BROKER_SESSION_TIMEOUT_MS, given explicitly to the stall tests' brokers
+STALL_ENV = {"KAAS_BROKER_SESSION_TIMEOUT_MS": str(SESSION_TIMEOUT_MS)}
+STALL = 20.0                # seconds the broker process stays stopped
+FAILOVER_MARGIN = 6.0       # on top of the session timeout: a functional bound, not a benchmark
+FENCED_EXIT_WITHIN = 10.0   # seconds after SIGCONT for the stalled broker to exit as fenced
+REJOIN_WITHIN = 20.0        # seconds after its restart for it to lead a partition again
+# What the stalled broker may log (WARN or ERROR) while it cannot prove its heartbeat is fresh;
+# only the stalled broker may.
+LEASE_NOT_FRESH = r"lease is not fresh"
+TAKEOVER = r"took partitions from a broker|fenced the coordinator's previous owner"
+FENCED_SELF = r"this broker \(node \d+, incarnation \d+\) was fenced"   # in both STALE_BROKER_ERRORS
+
+
+def wait_members(brokers, timeout=30.0):
+    """Waits until every broker lists every broker in Metadata (a topic created before would be
+    placed on the brokers its creator saw, and its partitions would move under the test)."""
+    ids = sorted(b.node_id for b in brokers)
+    poll_until(lambda: all(metadata_brokers(b.port) == ids for b in brokers), timeout,
+               f"every broker listing brokers {ids} in Metadata", interval=0.2)
+
+
+def wait_leads_again(brokers, node, topic, timeout=REJOIN_WITHIN):
+    """Waits until every running broker answers Metadata with `node` leading at least one
+    partition of `topic` (one that exited is reported by the caller); returns {node id:
+    {partition: leader}}. The AssertionError on a timeout names the last answers."""
+    last = {}
+
+    def leads():
+        last.clear()
+        last.update({b.node_id: metadata_leaders(b.port, topic) for b in brokers if b.alive()})
+        return dict(last) if all(v is not None and node in v.values() for v in last.values()) else None
+    try:
+        return poll_until(leads, timeout, f"broker {node} to lead a partition of {topic} in every "
+                          f"broker's Metadata", interval=0.2)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; the last answers {{node: {{partition: leader}}}}: {last}") from None
+
+
+def _lines(broker, pattern, since=None):
+    """`broker`'s log lines matching `pattern` (from every run), only those stamped at or after
+    `since` (seconds since the epoch) when given."""
+    lines = [line for line in ANSI_RE.sub("", broker.log_text()).splitlines() if re.search(pattern, line)]
+    return lines if since is None else [line for line in lines if (_kaas_time(line) or 0) >= since]
+
+
+def _kaas_time(line):
+    """The timestamp of a kaas log line ("2026-12-04T21:34:10.944309Z  INFO ..."), UTC."""
+    m = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{1,6})\d*Z", line)
+    return (datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f")
+            .replace(tzinfo=datetime.timezone.utc).timestamp() if m else None)
+
+
+def stall_loses_nothing(cluster, topic_prefix, label="stall"):
+    """Fault (a) on `cluster` (its brokers started with STALL_ENV; anything with `.brokers` and
+    `.bootstrap`): under the steady idempotent producer, the broker process leading the most
+    partitions is stopped (SIGSTOP) for STALL seconds: it keeps every lock and, on JuiceFS, its
+    session. The others must lead every partition within the session timeout + FAILOVER_MARGIN.
+    On SIGCONT a second producer (records s<n>, to the stalled broker's partitions) is started
+    bootstrapped from the stalled broker alone; that broker must find its fence and exit with
+    FENCED_EXIT_CODE within FENCED_EXIT_WITHIN, and restarted (as its supervisor would) lead a
+    partition again within REJOIN_WITHIN. Then every acknowledged record must be there once,
+    where acknowledged, before and after restarting every broker (as in fault (b))."""
+    brokers = cluster.brokers
+    wait_members(brokers)
+    topic = unique_topic(topic_prefix)
+    load = start_load(cluster, topic)
+    victim, victim_parts, before = pick_victim(brokers, topic)
+    survivors = [b for b in brokers if b is not victim]
+    for pattern in STALE_BROKER_ERRORS + (LEASE_NOT_FRESH,):
+        victim.allow_log_errors(pattern)
+    bound = SESSION_TIMEOUT_MS / 1000 + FAILOVER_MARGIN
+    assert victim.alive(), f"broker {victim.node_id} exited before the stall:\n" + victim.log_tail()
+    pid = victim.proc.pid
+    print(f"\nleaders before: {before}; stopping broker {victim.node_id} (pid {pid}, partitions "
+          f"{victim_parts}) with SIGSTOP for {STALL:.0f}s after {load.acks()} acks")
+
+    t_fault = time.time()
+    os.kill(pid, signal.SIGSTOP)
+    after = failover = None
+    try:
+        poll_until(lambda: juicefs._process_state(pid) in ("T", "t"), 5, f"broker process {pid} to stop")
+        try:
+            after = wait_taken_over(survivors, victim, topic, timeout=STALL)
+            failover = time.time() - t_fault
+        except AssertionError:
+            pass                                  # not during the stall: reported after SIGCONT
+        time.sleep(max(0.0, t_fault + STALL - 1.0 - time.time()))
+        acks_stalled = load.first_ack_after(t_fault, victim_parts)
+        views_stalled = {b.node_id: metadata_leaders(b.port, topic) for b in survivors}
+        time.sleep(max(0.0, t_fault + STALL - time.time()))
+    finally:
+        t_back = time.time()
+        os.kill(pid, signal.SIGCONT)
+    assert failover is not None and failover <= bound, (
+        f"[{label}] broker {victim.node_id} (partitions {victim_parts}) stopped with SIGSTOP: the "
+        f"others did not lead every partition within {bound:.0f}s (session timeout "
+        f"{SESSION_TIMEOUT_MS} ms + {FAILOVER_MARGIN:.0f}s): "
+        + (f"they did after {failover:.1f}s" if failover is not None else
+           f"not during the whole {STALL:.0f}s stall")
+        + f"; their Metadata {{node: {{partition: leader}}}} then: {views_stalled}; first "
+        f"acknowledgement per stalled partition after SIGSTOP, s: {acks_stalled}"
+        + "".join(f"\n--- broker {b.node_id} log tail ---\n{b.log_tail(15)}" for b in survivors))
+
+    stale = Load(victim.bootstrap, topic, prefix=b"s", partitions=victim_parts,
+                 rate=STALE_CLIENT_RATE, message_timeout_ms=STALE_CLIENT_TIMEOUT_MS).start()
+    try:
+        exit_code = victim.proc.wait(timeout=FENCED_EXIT_WITHIN)
+    except subprocess.TimeoutExpired:
+        exit_code = None
+    exited_after = time.time() - t_back
+    assert exit_code == FENCED_EXIT_CODE and _lines(victim, FENCED_SELF), (
+        f"[{label}] broker {victim.node_id}, resumed (SIGCONT) after {t_back - t_fault:.1f}s "
+        f"stopped, "
+        + (f"did not exit within {FENCED_EXIT_WITHIN:.0f}s" if exit_code is None else
+           f"exited with code {exit_code} {exited_after:.1f}s later")
+        + f": not as a fenced broker (code {FENCED_EXIT_CODE}, after logging that it was "
+        f"fenced):\n" + victim.log_tail())
+    # what the stalled broker took over between SIGCONT and its exit (nobody else was gone)
+    resumed_takeovers = [line[:220] for line in _lines(victim, TAKEOVER, since=t_back)]
+
+    t_restart = time.time()
+    victim.start()
+    try:
+        rejoined, rejoin_error = wait_leads_again(brokers, victim.node_id, topic), None
+        rejoin = time.time() - t_restart
+    except AssertionError as e:
+        rejoined, rejoin_error, rejoin = None, str(e), None
+    time.sleep(AFTER_RETURN)
+    back = metadata_leaders(victim.port, topic)
+    acks_after = load.first_ack_after(t_fault, victim_parts)
+    finish_all([load, stale])
+    fenced_survivors = {b.node_id: (b.proc.poll(), [line[:220] for line in _lines(b, FENCED_SELF)][:3])
+                        for b in survivors if not b.alive() or _lines(b, FENCED_SELF)}
+
+    not_fresh = _lines(victim, LEASE_NOT_FRESH)
+    print(f"failover: survivors lead every partition {failover:.2f}s after SIGSTOP (bound "
+          f"{bound:.0f}s; leaders {after}); first acknowledgement per stalled partition after "
+          f"SIGSTOP, s: during the stall {acks_stalled}, by the end {acks_after}; SIGCONT at "
+          f"+{t_back - t_fault:.1f}s; broker {victim.node_id} exited with code {exit_code} "
+          f"{exited_after:.2f}s after SIGCONT; restarted, it led "
+          + (f"{sorted(p for p, n in rejoined[victim.node_id].items() if n == victim.node_id)} "
+             f"{rejoin:.2f}s later" if rejoined else f"nothing within {REJOIN_WITHIN:.0f}s")
+          + f"; leaders {AFTER_RETURN:.0f}s after its restart: {back}; stale-view producer: "
+          f"{len(stale.acked)} acknowledged, {len(stale.failed)} failed")
+    print(f"broker {victim.node_id} logged: {[line[:200] for line in _lines(victim, FENCED_SELF)][:3]}; "
+          f"'{LEASE_NOT_FRESH}' lines {len(not_fresh)} {[line[:200] for line in not_fresh[:2]]}; "
+          f"the others' lines on fencing: "
+          f"{[f'{b.node_id}: ' + line[:200] for b in survivors for line in _lines(b, 'fenc')][:4]}; "
+          f"taken over by broker {victim.node_id} after SIGCONT, before its exit: "
+          f"{len(resumed_takeovers)} {resumed_takeovers[:4]}")
+
+    checked = read_live_and_after_restart(cluster, topic, load, stale, label)
+    extra = (f"\n(stalled broker {victim.node_id} led {victim_parts}; failover {failover:.1f}s after "
+             f"SIGSTOP; SIGCONT at +{t_back - t_fault:.1f}s; it exited {exited_after:.1f}s after "
+             f"SIGCONT; acknowledged: main producer {len(load.acked)}, stale-view producer "
+             f"{len(stale.acked)})")
+    assert not fenced_survivors, (
+        f"[{label}] brokers that were never stopped were fenced or exited {{node: (exit code or None "
+        f"if running, its 'was fenced' lines)}}: {fenced_survivors}; what the stalled broker "
+        f"{victim.node_id} took over after SIGCONT, before it exited: {resumed_takeovers}{extra}")
+    assert rejoined, (f"[{label}] broker {victim.node_id}, restarted after it exited as fenced, leads "
+                      f"no partition: {rejoin_error}{extra}\n--- its log tail ---\n"
+                      + victim.log_tail(40))
+    assert_all_kept(checked, load, stale, extra)
+
+
+def test_stall_on_juicefs_loses_nothing(cluster):
+    """Fault (a) on JuiceFS (stall_loses_nothing): only the broker process is stopped, its mount
+    keeps its session and the broker's locks, so the others take over on its stale heartbeat
+    alone, without its locks."""
+    cluster.start(env=STALL_ENV)
+    try:
+        stall_loses_nothing(cluster, "jfs-stall")
+    finally:
+        cleaned = [f"{m.label}: {line[:160]}" for m in cluster.volume.mounts
+                   for line in m.session_lines() if "clean up stale session" in line]
+        print(f"JuiceFS sessions cleaned up as stale (none expected: no mount was stopped): "
+              f"{len(cleaned)} {cleaned[:3]}")

@@ -1,0 +1,152 @@
+//! A coordinator unit's sled database per coordinator epoch (D2 item 4). sled rewrites its
+//! files in place from a background flusher, so a coordinator that was cut off from the disk,
+//! or stalled, could write into a database its successor opened, and it holds sled's lock on
+//! it. A broker that claims a unit at epoch E therefore runs it from `<base>.e<E>`, a copy of
+//! the newest database of an earlier epoch made after it fenced that epoch's holder (or after
+//! the holder handed it over and stopped): whatever the old holder acknowledged was flushed
+//! before its fence check, so before the fence, so before the copy, and nothing it writes
+//! afterwards reaches the copy. The copy is put in place by a rename, so a broker that dies
+//! halfway leaves no partial database under an epoch's name. A broker that keeps its epoch
+//! (a clean restart) reopens its own. Databases of earlier epochs are removed once the copy is
+//! in place: nobody reads them again.
+
+use std::path::{Path, PathBuf};
+
+/// The database directory of `epoch` for the unit whose state lived at `base` (kaas before
+/// D2 kept it there, for every epoch).
+pub fn epoch_dir(base: &Path, epoch: i32) -> PathBuf {
+    let name = base.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    base.with_file_name(format!("{name}.e{epoch}"))
+}
+
+/// The epochs below `epoch` whose databases exist beside `base`, newest first.
+fn earlier_epochs(base: &Path, epoch: i32) -> std::io::Result<Vec<i32>> {
+    let (Some(parent), Some(name)) = (base.parent(), base.file_name()) else { return Ok(Vec::new()) };
+    let prefix = format!("{}.e", name.to_string_lossy());
+    let mut out = Vec::new();
+    let entries = match std::fs::read_dir(parent) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let n = entry?.file_name().to_string_lossy().into_owned();
+        if let Some(e) = n.strip_prefix(&prefix).and_then(|r| r.parse::<i32>().ok()) {
+            if e < epoch {
+                out.push(e);
+            }
+        }
+    }
+    out.sort_unstable_by(|a, b| b.cmp(a));
+    Ok(out)
+}
+
+/// The directory to open the unit's database from at `epoch`: its own when it exists, else
+/// a copy of the newest earlier one (or of `base`), else a new empty one.
+pub fn prepare(base: &Path, epoch: i32) -> std::io::Result<PathBuf> {
+    let target = epoch_dir(base, epoch);
+    if target.is_dir() {
+        return Ok(target);
+    }
+    let parent = base.parent().unwrap_or(Path::new("."));
+    crate::store::durable::create_dir_all_durable(parent)?;
+    let earlier = earlier_epochs(base, epoch)?;
+    let source = earlier.first().map(|e| epoch_dir(base, *e)).or_else(|| base.is_dir().then(|| base.to_path_buf()));
+    let tmp = parent.join(format!(
+        ".{}.e{epoch}.{}.tmp",
+        base.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        std::process::id()
+    ));
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp)?;
+    }
+    match &source {
+        Some(src) => copy_dir(src, &tmp)?,
+        None => std::fs::create_dir(&tmp)?,
+    }
+    crate::store::durable::sync_dir(&tmp)?;
+    std::fs::rename(&tmp, &target)?;
+    crate::store::durable::sync_dir(parent)?;
+    // Earlier databases are read by nobody from now on (a zombie holder may still write its
+    // own: unlinked, its writes go nowhere).
+    for e in earlier {
+        if let Err(err) = std::fs::remove_dir_all(epoch_dir(base, e)) {
+            tracing::warn!(dir = %epoch_dir(base, e).display(), "removing an earlier coordinator database: {err}");
+        }
+    }
+    if base.is_dir() {
+        if let Err(err) = std::fs::remove_dir_all(base) {
+            tracing::warn!(dir = %base.display(), "removing the coordinator database of kaas before D2: {err}");
+        }
+    }
+    Ok(target)
+}
+
+/// Copies `src` into the new directory `dst`, every file synced.
+fn copy_dir(src: &Path, dst: &Path) -> std::io::Result<()> {
+    std::fs::create_dir(dst)?;
+    for entry in std::fs::read_dir(src)? {
+        let entry = entry?;
+        let (from, to) = (entry.path(), dst.join(entry.file_name()));
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            copy_dir(&from, &to)?;
+            crate::store::durable::sync_dir(&to)?;
+        } else if kind.is_file() {
+            match std::fs::copy(&from, &to) {
+                Ok(_) => std::fs::File::open(&to)?.sync_all()?,
+                // Removed by its writer meanwhile (sled replaces snapshot files): not needed.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_epoch_runs_from_a_copy_and_the_old_holders_later_writes_never_reach_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("txn").join("3");
+        let e0 = prepare(&base, 0).unwrap();
+        {
+            let db = sled::open(&e0).unwrap();
+            db.insert("tx-1", "ongoing").unwrap();
+            db.flush().unwrap();
+        }
+        // The holder of epoch 0 stalls with its database open (sled's lock held) ...
+        let stale = sled::open(&e0).unwrap();
+        // ... and a taker at epoch 1 opens a copy, in spite of the lock.
+        let e1 = prepare(&base, 1).unwrap();
+        let db1 = sled::open(&e1).unwrap();
+        assert_eq!(db1.get("tx-1").unwrap().as_deref(), Some(&b"ongoing"[..]));
+        db1.insert("tx-1", "committed").unwrap();
+        // The old holder's late writes land in its own (removed) database only.
+        stale.insert("tx-1", "aborted").unwrap();
+        stale.flush().unwrap();
+        assert_eq!(db1.get("tx-1").unwrap().as_deref(), Some(&b"committed"[..]));
+        assert!(!e0.exists(), "the earlier database is removed");
+        drop((stale, db1));
+        assert_eq!(prepare(&base, 1).unwrap(), e1, "a kept epoch reopens its own database");
+        let db = sled::open(&e1).unwrap();
+        assert_eq!(db.get("tx-1").unwrap().as_deref(), Some(&b"committed"[..]));
+    }
+
+    #[test]
+    fn the_database_of_kaas_before_d2_is_copied_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("groups");
+        {
+            let db = sled::open(&base).unwrap();
+            db.insert("g", "1").unwrap();
+            db.flush().unwrap();
+        }
+        let e4 = prepare(&base, 4).unwrap();
+        assert_eq!(sled::open(&e4).unwrap().get("g").unwrap().as_deref(), Some(&b"1"[..]));
+        assert!(!base.exists());
+    }
+}

@@ -1,0 +1,61 @@
+"""Fault (a) of issue D2 on a local directory: three kaas brokers sharing one data directory,
+under an idempotent confluent-kafka producer (acks=all) writing numbered records v<n> to 6
+partitions; the broker process leading the most partitions is stopped (SIGSTOP) for 20 s. A
+stopped process keeps its file locks, so only its heartbeat going stale (here
+KAAS_BROKER_SESSION_TIMEOUT_MS=6000) tells the others it is gone: they must fence it and lead
+every partition within the session timeout plus a margin. On SIGCONT a second producer (records
+s<n>) bootstrapped from the stalled broker alone writes to the partitions it led; the stalled
+broker must find its fence and exit with code 75 (FENCED_EXIT_CODE), and restarted (as its
+supervisor would) lead partitions again. Then every partition is read from the beginning
+(read_committed), with every broker as it is and again after restarting every broker: every
+acknowledged record exactly once, at the partition and offset its acknowledgement named, nothing
+never produced, one high watermark per partition; every broker's log is checked
+(conftest.Broker.stop).
+
+The scenario and its helpers are test_cluster_juicefs.py's (`stall_loses_nothing`), where the
+same fault runs with each broker on its own JuiceFS mount; importing them does not bring that
+module's skip mark (it applies to the tests collected there), so this runs without JuiceFS.
+Traffic goes to 127.0.0.1 only.
+"""
+import pytest
+
+from conftest import Broker, free_port, stop_all
+from test_cluster_juicefs import STALL_ENV, TICK, stall_loses_nothing
+
+
+class LocalCluster:
+    """Brokers 1..n on one directory (as test_java_cluster.py's fixture), with `.brokers` and
+    `.bootstrap` as JuiceCluster has them."""
+
+    def __init__(self, tmp_path):
+        self.shared = tmp_path / "shared"
+        self.brokers = []
+
+    def start(self, n=3, env=None):
+        self.brokers = [Broker(self.shared, free_port(), dict(TICK, **(env or {})), node_id=i)
+                        for i in range(1, n + 1)]
+        for b in self.brokers:
+            b.start()
+        return self.brokers
+
+    @property
+    def bootstrap(self):
+        return ",".join(b.bootstrap for b in self.brokers)
+
+    def close(self):
+        problems = stop_all(self.brokers)
+        assert not problems, "\n\n".join(problems)
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    c = LocalCluster(tmp_path)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def test_stall_loses_nothing(cluster):
+    cluster.start(env=STALL_ENV)
+    stall_loses_nothing(cluster, "stall")
