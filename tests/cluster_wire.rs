@@ -239,8 +239,8 @@ fn a_paused_broker_keeps_its_partitions_so_there_is_never_a_second_writer() {
     let mut at_2 = Client::connect(ports[&2]);
     assert_eq!(produce(&mut at_2, p, batch(5, 0, 0, 1, "before")), (0, 0));
 
-    // SIGSTOP: broker 2 holds its locks but does nothing. Ten ticks later broker 1 has not taken
-    // the partition: its lease is still held, so a second writer is impossible.
+    // SIGSTOP shorter than broker_session_timeout_ms (6 s): ten ticks later broker 1 has not
+    // taken the partition (its heartbeat has not expired yet), so nothing moves for a short pause.
     signal(brokers[1].pid(), "-STOP");
     std::thread::sleep(Duration::from_millis(2_000));
     let mut at_1 = brokers[0].client();

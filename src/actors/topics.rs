@@ -31,6 +31,7 @@ use crate::store::placement;
 use crate::store::topic_config::{self, BrokerDefaults, ProduceLimits};
 use crate::store::topics::{self, TopicMeta};
 
+mod creation;
 mod deletion;
 mod growth;
 mod takeover;
@@ -189,7 +190,7 @@ where
 /// where syncfs does not flush: FUSE).
 fn open_logs(data_dir: &std::path::Path, acquired: Vec<Acquired>, parallel: bool) -> OpenedPieces {
     let open = |a: Acquired| {
-        let opened = open_log(data_dir, &a.topic.meta.name, a.partition, &a.log_config, a.lease.record.epoch);
+        let opened = open_log(data_dir, &a.topic.meta, a.partition, &a.log_config, a.lease.record.epoch);
         (a, opened)
     };
     let opened = if !parallel || acquired.len() <= OPEN_CHUNK {
@@ -290,18 +291,31 @@ impl TopicRegistry {
     /// claimed), topics a peer deleted are dropped with the partitions this broker led.
     /// Reads the topics directory; returns the topics a peer deleted with the leaders this
     /// broker ran for them (stopped, then their directories removed, by the caller).
-    fn refresh_topics(&mut self) -> Result<Vec<(String, RunningLeaders)>, topics::TopicError> {
+    fn refresh_topics(&mut self) -> Result<Vec<(String, Uuid, RunningLeaders)>, topics::TopicError> {
         let on_disk = topics::load_all(&self.settings.data_dir)?;
         let names: HashSet<String> = on_disk.iter().map(|m| m.name.clone()).collect();
         let gone: Vec<String> = self.topics.keys().filter(|n| !names.contains(*n)).cloned().collect();
         let mut deleted = Vec::new();
         for name in gone {
+            // A topic goes only through its delete record (D2 item 6).
+            let Some(known) = self.topics.get(&name) else { continue };
+            match topics::missing(&self.settings.data_dir, &known.meta)? {
+                topics::Missing::Deleted | topics::Missing::Replaced => {}
+                topics::Missing::Present => continue,
+                topics::Missing::Unexplained => {
+                    tracing::warn!(
+                        topic = %name,
+                        "topic file missing without a delete record: still served, nothing removed"
+                    );
+                    continue;
+                }
+            }
             if let Some(h) = self.topics.remove(&name) {
                 tracing::info!(topic = %name, "topic deleted by a peer");
                 let running = self.forget_partitions(&h);
                 // Not served again (nor created anew here) until its directories are gone.
                 self.deleting.insert(name.clone());
-                deleted.push((name, running));
+                deleted.push((name, h.meta.id, running));
             }
         }
         for meta in on_disk {
@@ -554,128 +568,6 @@ impl TopicRegistry {
     fn partition_count(&self) -> u64 {
         self.topics.values().map(|h| u64::try_from(h.meta.partitions).unwrap_or(0)).sum()
     }
-
-    /// Removes what a creation that did not complete left on disk.
-    fn roll_back(&self, name: &str) {
-        if let Err(e) = topics::remove_partition_dirs(&self.settings.data_dir, name) {
-            tracing::error!(topic = %name, "rolling back a failed creation: {e}");
-        }
-    }
-
-    /// Creates a topic all or nothing: every partition is opened before the topic file (the
-    /// commit point) is written, and a failure removes what was made.
-    fn create(&mut self, msg: CreateTopic) -> Result<TopicMeta, TopicFailure> {
-        let fail = |code: i16, message: String| TopicFailure { error_code: code, message };
-        topics::validate_name(&msg.name)
-            .map_err(|e| fail(ResponseError::InvalidTopicException.code(), e.to_string()))?;
-        // The file counts too; an internal topic always exists (store::topics::INTERNAL_TOPICS): a peer on the shared disk may have created it (and its partition
-        // directories are then not left-overs to remove).
-        if self.topics.contains_key(&msg.name)
-            || topics::is_internal(&msg.name)
-            || topics::exists_on_disk(&self.settings.data_dir, &msg.name)
-        {
-            return Err(fail(
-                ResponseError::TopicAlreadyExists.code(),
-                format!("Topic '{}' already exists.", msg.name),
-            ));
-        }
-        let limit = |e: topics::LimitError| fail(e.code(), e.to_string());
-        let partitions = topics::resolve_partitions(msg.partitions, self.settings.num_partitions).map_err(limit)?;
-        let configs = topic_config::validate(&msg.configs).map_err(|e| fail(e.code(), e.to_string()))?;
-        topics::check_broker_limit(self.partition_count(), partitions, self.settings.max_partitions).map_err(limit)?;
-        let meta = TopicMeta {
-            name: msg.name,
-            id: Uuid::new_v4(),
-            partitions,
-            configs,
-            placed_on: self.live.clone(),
-            added: Vec::new(),
-            placement: placement::Scheme::RoundRobin,
-        };
-        if msg.validate_only {
-            return Ok(meta);
-        }
-        // Directories of an earlier creation that crashed before its topic file was written.
-        topics::remove_partition_dirs(&self.settings.data_dir, &meta.name).map_err(|e| {
-            fail(ResponseError::KafkaStorageError.code(), format!("removing left-overs of {}: {e}", meta.name))
-        })?;
-        let log_config = self.log_config(&meta);
-        // The partitions this broker should lead open now, all or nothing; a peer opens its own
-        // on its next membership tick.
-        let me = self.local_node();
-        let fail_at = |p: i32, e: String| {
-            tracing::warn!(topic = %meta.name, partition = p, "creation rolled back: {e}");
-            fail(
-                ResponseError::KafkaStorageError.code(),
-                format!("Could not open partition {}-{p}: {e}. Topic '{}' was not created.", meta.name, meta.name),
-            )
-        };
-        let handle = TopicHandle::new(meta.clone(), &self.settings.topic_defaults());
-        let mut acquired = Vec::new();
-        for p in 0..partitions {
-            let what = Owned::Partition { topic: meta.name.clone(), partition: p };
-            if placement::leader_of(&meta, p, &self.live) != Some(me) {
-                continue;
-            }
-            let first = leases::first_lease(&meta, p);
-            match leases::try_acquire(&self.settings.data_dir, &what, me, first, true, &self.expired) {
-                Ok(Some(lease)) => {
-                    let (topic, log_config) = (handle.clone(), log_config.clone());
-                    acquired.push(Acquired { topic, partition: p, log_config, lease });
-                }
-                Ok(None) => {
-                    drop(acquired);
-                    self.roll_back(&meta.name);
-                    return Err(fail_at(p, "its lease is held by another broker".to_string()));
-                }
-                Err(e) => {
-                    drop(acquired);
-                    self.roll_back(&meta.name);
-                    return Err(fail_at(p, e.to_string()));
-                }
-            }
-        }
-        let mut leaders = Vec::new();
-        let mut failed = None;
-        for (a, opened) in open_logs(&self.settings.data_dir, acquired, false).into_iter().flatten() {
-            match opened {
-                Ok(partition) => leaders.push((a.partition, self.leader(&meta.name, a.partition, partition), a.lease)),
-                Err(e) => failed = failed.or(Some((a.partition, e.to_string()))),
-            }
-        }
-        if let Some((p, e)) = failed {
-            drop(leaders);
-            self.roll_back(&meta.name);
-            return Err(fail_at(p, e));
-        }
-        if let Err(e) = topics::save(&self.settings.data_dir, &meta) {
-            drop(leaders);
-            if let topics::TopicError::AlreadyExists(name) = e {
-                // A peer created it meanwhile: its partition directories are not ours to remove.
-                return Err(fail(ResponseError::TopicAlreadyExists.code(), format!("Topic '{name}' already exists.")));
-            }
-            self.roll_back(&meta.name);
-            return Err(fail(
-                ResponseError::KafkaStorageError.code(),
-                format!("Could not save topic '{}': {e}", meta.name),
-            ));
-        }
-        for (p, leader, lease) in leaders {
-            let addr = self.spawn_leader(leader);
-            if let Some(slot) = usize::try_from(p).ok().and_then(|i| handle.partitions.get(i)) {
-                slot.set(Some(addr));
-            }
-            let epoch = lease.record.epoch;
-            self.held.insert((meta.name.clone(), p), lease);
-            self.table_mut()
-                .grant(Owned::Partition { topic: meta.name.clone(), partition: p }, Lease { node_id: me, epoch });
-        }
-        // A new topic counts against the file budget like one recovered at start.
-        let _ = self.budget.take_topic(meta.partitions);
-        tracing::info!(topic = %meta.name, partitions = meta.partitions, "created topic");
-        self.topics.insert(meta.name.clone(), handle);
-        Ok(meta)
-    }
 }
 
 impl Actor for TopicRegistry {
@@ -793,14 +685,14 @@ impl Handler<Rebalance> for TopicRegistry {
         let (keys, leaving): (Vec<_>, Vec<_>) = self.claim_and_release().into_iter().unzip();
         let work = async move {
             let mut cleared = Vec::new();
-            for (name, running) in deleted {
+            for (name, id, running) in deleted {
                 let parts: Vec<i32> = running.iter().map(|(p, _)| *p).collect();
                 stop_all(running.into_iter().map(|(_, l)| l).collect()).await;
                 // This broker's share of a topic a peer deleted, once its leaders stopped.
                 if let Err(e) = leases::remove_partition_leases(&data_dir, &name, &parts) {
                     tracing::warn!(topic = %name, "removing the lease files of a deleted topic: {e}");
                 }
-                if let Err(e) = topics::remove_partitions(&data_dir, &name, &parts) {
+                if let Err(e) = topics::remove_partitions(&data_dir, &name, id, &parts) {
                     tracing::warn!(topic = %name, "removing the partitions of a deleted topic: {e}");
                 }
                 cleared.push(name);

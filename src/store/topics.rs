@@ -414,6 +414,31 @@ fn is_partition_dir_of(dir_name: &str, topic: &str) -> bool {
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// The file in a partition directory naming the topic (by id) the directory belongs to.
+const PARTITION_METADATA: &str = "partition.metadata";
+
+/// Makes `dir` a directory of the topic with `id` before its partition is opened: created with
+/// `partition.metadata` naming the topic when absent; kept when it names this topic (or names
+/// none: kaas before D2); emptied and made this topic's when it names another (an earlier topic
+/// of the same name, deleted, or a creation that failed). True when it replaced one.
+pub fn adopt_partition_dir(dir: &Path, id: Uuid) -> std::io::Result<bool> {
+    let file = dir.join(PARTITION_METADATA);
+    let replaced = match partition_dir_owner(dir)? {
+        Some(owner) if owner == id => return Ok(false),
+        // New, or written by kaas before D2 (whose creation removed left-overs first): this
+        // topic's.
+        None if !file.exists() => false,
+        _ => {
+            std::fs::remove_dir_all(dir)?;
+            true
+        }
+    };
+    let wanted = format!("topic_id: {}\n", id.simple());
+    crate::store::durable::create_dir_all_durable(dir)?;
+    replace_durably(&file, wanted.as_bytes())?;
+    Ok(replaced)
+}
+
 /// Removes every partition directory of `topic` (whatever its partition number): left-overs of a
 /// creation that did not complete, so a new topic of that name never starts on old data.
 pub fn remove_partition_dirs(data_dir: &Path, topic: &str) -> std::io::Result<usize> {
@@ -447,20 +472,82 @@ pub fn remove(data_dir: &Path, meta: &TopicMeta, partitions: &[i32]) -> Result<(
     if lock.is_none() {
         tracing::warn!(topic = %meta.name, "deleting without the topics lock: another broker held it too long");
     }
+    // The delete record first (D2 item 6): a peer takes a topic for deleted only by it, never
+    // because one listing of the directory missed its file.
+    let record = delete_record_path(data_dir, &meta.name, meta.id);
+    crate::store::durable::create_dir_all_durable(record.parent().unwrap_or(Path::new(".")))?;
+    File::create(&record)?.sync_all()?;
+    crate::store::durable::sync_dir(record.parent().unwrap_or(Path::new(".")))?;
     std::fs::remove_file(topics_dir(data_dir).join(format!("{}.json", meta.name)))?;
     drop(lock);
-    remove_partitions(data_dir, &meta.name, partitions)
+    remove_partitions(data_dir, &meta.name, meta.id, partitions)
+}
+
+/// The delete record of topic `name` with id `id`: `__cluster/topics/deleted/<name>.<id>`.
+fn delete_record_path(data_dir: &Path, name: &str, id: Uuid) -> PathBuf {
+    topics_dir(data_dir).join("deleted").join(format!("{name}.{}", id.simple()))
+}
+
+/// What became of a topic this broker serves whose file one listing did not show.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Missing {
+    /// Its delete record exists: deleted.
+    Deleted,
+    /// Its file is there after all (the listing missed it).
+    Present,
+    /// Replaced by a topic of the same name with another id (deleted, then created again).
+    Replaced,
+    /// No file and no delete record: nothing is deleted on a guess.
+    Unexplained,
+}
+
+/// Looks again at topic `meta`, missing from a listing.
+pub fn missing(data_dir: &Path, meta: &TopicMeta) -> Result<Missing, TopicError> {
+    if delete_record_path(data_dir, &meta.name, meta.id).exists() {
+        return Ok(Missing::Deleted);
+    }
+    Ok(match load_one(data_dir, &meta.name)? {
+        Some(m) if m.id == meta.id => Missing::Present,
+        Some(_) => Missing::Replaced,
+        None => Missing::Unexplained,
+    })
 }
 
 /// Removes the directories of `partitions` of `topic` (those that exist).
-pub fn remove_partitions(data_dir: &Path, topic: &str, partitions: &[i32]) -> Result<(), TopicError> {
+/// Removes the directories of `partitions` of the topic `topic` with `id` (those that exist and
+/// are that topic's: a directory a later topic of the name already took is left to it).
+pub fn remove_partitions(data_dir: &Path, topic: &str, id: Uuid, partitions: &[i32]) -> Result<(), TopicError> {
+    remove_partitions_if(data_dir, topic, partitions, |owner| owner.is_none_or(|o| o == id))
+}
+
+/// Removes the directories of `partitions` of `topic` that are not the topic `id`'s: left-overs
+/// of an earlier topic of the name, before partitions of those numbers are added.
+pub fn remove_foreign_partitions(data_dir: &Path, topic: &str, id: Uuid, partitions: &[i32]) -> Result<(), TopicError> {
+    remove_partitions_if(data_dir, topic, partitions, |owner| owner != Some(id))
+}
+
+fn remove_partitions_if(
+    data_dir: &Path,
+    topic: &str,
+    partitions: &[i32],
+    remove: impl Fn(Option<Uuid>) -> bool,
+) -> Result<(), TopicError> {
     for p in partitions {
         let dir = partition_dir(data_dir, topic, *p);
-        if dir.exists() {
+        if dir.exists() && remove(partition_dir_owner(&dir)?) {
             std::fs::remove_dir_all(dir)?;
         }
     }
     Ok(())
+}
+
+/// The topic id a partition directory names (None: none, kaas before D2).
+fn partition_dir_owner(dir: &Path) -> std::io::Result<Option<Uuid>> {
+    match std::fs::read_to_string(dir.join(PARTITION_METADATA)) {
+        Ok(text) => Ok(text.trim().strip_prefix("topic_id: ").and_then(|id| Uuid::parse_str(id).ok())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 #[cfg(test)]
@@ -535,6 +622,43 @@ mod tests {
         left.sort();
         assert_eq!(left, ["t-1-0", "t-x", "tt-0", "u-0"]);
         assert_eq!(remove_partition_dirs(tempfile::tempdir().unwrap().path(), "t").unwrap(), 0);
+    }
+
+    #[test]
+    fn a_partition_directory_of_an_earlier_topic_of_the_name_is_replaced_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t-0");
+        let (old, new) = (Uuid::new_v4(), Uuid::new_v4());
+        assert!(!adopt_partition_dir(&p, old).unwrap(), "a new directory");
+        std::fs::write(p.join("00000000000000000000.log"), b"old data").unwrap();
+        assert!(!adopt_partition_dir(&p, old).unwrap(), "its own");
+        assert!(p.join("00000000000000000000.log").exists());
+        assert!(adopt_partition_dir(&p, new).unwrap(), "another topic's");
+        assert!(!p.join("00000000000000000000.log").exists());
+        assert!(!adopt_partition_dir(&p, new).unwrap());
+        // kaas before D2 wrote no partition.metadata: adopted as it is.
+        let legacy = dir.path().join("t-1");
+        std::fs::create_dir_all(&legacy).unwrap();
+        std::fs::write(legacy.join("00000000000000000000.log"), b"data").unwrap();
+        assert!(!adopt_partition_dir(&legacy, new).unwrap());
+        assert!(legacy.join("00000000000000000000.log").exists());
+    }
+
+    #[test]
+    fn a_topic_is_deleted_only_by_its_delete_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = meta_t();
+        save(dir.path(), &meta).unwrap();
+        assert_eq!(missing(dir.path(), &meta).unwrap(), Missing::Present, "a listing that missed it");
+        std::fs::remove_file(topics_dir(dir.path()).join("t.json")).unwrap();
+        assert_eq!(missing(dir.path(), &meta).unwrap(), Missing::Unexplained, "gone without a record");
+        save(dir.path(), &meta).unwrap();
+        remove(dir.path(), &meta, &[]).unwrap();
+        assert_eq!(missing(dir.path(), &meta).unwrap(), Missing::Deleted);
+        let again = meta_t();
+        save(dir.path(), &again).unwrap();
+        assert_eq!(missing(dir.path(), &again).unwrap(), Missing::Present, "the old record is not the new topic's");
+        assert_eq!(load_all(dir.path()).unwrap().len(), 1, "delete records are not topics");
     }
 
     fn meta_t() -> TopicMeta {

@@ -100,7 +100,7 @@ impl TopicRegistry {
         let new: Vec<i32> = (current..msg.count).collect();
         leases::remove_partition_leases(&data_dir, &msg.name, &new)
             .map_err(|e| storage("Could not remove old lease files", e))?;
-        topics::remove_partitions(&data_dir, &msg.name, &new)
+        topics::remove_foreign_partitions(&data_dir, &msg.name, on_disk.id, &new)
             .map_err(|e| storage("Could not remove old partition directories", e))?;
         topics::replace(&data_dir, &grown, &lock).map_err(|e| storage("Could not save the topic", e))?;
         drop(lock);

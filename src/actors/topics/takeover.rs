@@ -10,12 +10,17 @@ use crate::store::topics;
 /// Opens (recovers) partition `p`'s log under leader epoch `leader_epoch`.
 pub(super) fn open_log(
     data_dir: &std::path::Path,
-    topic: &str,
+    meta: &topics::TopicMeta,
     p: i32,
     log_config: &LogConfig,
     leader_epoch: i32,
 ) -> Result<Partition, LogError> {
+    let topic = meta.name.as_str();
     let dir = topics::partition_dir(data_dir, topic, p);
+    // A directory of an earlier topic of this name is not this one's (D2 item 6).
+    if topics::adopt_partition_dir(&dir, meta.id)? {
+        tracing::info!(topic, partition = p, "replaced the directory an earlier topic of this name left");
+    }
     let (partition, info) = Partition::open_at(dir, log_config.clone(), now_ms(), leader_epoch)?;
     match info.took_over_from {
         Some(previous) => tracing::info!(
