@@ -154,8 +154,9 @@ fn acquire(
     if let (Some(node), Some(incarnation)) = (fenced, before) {
         // The node may have started again between the fence and the claim, and its new process
         // kept the epoch (a clean restart): it registered before it read the claims, so it is
-        // the registration now, and it is fenced too. (If this fence fails, the claim stays
-        // unopened until a later tick; see ARCHITECTURE, "Claims".)
+        // the registration now, and it is fenced too. (If this fence fails, the error leaves
+        // the claim unopened; a later tick keeps it without this check: a double fault, noted
+        // in README "Not yet done".)
         if broker_incarnation(data_dir, node)? != incarnation {
             fence_predecessor(data_dir, node)?;
         }
