@@ -184,15 +184,15 @@ impl Broker {
         // Joining the cluster of brokers sharing the data directory (a cluster of one, alone).
         let mut registration =
             leases::register(&settings.data_dir, &local).map_err(|e| ServerError::Startup(e.to_string()))?;
+        let fence = SelfFence::new(&settings.data_dir, settings.node_id, registration.incarnation());
         let freshness = Freshness::new(Duration::from_millis(settings.broker_session_timeout_ms));
         let heartbeats = match registration.heartbeat.take() {
             Some(writer) => {
                 let every = Duration::from_millis(settings.broker_heartbeat_interval_ms);
-                Some(Heartbeats::start(writer, every, freshness.clone())?)
+                Some(Heartbeats::start(writer, every, freshness.clone(), fence.clone())?)
             }
             None => None,
         };
-        let fence = SelfFence::new(&settings.data_dir, settings.node_id, registration.incarnation());
         let syncer = Syncer::start(
             settings.sync_threads,
             MAILBOX_CAPACITY * 4,

@@ -10,53 +10,10 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use common::cluster::{name, wait_for, TICK};
-use common::{batch, Broker, Client};
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::*;
+use common::cluster::{metadata_of as leaders, produce_to, wait_for, TICK};
+use common::{batch, create_topic_code as create_code, delete_topic_named as delete, Broker, Client};
 
 const TOPIC_ALREADY_EXISTS: i16 = 36;
-
-fn create_code(c: &mut Client, topic: &str, partitions: i32) -> i16 {
-    let mut t = CreatableTopic::default();
-    t.name = name(topic);
-    t.num_partitions = partitions;
-    t.replication_factor = 1;
-    let mut req = CreateTopicsRequest::default();
-    req.topics = vec![t];
-    req.timeout_ms = 10_000;
-    let resp: CreateTopicsResponse = c.call(ApiKey::CreateTopics, 5, req);
-    resp.topics[0].error_code
-}
-
-fn delete(c: &mut Client, topic: &str) {
-    let mut req = DeleteTopicsRequest::default();
-    req.topic_names = vec![name(topic)];
-    req.timeout_ms = 10_000;
-    let resp: DeleteTopicsResponse = c.call(ApiKey::DeleteTopics, 5, req);
-    assert_eq!(resp.responses[0].error_code, 0, "deleting {topic}");
-}
-
-/// (live brokers: node -> port, partition -> leader) of `topic` as `c` sees it (no partitions
-/// while the topic is unknown).
-fn leaders(c: &mut Client, topic: &str) -> (BTreeMap<i32, u16>, BTreeMap<i32, i32>) {
-    let mut t = MetadataRequestTopic::default();
-    t.name = Some(name(topic));
-    let mut req = MetadataRequest::default();
-    req.topics = Some(vec![t]);
-    req.allow_auto_topic_creation = false;
-    let resp: MetadataResponse = c.call(ApiKey::Metadata, 9, req);
-    let brokers = resp.brokers.iter().map(|b| (b.node_id.0, b.port as u16)).collect();
-    let leaders = resp
-        .topics
-        .iter()
-        .filter(|t| t.error_code == 0)
-        .flat_map(|t| t.partitions.iter().map(|p| (p.partition_index, p.leader_id.0)))
-        .collect();
-    (brokers, leaders)
-}
 
 /// Every one of `partitions` partitions of `topic` led by a broker of `live`, the same on every
 /// broker of `brokers`.
@@ -76,19 +33,7 @@ fn settled(brokers: &[&Broker], topic: &str, partitions: i32, live: &BTreeSet<i3
 }
 
 fn produce(c: &mut Client, topic: &str, partition: i32, producer: i64) -> (i16, i64) {
-    let mut p = PartitionProduceData::default();
-    p.index = partition;
-    p.records = Some(batch(producer, 0, 0, 2, "r"));
-    let mut t = TopicProduceData::default();
-    t.name = name(topic);
-    t.partition_data = vec![p];
-    let mut req = ProduceRequest::default();
-    req.acks = -1;
-    req.timeout_ms = 10_000;
-    req.topic_data = vec![t];
-    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
-    let p = &resp.responses[0].partition_responses[0];
-    (p.error_code, p.base_offset)
+    produce_to(c, topic, partition, batch(producer, 0, 0, 2, "r"))
 }
 
 fn start(shared: &std::path::Path, ids: &[i32]) -> Vec<Broker> {

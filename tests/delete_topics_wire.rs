@@ -61,11 +61,7 @@ fn deleted_open_files(pid: u32) -> Vec<String> {
 }
 
 fn delete_topic(c: &mut Client) {
-    let mut req = DeleteTopicsRequest::default();
-    req.topic_names = vec![name()];
-    req.timeout_ms = 10_000;
-    let resp: DeleteTopicsResponse = c.call(ApiKey::DeleteTopics, 5, req);
-    assert_eq!(resp.responses[0].error_code, 0);
+    common::delete_topic_named(c, TOPIC);
 }
 
 #[test]

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::store::cluster::fence::SelfFence;
 use crate::store::cluster::liveness::{Freshness, HeartbeatWriter};
 
 /// The running heartbeat; dropping it stops the beats (a stopping broker).
@@ -17,7 +18,15 @@ pub struct Heartbeats {
 }
 
 impl Heartbeats {
-    pub fn start(mut writer: HeartbeatWriter, every: Duration, freshness: Freshness) -> std::io::Result<Heartbeats> {
+    /// Beats until dropped, or until this broker is seen fenced (`fence`, no I/O): a fenced
+    /// incarnation's beats would only keep it looking live while it stops, and would overwrite
+    /// the next incarnation's file.
+    pub fn start(
+        mut writer: HeartbeatWriter,
+        every: Duration,
+        freshness: Freshness,
+        fence: SelfFence,
+    ) -> std::io::Result<Heartbeats> {
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = stop.clone();
         // The registration wrote the first beat just now.
@@ -26,6 +35,9 @@ impl Heartbeats {
             let mut failing = false;
             while !stopped.load(Ordering::Acquire) {
                 std::thread::sleep(every);
+                if fence.is_fenced() {
+                    break;
+                }
                 let started = Instant::now();
                 match writer.renew() {
                     Ok(()) => {

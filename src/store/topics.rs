@@ -406,29 +406,35 @@ pub fn exists_on_disk(data_dir: &Path, name: &str) -> bool {
     topics_dir(data_dir).join(format!("{name}.json")).exists()
 }
 
-/// True when `dir_name` is `<topic>-<partition number>`.
-fn is_partition_dir_of(dir_name: &str, topic: &str) -> bool {
-    dir_name
-        .strip_prefix(topic)
-        .and_then(|rest| rest.strip_prefix('-'))
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-}
-
 /// The file in a partition directory naming the topic (by id) the directory belongs to.
 const PARTITION_METADATA: &str = "partition.metadata";
 
 /// Makes `dir` a directory of the topic with `id` before its partition is opened: created with
 /// `partition.metadata` naming the topic when absent; kept when it names this topic (or names
 /// none: kaas before D2); emptied and made this topic's when it names another (an earlier topic
-/// of the same name, deleted, or a creation that failed). True when it replaced one.
-pub fn adopt_partition_dir(dir: &Path, id: Uuid) -> std::io::Result<bool> {
+/// of the same name, deleted, or a creation that failed), and only while `still_current` says
+/// this topic is the one its file names now: a broker that stalled holding a deleted topic
+/// must not empty the directory of the topic created again under the name. True when it
+/// replaced one.
+pub fn adopt_partition_dir(
+    dir: &Path,
+    id: Uuid,
+    still_current: impl FnOnce() -> std::io::Result<bool>,
+) -> std::io::Result<bool> {
     let file = dir.join(PARTITION_METADATA);
     let replaced = match partition_dir_owner(dir)? {
         Some(owner) if owner == id => return Ok(false),
         // New, or written by kaas before D2 (whose creation removed left-overs first): this
         // topic's.
         None if !file.exists() => false,
-        _ => {
+        Some(_) | None => {
+            if !still_current()? {
+                return Err(std::io::Error::other(format!(
+                    "{} belongs to another topic of this name and this one ({}) was deleted",
+                    dir.display(),
+                    id.simple()
+                )));
+            }
             std::fs::remove_dir_all(dir)?;
             true
         }
@@ -437,29 +443,6 @@ pub fn adopt_partition_dir(dir: &Path, id: Uuid) -> std::io::Result<bool> {
     crate::store::durable::create_dir_all_durable(dir)?;
     replace_durably(&file, wanted.as_bytes())?;
     Ok(replaced)
-}
-
-/// Removes every partition directory of `topic` (whatever its partition number): left-overs of a
-/// creation that did not complete, so a new topic of that name never starts on old data.
-pub fn remove_partition_dirs(data_dir: &Path, topic: &str) -> std::io::Result<usize> {
-    let root = data_dir.join("topics");
-    let entries = match std::fs::read_dir(&root) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-        Err(e) => return Err(e),
-    };
-    let mut removed = 0;
-    for entry in entries {
-        let entry = entry?;
-        if is_partition_dir_of(&entry.file_name().to_string_lossy(), topic) {
-            std::fs::remove_dir_all(entry.path())?;
-            removed += 1;
-        }
-    }
-    if removed > 0 {
-        File::open(&root)?.sync_all()?;
-    }
-    Ok(removed)
 }
 
 /// Deletes the topic: its file (from then on no broker serves it) and the directories of the
@@ -609,38 +592,26 @@ mod tests {
     }
 
     #[test]
-    fn left_over_partition_dirs_of_a_topic_are_removed_and_no_others() {
-        let dir = tempfile::tempdir().unwrap();
-        for d in ["t-0", "t-17", "t-x", "t-1-0", "tt-0", "u-0"] {
-            std::fs::create_dir_all(dir.path().join("topics").join(d)).unwrap();
-        }
-        assert_eq!(remove_partition_dirs(dir.path(), "t").unwrap(), 2);
-        let mut left: Vec<String> = std::fs::read_dir(dir.path().join("topics"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        left.sort();
-        assert_eq!(left, ["t-1-0", "t-x", "tt-0", "u-0"]);
-        assert_eq!(remove_partition_dirs(tempfile::tempdir().unwrap().path(), "t").unwrap(), 0);
-    }
-
-    #[test]
     fn a_partition_directory_of_an_earlier_topic_of_the_name_is_replaced_at_open() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("t-0");
         let (old, new) = (Uuid::new_v4(), Uuid::new_v4());
-        assert!(!adopt_partition_dir(&p, old).unwrap(), "a new directory");
+        assert!(!adopt_partition_dir(&p, old, || Ok(true)).unwrap(), "a new directory");
         std::fs::write(p.join("00000000000000000000.log"), b"old data").unwrap();
-        assert!(!adopt_partition_dir(&p, old).unwrap(), "its own");
+        assert!(!adopt_partition_dir(&p, old, || Ok(true)).unwrap(), "its own");
         assert!(p.join("00000000000000000000.log").exists());
-        assert!(adopt_partition_dir(&p, new).unwrap(), "another topic's");
+        assert!(adopt_partition_dir(&p, new, || Ok(true)).unwrap(), "another topic's");
         assert!(!p.join("00000000000000000000.log").exists());
-        assert!(!adopt_partition_dir(&p, new).unwrap());
+        assert!(!adopt_partition_dir(&p, new, || Ok(true)).unwrap());
+        // A broker that stalled holding the deleted topic leaves the new one's directory alone.
+        std::fs::write(p.join("00000000000000000000.log"), b"new data").unwrap();
+        assert!(adopt_partition_dir(&p, old, || Ok(false)).is_err());
+        assert_eq!(std::fs::read(p.join("00000000000000000000.log")).unwrap(), b"new data");
         // kaas before D2 wrote no partition.metadata: adopted as it is.
         let legacy = dir.path().join("t-1");
         std::fs::create_dir_all(&legacy).unwrap();
         std::fs::write(legacy.join("00000000000000000000.log"), b"data").unwrap();
-        assert!(!adopt_partition_dir(&legacy, new).unwrap());
+        assert!(!adopt_partition_dir(&legacy, new, || Ok(true)).unwrap());
         assert!(legacy.join("00000000000000000000.log").exists());
     }
 

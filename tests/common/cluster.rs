@@ -24,8 +24,13 @@ pub fn name(s: &str) -> TopicName {
 
 /// (live brokers: node -> port, partition -> leader node) as `c` sees them.
 pub fn metadata(c: &mut Client) -> (BTreeMap<i32, u16>, BTreeMap<i32, i32>) {
+    metadata_of(c, TOPIC)
+}
+
+/// `metadata` of `topic` (no partitions while it is unknown).
+pub fn metadata_of(c: &mut Client, topic: &str) -> (BTreeMap<i32, u16>, BTreeMap<i32, i32>) {
     let mut t = MetadataRequestTopic::default();
-    t.name = Some(name(TOPIC));
+    t.name = Some(name(topic));
     let mut req = MetadataRequest::default();
     req.topics = Some(vec![t]);
     req.allow_auto_topic_creation = false;
@@ -46,11 +51,16 @@ pub fn create(c: &mut Client) {
 
 /// (error, base offset) of one Produce v9 with acks=all.
 pub fn produce(c: &mut Client, partition: i32, records: Bytes) -> (i16, i64) {
+    produce_to(c, TOPIC, partition, records)
+}
+
+/// `produce` to `topic`.
+pub fn produce_to(c: &mut Client, topic: &str, partition: i32, records: Bytes) -> (i16, i64) {
     let mut p = PartitionProduceData::default();
     p.index = partition;
     p.records = Some(records);
     let mut t = TopicProduceData::default();
-    t.name = name(TOPIC);
+    t.name = name(topic);
     t.partition_data = vec![p];
     let mut req = ProduceRequest::default();
     req.acks = -1;

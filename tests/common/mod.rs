@@ -471,6 +471,11 @@ pub fn create_topic(c: &mut Client, name: &str) {
 
 /// Creates a topic of `partitions` partitions and checks it worked.
 pub fn create_topic_with(c: &mut Client, name: &str, partitions: i32) {
+    assert_eq!(create_topic_code(c, name, partitions), 0);
+}
+
+/// CreateTopics' error code for one topic of `partitions` partitions.
+pub fn create_topic_code(c: &mut Client, name: &str, partitions: i32) -> i16 {
     use kafka_protocol::messages::create_topics_request::CreatableTopic;
     use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse, TopicName};
     let mut t = CreatableTopic::default();
@@ -481,7 +486,17 @@ pub fn create_topic_with(c: &mut Client, name: &str, partitions: i32) {
     req.topics = vec![t];
     req.timeout_ms = 10_000;
     let resp: CreateTopicsResponse = c.call(ApiKey::CreateTopics, 5, req);
-    assert_eq!(resp.topics[0].error_code, 0);
+    resp.topics[0].error_code
+}
+
+/// Deletes topic `name` and checks it worked.
+pub fn delete_topic_named(c: &mut Client, name: &str) {
+    use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
+    let mut req = DeleteTopicsRequest::default();
+    req.topic_names = vec![TopicName(StrBytes::from_string(name.to_string()))];
+    req.timeout_ms = 10_000;
+    let resp: DeleteTopicsResponse = c.call(ApiKey::DeleteTopics, 5, req);
+    assert_eq!(resp.responses[0].error_code, 0, "deleting {name}");
 }
 
 /// A process's peak resident memory (VmHWM), in KiB.

@@ -18,7 +18,11 @@ pub(super) fn open_log(
     let topic = meta.name.as_str();
     let dir = topics::partition_dir(data_dir, topic, p);
     // A directory of an earlier topic of this name is not this one's (D2 item 6).
-    if topics::adopt_partition_dir(&dir, meta.id)? {
+    let still_current = || {
+        let on_disk = topics::load_one(data_dir, topic).map_err(std::io::Error::other)?;
+        Ok(on_disk.is_some_and(|m| m.id == meta.id))
+    };
+    if topics::adopt_partition_dir(&dir, meta.id, still_current)? {
         tracing::info!(topic, partition = p, "replaced the directory an earlier topic of this name left");
     }
     let (partition, info) = Partition::open_at(dir, log_config.clone(), now_ms(), leader_epoch)?;

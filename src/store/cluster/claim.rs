@@ -172,21 +172,24 @@ pub fn mark_released(lease: &Path, record: LeaseRecord) -> std::io::Result<()> {
 }
 
 /// Removes every claim and release mark of the lease at `lease` (its partition was deleted).
-/// Claims are contiguous from epoch 1 (a partition's epoch 0 is its creation's) up to the
-/// newest, so they are found without listing a directory that holds every partition's.
+/// Claims are contiguous from the first one (epoch 0 or 1: a partition's epoch 0 may be its
+/// creation's, with no claim file) up to the newest, so they are found without listing a
+/// directory that holds every partition's, and the walk ends at the first epoch above 0 with
+/// neither a claim nor a mark: bounded by the files there, never by a number read from disk.
 pub fn remove_all(lease: &Path) -> std::io::Result<()> {
     let gone = |p: PathBuf| match std::fs::remove_file(p) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(e),
     };
-    let hint = read_json(lease)?.map_or(0, |h| h.epoch);
-    for epoch in 0.. {
+    let mut epoch = 0i32;
+    loop {
         let claimed = gone(claim_path(lease, epoch))?;
         let marked = gone(released_path(lease, epoch))?;
-        if !claimed && !marked && epoch > hint.saturating_add(1) {
+        if !claimed && !marked && epoch > 0 || epoch == i32::MAX {
             break;
         }
+        epoch += 1;
     }
     gone(lease.to_path_buf()).map(|_| ())
 }
