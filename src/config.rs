@@ -19,6 +19,16 @@ pub enum ConfigError {
     Invalid(&'static str, String),
 }
 
+/// `when_fenced`: what a fenced broker does (actors::membership).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WhenFenced {
+    /// Start again in place (the same command line, a new process image and incarnation).
+    Rejoin,
+    /// Exit with code 75 (EX_TEMPFAIL) for a supervisor to restart.
+    Exit,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Settings {
@@ -109,6 +119,11 @@ pub struct Settings {
     pub broker_session_timeout_ms: u64,
     /// Kafka's broker.heartbeat.interval.ms: how often a broker renews its heartbeat file.
     pub broker_heartbeat_interval_ms: u64,
+    /// What a broker does once it finds itself fenced (its peers took over what it served
+    /// while it was stalled or cut off from the disk): `rejoin` starts it again in place as a
+    /// new incarnation (as a fenced Kafka broker registers again), `exit` stops it with code 75
+    /// for a supervisor to restart. Not a Kafka setting.
+    pub when_fenced: WhenFenced,
     /// Kafka's group.consumer.heartbeat.interval.ms (KIP-848 consumer groups).
     pub group_consumer_heartbeat_interval_ms: i32,
     /// Kafka's group.consumer.session.timeout.ms: a member silent this long is removed.
@@ -188,6 +203,7 @@ impl Default for Settings {
             cluster_tick_ms: 500,
             broker_session_timeout_ms: 6_000,
             broker_heartbeat_interval_ms: 1_000,
+            when_fenced: WhenFenced::Rejoin,
             group_consumer_heartbeat_interval_ms: 5000,
             group_consumer_session_timeout_ms: 45_000,
             group_consumer_max_size: 10_000,
@@ -489,6 +505,13 @@ mod tests {
 
     fn refused(text: &str, setting: &str) -> bool {
         matches!(load_toml(text), Err(ConfigError::Invalid(name, _)) if name == setting)
+    }
+
+    #[test]
+    fn when_fenced_is_rejoin_or_exit() {
+        assert_eq!(load_toml("").unwrap().when_fenced, WhenFenced::Rejoin);
+        assert_eq!(load_toml("when_fenced = \"exit\"\n").unwrap().when_fenced, WhenFenced::Exit);
+        assert!(load_toml("when_fenced = \"restart\"\n").is_err());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! D2 item 5 through the real binary: a broker that finds itself fenced (another broker took
 //! over what it served while it was cut off from the shared disk: store::cluster::fence)
-//! acknowledges nothing more after its fsync, and stops with exit code 75; its next start is
-//! a new incarnation that takes its partitions at a new leader epoch and seals their files.
+//! acknowledges nothing more after its fsync and stops: by default it re-executes itself in
+//! place (`when_fenced = rejoin`), with `exit` it exits with code 75; its next start is a new
+//! incarnation that takes its partitions at a new leader epoch and seals their files.
 
 mod common;
 
@@ -55,7 +56,7 @@ fn a_fenced_broker_acknowledges_nothing_more_and_its_next_start_takes_over_at_a_
 
 #[test]
 fn a_fenced_broker_stops_with_exit_code_75() {
-    let mut broker = Broker::start_with_env(&[("KAAS_CLUSTER_TICK_MS", "100")]);
+    let mut broker = Broker::start_with_env(&[("KAAS_CLUSTER_TICK_MS", "100"), ("KAAS_WHEN_FENCED", "exit")]);
     broker.allow_log_errors("stopping: this broker");
     fence(&broker.data_dir(), 0);
     let status = broker.exited_within(Duration::from_secs(10)).expect("a fenced broker stops");
@@ -78,5 +79,30 @@ fn a_clean_restart_keeps_the_leader_epoch_and_an_unclean_one_moves_it() {
     let mut c = broker.client();
     assert_eq!(leader_epoch(&mut c, 0), first + 1, "after kill -9 the old process is fenced and its files sealed");
     assert_eq!(produce(&mut c, 0, batch(11, 0, 0, 1, "b")).0, 0);
+    broker.finish();
+}
+
+#[test]
+fn a_fenced_broker_rejoins_in_place_as_a_new_incarnation() {
+    let mut broker = Broker::start_with_env(&[("KAAS_CLUSTER_TICK_MS", "100")]);
+    broker.allow_log_errors("stopping: this broker");
+    let mut c = broker.client();
+    cluster::create(&mut c);
+    assert_eq!(produce(&mut c, 0, batch(9, 0, 0, 1, "before")).0, 0);
+    let epoch_before = leader_epoch(&mut c, 0);
+    let data_dir = broker.data_dir();
+    let fenced = incarnation(&data_dir, 0);
+    fence(&data_dir, 0);
+    // The same process (the exec keeps the pid) registers again under a new incarnation.
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while incarnation(&data_dir, 0) == fenced || common::api_versions_problem(broker.port).is_some() {
+        assert!(std::time::Instant::now() < deadline, "no new incarnation serving:\n{}", broker.log());
+        assert!(broker.is_running(), "a fenced broker with when_fenced = rejoin exited:\n{}", broker.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(broker.log().contains("rejoining the cluster as a new incarnation"), "{}", broker.log());
+    let mut c = broker.client();
+    assert_eq!(produce(&mut c, 0, batch(10, 0, 0, 1, "rejoined")).0, 0);
+    assert!(leader_epoch(&mut c, 0) > epoch_before, "the fenced incarnation's epoch is not kept");
     broker.finish();
 }

@@ -12,7 +12,7 @@ use actix::{Actor, Addr, AsyncContext, Context};
 
 use super::coordinators::{Coordinators, PlaceCoordinators};
 use super::topics::{Rebalance, TopicRegistry};
-use crate::config::Settings;
+use crate::config::{Settings, WhenFenced};
 use crate::store::cluster::fence::{FenceError, SelfFence};
 use crate::store::cluster::liveness::{Freshness, Liveness};
 use crate::store::leases;
@@ -20,6 +20,20 @@ use crate::store::ownership::{Broker, Ownership};
 
 /// The exit code of a fenced broker (EX_TEMPFAIL: restart it).
 pub const FENCED_EXIT_CODE: i32 = 75;
+
+/// Starts this broker again in place: the same command line and environment in a new process
+/// image (execve), so nothing of the fenced incarnation survives (no partition, coordinator,
+/// cached state or connection; every descriptor is close-on-exec, so its locks go too) and the
+/// new one registers as any restarted broker does. Returns only if the exec failed.
+fn rejoin() {
+    use std::os::unix::process::CommandExt;
+    let mut args = std::env::args_os();
+    let argv0 = args.next().unwrap_or_else(|| "kaas".into());
+    tracing::warn!("rejoining the cluster as a new incarnation (when_fenced = rejoin)");
+    // /proc/self/exe: this binary even if its path was replaced or removed meanwhile.
+    let error = std::process::Command::new("/proc/self/exe").arg0(argv0).args(args).exec();
+    tracing::error!("could not start again ({error}); exiting for a supervisor to restart it");
+}
 
 pub struct Membership {
     settings: Arc<Settings>,
@@ -63,10 +77,14 @@ impl Membership {
 
     /// A fenced broker stops at once (store::cluster::fence): a broker took over what it
     /// served while it was cut off from the disk or stalled, and it must not answer for any of
-    /// it again. A restart (its supervisor's) joins again as a new incarnation.
+    /// it again. It then joins again as a new incarnation: in place (`when_fenced = rejoin`)
+    /// or by its supervisor's restart (`exit`).
     fn stop_if_fenced(&self) {
         if let Err(e @ FenceError::Fenced { .. }) = self.fence.check() {
             tracing::error!("stopping: {e}");
+            if self.settings.when_fenced == WhenFenced::Rejoin {
+                rejoin();
+            }
             std::process::exit(FENCED_EXIT_CODE);
         }
     }

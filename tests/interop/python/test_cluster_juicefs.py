@@ -6,10 +6,11 @@ confluent-kafka producer (acks=all) writing numbered records v<n> to 6 partition
   partitions is stopped (SIGSTOP) for 20 s while its mount keeps running, so it keeps its
   JuiceFS session and every lock it holds; the others must see its heartbeat go stale
   (KAAS_BROKER_SESSION_TIMEOUT_MS=6000), fence it and serve its partitions within the session
-  timeout plus a margin; on SIGCONT the stalled broker must find its fence and exit with
-  FENCED_EXIT_CODE, a second producer (records s<n>) bootstrapped from it alone writes to the
-  partitions it led, and restarted it must lead partitions again. Afterwards every broker is
-  restarted and the topic read again. The same fault on a local directory is
+  timeout plus a margin; on SIGCONT the stalled broker must find its fence and start again in
+  place (when_fenced = rejoin, the default), a second producer (records s<n>) bootstrapped from
+  it alone writes to the partitions it led, and rejoined it must lead partitions again.
+  Afterwards every broker is restarted and the topic read again. The same fault on a local
+  directory, with when_fenced = exit (the broker exits with code 75 and the test restarts it), is
   test_cluster_stall.py, which runs `stall_loses_nothing` from here;
 - fault (c), `test_kill9_on_juicefs_loses_nothing`: a partition leader is killed -9 mid-run and
   restarted later;
@@ -18,8 +19,12 @@ confluent-kafka producer (acks=all) writing numbered records v<n> to 6 partition
   ~5 JuiceFS heartbeats later, another mount cleans its session up and with it every lock the
   broker held; the others take its partitions over; then the mount is resumed (SIGCONT) and
   flushes what the stale broker had buffered, and a second producer (records s<n>) bootstrapped
-  from the stale broker alone writes to the partitions it led. Afterwards every broker is
-  restarted and the topic read again.
+  from the stale broker alone writes to the partitions it led; the fenced broker must start
+  again in place. Afterwards every broker is restarted and the topic read again.
+
+In (a) and (b) a raw idempotent producer (idempotent_probe.RetryProbe, records r<n>) writes one
+batch to every partition before the fault and sends each again once the others lead: every retry
+must be answered as a duplicate (NONE, the first offset) and its record be there once.
 
 Each reads every partition from the beginning (read_committed) and requires every acknowledged
 record exactly once, at the partition and offset its acknowledgement named, no (partition,
@@ -46,6 +51,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 import juicefs
 from conftest import ANSI_RE, Broker, free_port, poll_until, stop_all
+from idempotent_probe import RetryProbe
 from kaashelpers import create_topic, read_frame, request_frame, unique_topic, wait_topic_ready
 
 REASON = juicefs.unavailable_reason()
@@ -235,6 +241,35 @@ def wait_taken_over(survivors, victim, topic, timeout=FAILOVER_TIMEOUT):
         return None
     return poll_until(taken, timeout, f"brokers {sorted(ids)} to lead every partition of {topic} "
                       f"(broker {victim.node_id} gone)", interval=0.2)
+
+
+def leader_ports(brokers, topic):
+    """{partition: port of its leader} as the first of `brokers` that answers Metadata says,
+    or None."""
+    ports = {b.node_id: b.port for b in brokers}
+    for b in brokers:
+        view = metadata_leaders(b.port, topic, timeout=2.0) if b.alive() else None
+        if view:
+            return {p: ports[n] for p, n in view.items() if n in ports}
+    return None
+
+
+def retry_probe(brokers, topic):
+    """A RetryProbe with its batch of one record written to every partition of `topic`."""
+    return RetryProbe(topic, range(PARTITIONS)).send(brokers[0].port, lambda: leader_ports(brokers, topic))
+
+
+def retried_as_duplicates(probe, survivors, topic, label):
+    """Sends the probe's batches again, to the partitions' leaders among `survivors` (after a
+    takeover): each must be answered NONE with its first offset (eos-rules 19)."""
+    answers = probe.retry(lambda: leader_ports(survivors, topic))
+    bad = probe.check_retries(answers)
+    print(f"[{label}] idempotent retries of batches written before the fault, after the takeover: "
+          f"{ {p: a for p, a in answers.items()} } (partition: (error, base offset)); first offsets "
+          f"{ {a[0]: a[1] for a in probe.acked.values()} }")
+    assert not bad, (f"[{label}] idempotent retries of batches acknowledged before the fault not "
+                     f"answered as duplicates (NONE, the first offset) by the new leaders: "
+                     f"(partition, first offset, (error, base offset)) {bad}")
 
 
 # ----------------------------------------------------------------------------- load
@@ -502,14 +537,14 @@ def assert_producer_healthy(load):
                              f"{list(load.failed.items())[:5]}; client errors {load.client_errors[:10]}")
 
 
-def read_live_and_after_restart(cluster, topic, load, stale, label):
+def read_live_and_after_restart(cluster, topic, load, stale, label, others=()):
     """Reads the topic back (read_back, tally) with every broker as it is, then stops (and checks,
     conftest.Broker.stop) every broker of `cluster`, starts them again and reads it back again:
     what a later open of the logs keeps. `load`: the producer that ran throughout, `stale`: the
-    one bootstrapped from the faulty broker alone. Prints what it found; returns it for
-    assert_all_kept."""
+    one bootstrapped from the faulty broker alone, `others`: more writers counted the same way
+    (a RetryProbe). Prints what it found; returns it for assert_all_kept."""
     brokers = cluster.brokers
-    loads = [load, stale]
+    loads = [load, stale, *others]
     read1, errors1, hw1, split1 = read_back(brokers, topic)
     c1 = tally(loads, read1, errors1, hw1, f"{label}, live")
     print(f"high watermarks {hw1}, partitions two brokers answer for with different high "
@@ -567,6 +602,7 @@ def _juicefs_time(line):
 
 
 def start_load(cluster, topic):
+    wait_members(cluster.brokers)     # else the topic is placed on the brokers its creator saw
     create_topic(cluster.brokers[0].bootstrap, topic, PARTITIONS)
     wait_topic_ready(cluster.bootstrap, topic, PARTITIONS)
     load = Load(cluster.bootstrap, topic).start()
@@ -612,8 +648,9 @@ def test_kill9_on_juicefs_loses_nothing(cluster):
 
 
 # What the broker whose mount was stopped may log once it is back: that it was fenced (another
-# broker took over what it served), and that it stops, exiting with FENCED_EXIT_CODE (then the
-# test restarts it, as its supervisor would). These are the messages of the fencing being added
+# broker took over what it served), and that it stops, then starts again in place as a new
+# incarnation (when_fenced = rejoin, REJOINING) or exits with FENCED_EXIT_CODE (when_fenced =
+# exit; then the test restarts it, as its supervisor would). These are the messages of the fencing being added
 # to kaas (src/store/cluster/fence.rs, src/actors/membership.rs, src/actors/partition.rs); only
 # the stale broker may log them, anything else is a failure.
 STALE_BROKER_ERRORS = (
@@ -621,6 +658,7 @@ STALE_BROKER_ERRORS = (
     r"ERROR kaas::actors::partition: fenced, nothing more is acknowledged",
 )
 FENCED_EXIT_CODE = 75
+REJOINING = r"WARN kaas::actors::membership: rejoining the cluster as a new incarnation"
 STALE_CLIENT_RATE = 100
 STALE_CLIENT_TIMEOUT_MS = 30_000   # its records may fail (its only bootstrap broker may be gone)
 
@@ -636,6 +674,7 @@ def test_lost_lock_on_juicefs_loses_nothing(cluster):
     load = start_load(cluster, topic)
     victim, victim_parts, before = pick_victim(brokers, topic)
     survivors = [b for b in brokers if b is not victim]
+    probe = retry_probe(brokers, topic)
     mount = victim.mount
     print(f"\nleaders before: {before}; stopping the JuiceFS mount of broker {victim.node_id} "
           f"(partitions {victim_parts}) after {load.acks()} acks")
@@ -645,6 +684,7 @@ def test_lost_lock_on_juicefs_loses_nothing(cluster):
     try:
         after = wait_taken_over(survivors, victim, topic)
         failover = time.time() - t_fault
+        retried_as_duplicates(probe, survivors, topic, "lost lock")
         time.sleep(HOLD_AFTER_FAILOVER)
         acks_before_return = load.first_ack_after(t_fault, victim_parts)
     finally:
@@ -659,12 +699,11 @@ def test_lost_lock_on_juicefs_loses_nothing(cluster):
     for pattern in STALE_BROKER_ERRORS:
         victim.allow_log_errors(pattern)
     exit_code = victim.proc.poll()
-    if exit_code is not None:
-        assert exit_code == FENCED_EXIT_CODE and "was fenced" in victim.log_text(), (
-            f"the broker whose mount was stopped exited with code {exit_code}, not as a fenced "
-            f"broker ({FENCED_EXIT_CODE}):\n" + victim.log_tail())
-        print(f"broker {victim.node_id} exited as fenced (code {exit_code}); restarting it")
-        victim.start()
+    assert exit_code is None, (
+        f"the broker whose mount was stopped exited with code {exit_code}; fenced, it must start "
+        f"again in place (when_fenced = rejoin, the default):\n" + victim.log_tail())
+    print(f"broker {victim.node_id} after SIGCONT: 'was fenced' logged "
+          f"{len(_lines(victim, FENCED_SELF))} times, rejoined in place {len(_lines(victim, REJOINING))} times")
 
     cleaned = [line for m in cluster.volume.mounts if m is not mount
                for line in m.session_lines() if "clean up stale session" in line]
@@ -678,7 +717,7 @@ def test_lost_lock_on_juicefs_loses_nothing(cluster):
           f"the stale broker's Metadata {AFTER_RETURN}s after SIGCONT: {stale_view}; stale-view "
           f"producer: {len(stale.acked)} acknowledged, {len(stale.failed)} failed")
 
-    checked = read_live_and_after_restart(cluster, topic, load, stale, "lost lock")
+    checked = read_live_and_after_restart(cluster, topic, load, stale, "lost lock", others=(probe,))
     extra = (f"\n(victim broker {victim.node_id} led {victim_parts}; failover {failover:.1f}s after "
              f"SIGSTOP; SIGCONT at +{t_back - t_fault:.1f}s; acknowledged: main producer "
              f"{len(load.acked)}, stale-view producer {len(stale.acked)})")
@@ -739,22 +778,26 @@ def _kaas_time(line):
             .replace(tzinfo=datetime.timezone.utc).timestamp() if m else None)
 
 
-def stall_loses_nothing(cluster, topic_prefix, label="stall"):
-    """Fault (a) on `cluster` (its brokers started with STALL_ENV; anything with `.brokers` and
-    `.bootstrap`): under the steady idempotent producer, the broker process leading the most
-    partitions is stopped (SIGSTOP) for STALL seconds: it keeps every lock and, on JuiceFS, its
-    session. The others must lead every partition within the session timeout + FAILOVER_MARGIN.
-    On SIGCONT a second producer (records s<n>, to the stalled broker's partitions) is started
-    bootstrapped from the stalled broker alone; that broker must find its fence and exit with
-    FENCED_EXIT_CODE within FENCED_EXIT_WITHIN, and restarted (as its supervisor would) lead a
-    partition again within REJOIN_WITHIN. Then every acknowledged record must be there once,
-    where acknowledged, before and after restarting every broker (as in fault (b))."""
+def stall_loses_nothing(cluster, topic_prefix, label="stall", when_fenced="rejoin"):
+    """Fault (a) on `cluster` (its brokers started with STALL_ENV and KAAS_WHEN_FENCED =
+    `when_fenced`; anything with `.brokers` and `.bootstrap`): under the steady idempotent
+    producer, the broker process leading the most partitions is stopped (SIGSTOP) for STALL
+    seconds: it keeps every lock and, on JuiceFS, its session. The others must lead every
+    partition within the session timeout + FAILOVER_MARGIN, and answer an idempotent retry of a
+    batch written before the stall as a duplicate. On SIGCONT a second producer (records s<n>,
+    to the stalled broker's partitions) is started bootstrapped from the stalled broker alone;
+    that broker must find its fence within FENCED_EXIT_WITHIN and either start again in place
+    (rejoin: the process stays, logs REJOINING) or exit with FENCED_EXIT_CODE and be restarted
+    (exit, as its supervisor would), then lead a partition again within REJOIN_WITHIN. Then every
+    acknowledged record must be there once, where acknowledged, before and after restarting every
+    broker (as in fault (b))."""
     brokers = cluster.brokers
     wait_members(brokers)
     topic = unique_topic(topic_prefix)
     load = start_load(cluster, topic)
     victim, victim_parts, before = pick_victim(brokers, topic)
     survivors = [b for b in brokers if b is not victim]
+    probe = retry_probe(brokers, topic)
     for pattern in STALE_BROKER_ERRORS + (LEASE_NOT_FRESH,):
         victim.allow_log_errors(pattern)
     bound = SESSION_TIMEOUT_MS / 1000 + FAILOVER_MARGIN
@@ -773,6 +816,8 @@ def stall_loses_nothing(cluster, topic_prefix, label="stall"):
             failover = time.time() - t_fault
         except AssertionError:
             pass                                  # not during the stall: reported after SIGCONT
+        if failover is not None:
+            retried_as_duplicates(probe, survivors, topic, label)
         time.sleep(max(0.0, t_fault + STALL - 1.0 - time.time()))
         acks_stalled = load.first_ack_after(t_fault, victim_parts)
         views_stalled = {b.node_id: metadata_leaders(b.port, topic) for b in survivors}
@@ -792,23 +837,39 @@ def stall_loses_nothing(cluster, topic_prefix, label="stall"):
 
     stale = Load(victim.bootstrap, topic, prefix=b"s", partitions=victim_parts,
                  rate=STALE_CLIENT_RATE, message_timeout_ms=STALE_CLIENT_TIMEOUT_MS).start()
-    try:
-        exit_code = victim.proc.wait(timeout=FENCED_EXIT_WITHIN)
-    except subprocess.TimeoutExpired:
-        exit_code = None
-    exited_after = time.time() - t_back
-    assert exit_code == FENCED_EXIT_CODE and _lines(victim, FENCED_SELF), (
-        f"[{label}] broker {victim.node_id}, resumed (SIGCONT) after {t_back - t_fault:.1f}s "
-        f"stopped, "
-        + (f"did not exit within {FENCED_EXIT_WITHIN:.0f}s" if exit_code is None else
-           f"exited with code {exit_code} {exited_after:.1f}s later")
-        + f": not as a fenced broker (code {FENCED_EXIT_CODE}, after logging that it was "
-        f"fenced):\n" + victim.log_tail())
+    if when_fenced == "exit":
+        try:
+            exit_code = victim.proc.wait(timeout=FENCED_EXIT_WITHIN)
+        except subprocess.TimeoutExpired:
+            exit_code = None
+        exited_after = time.time() - t_back
+        assert exit_code == FENCED_EXIT_CODE and _lines(victim, FENCED_SELF), (
+            f"[{label}] broker {victim.node_id}, resumed (SIGCONT) after {t_back - t_fault:.1f}s "
+            f"stopped, "
+            + (f"did not exit within {FENCED_EXIT_WITHIN:.0f}s" if exit_code is None else
+               f"exited with code {exit_code} {exited_after:.1f}s later")
+            + f": not as a fenced broker (code {FENCED_EXIT_CODE}, after logging that it was "
+            f"fenced):\n" + victim.log_tail())
+        t_restart = time.time()
+        victim.start()
+    else:
+        try:
+            poll_until(lambda: _lines(victim, REJOINING, since=t_back - 1) or not victim.alive(),
+                       FENCED_EXIT_WITHIN, "the fenced broker to rejoin", interval=0.1)
+        except AssertionError:
+            pass
+        exit_code = victim.proc.poll()
+        exited_after = time.time() - t_back
+        assert exit_code is None and _lines(victim, FENCED_SELF) and _lines(victim, REJOINING), (
+            f"[{label}] broker {victim.node_id}, resumed (SIGCONT) after {t_back - t_fault:.1f}s "
+            f"stopped, "
+            + (f"exited with code {exit_code}" if exit_code is not None else
+               f"did not log that it was fenced and rejoins within {FENCED_EXIT_WITHIN:.0f}s")
+            + " (when_fenced = rejoin: it must start again in place):\n" + victim.log_tail())
+        t_restart = _kaas_time(_lines(victim, REJOINING, since=t_back - 1)[0]) or time.time()
     # what the stalled broker took over between SIGCONT and its exit (nobody else was gone)
-    resumed_takeovers = [line[:220] for line in _lines(victim, TAKEOVER, since=t_back)]
-
-    t_restart = time.time()
-    victim.start()
+    resumed_takeovers = [line[:220] for line in _lines(victim, TAKEOVER, since=t_back)
+                         if (_kaas_time(line) or 0) < t_restart]
     try:
         rejoined, rejoin_error = wait_leads_again(brokers, victim.node_id, topic), None
         rejoin = time.time() - t_restart
@@ -825,8 +886,9 @@ def stall_loses_nothing(cluster, topic_prefix, label="stall"):
     print(f"failover: survivors lead every partition {failover:.2f}s after SIGSTOP (bound "
           f"{bound:.0f}s; leaders {after}); first acknowledgement per stalled partition after "
           f"SIGSTOP, s: during the stall {acks_stalled}, by the end {acks_after}; SIGCONT at "
-          f"+{t_back - t_fault:.1f}s; broker {victim.node_id} exited with code {exit_code} "
-          f"{exited_after:.2f}s after SIGCONT; restarted, it led "
+          f"+{t_back - t_fault:.1f}s; broker {victim.node_id} "
+          + (f"exited with code {exit_code}" if when_fenced == "exit" else "started again in place")
+          + f" {exited_after:.2f}s after SIGCONT; restarted, it led "
           + (f"{sorted(p for p, n in rejoined[victim.node_id].items() if n == victim.node_id)} "
              f"{rejoin:.2f}s later" if rejoined else f"nothing within {REJOIN_WITHIN:.0f}s")
           + f"; leaders {AFTER_RETURN:.0f}s after its restart: {back}; stale-view producer: "
@@ -838,9 +900,9 @@ def stall_loses_nothing(cluster, topic_prefix, label="stall"):
           f"taken over by broker {victim.node_id} after SIGCONT, before its exit: "
           f"{len(resumed_takeovers)} {resumed_takeovers[:4]}")
 
-    checked = read_live_and_after_restart(cluster, topic, load, stale, label)
+    checked = read_live_and_after_restart(cluster, topic, load, stale, label, others=(probe,))
     extra = (f"\n(stalled broker {victim.node_id} led {victim_parts}; failover {failover:.1f}s after "
-             f"SIGSTOP; SIGCONT at +{t_back - t_fault:.1f}s; it exited {exited_after:.1f}s after "
+             f"SIGSTOP; SIGCONT at +{t_back - t_fault:.1f}s; it was fenced {exited_after:.1f}s after "
              f"SIGCONT; acknowledged: main producer {len(load.acked)}, stale-view producer "
              f"{len(stale.acked)})")
     assert not fenced_survivors, (

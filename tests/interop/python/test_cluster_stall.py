@@ -5,8 +5,9 @@ stopped process keeps its file locks, so only its heartbeat going stale (here
 KAAS_BROKER_SESSION_TIMEOUT_MS=6000) tells the others it is gone: they must fence it and lead
 every partition within the session timeout plus a margin. On SIGCONT a second producer (records
 s<n>) bootstrapped from the stalled broker alone writes to the partitions it led; the stalled
-broker must find its fence and exit with code 75 (FENCED_EXIT_CODE), and restarted (as its
-supervisor would) lead partitions again. Then every partition is read from the beginning
+broker must find its fence and exit with code 75 (FENCED_EXIT_CODE; these brokers run with
+KAAS_WHEN_FENCED=exit, the JuiceFS stall test with the default, rejoin in place), and restarted
+(as its supervisor would) lead partitions again. Then every partition is read from the beginning
 (read_committed), with every broker as it is and again after restarting every broker: every
 acknowledged record exactly once, at the partition and offset its acknowledgement named, nothing
 never produced, one high watermark per partition; every broker's log is checked
@@ -57,5 +58,5 @@ def cluster(tmp_path):
 
 
 def test_stall_loses_nothing(cluster):
-    cluster.start(env=STALL_ENV)
-    stall_loses_nothing(cluster, "stall")
+    cluster.start(env=dict(STALL_ENV, KAAS_WHEN_FENCED="exit"))
+    stall_loses_nothing(cluster, "stall", when_fenced="exit")
