@@ -141,19 +141,18 @@ fn too_many_partitions_get_kafkas_error_codes_and_the_broker_restarts_and_serves
 #[test]
 fn a_creation_whose_partitions_cannot_all_open_leaves_nothing_and_the_broker_restarts() {
     let mut broker = Broker::start();
-    // Partition 7's lease cannot be read (a claim of epoch 1 without its content).
-    let leases = broker.data_dir().join("__cluster").join("leases").join("partitions");
-    std::fs::create_dir_all(&leases).unwrap();
-    let torn = leases.join("wide-7.lease.e1");
-    std::fs::write(&torn, b"{\"node_id\":").unwrap();
+    // Partition 7's directory cannot be made: a file stands in its place.
+    let blocker = broker.data_dir().join("topics").join("wide-7");
+    std::fs::create_dir_all(blocker.parent().unwrap()).unwrap();
+    std::fs::write(&blocker, b"not a directory").unwrap();
     let mut c = broker.client();
     let (code, msg) = create(&mut c, "wide", 40, &[]);
     assert_eq!(code, KAFKA_STORAGE_ERROR, "{msg}");
     assert!(msg.contains("was not created"), "{msg}");
-    assert_eq!(on_disk(&broker, "wide"), Vec::<String>::new());
+    assert_eq!(on_disk(&broker, "wide"), vec!["wide-7".to_string()], "only the blocker stays");
     assert_eq!(metadata(&mut c, "wide", false), UNKNOWN_TOPIC_OR_PARTITION);
-    // Nothing of partitions 0..7 stayed: with the lease readable, it is created.
-    let _ = std::fs::remove_file(&torn);
+    // Nothing of partitions 0..7 stayed: without the blocker, it is created.
+    std::fs::remove_file(&blocker).unwrap();
     assert_eq!(create(&mut c, "wide", 40, &[]).0, 0);
     assert_eq!(produce(&mut c, "wide", 39), (0, 0));
     assert!(broker.log().contains("creation rolled back"), "{}", broker.log());

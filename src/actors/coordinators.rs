@@ -279,7 +279,7 @@ impl Handler<PlaceCoordinators> for Coordinators {
                 // The actor has flushed and stopped: now the next owner may open its database.
                 if let Some(lease) = act.held.remove(&unit) {
                     // Released, so the next owner need not fence this broker.
-                    if let Err(e) = lease.release(&leases::unit_lease_path(&act.settings.data_dir, unit), &act.fence) {
+                    if let Err(e) = lease.release(&act.fence) {
                         tracing::warn!(?unit, "release mark not written: {e}");
                     }
                 }

@@ -467,7 +467,7 @@ impl TopicRegistry {
                 if desired == Some(me) {
                     match leases::try_acquire(
                         &self.settings.data_dir,
-                        &what,
+                        &leases::partition_lease_path(&self.settings.data_dir, &h.meta, p),
                         me,
                         leases::first_lease(&h.meta, p),
                         self.keep_own,
@@ -483,7 +483,8 @@ impl TopicRegistry {
                     }
                 }
                 // Led elsewhere (or not yet): the lease file says by whom.
-                let record = leases::read_lease(&self.settings.data_dir, &what, leases::first_lease(&h.meta, p));
+                let path = leases::partition_lease_path(&self.settings.data_dir, &h.meta, p);
+                let record = leases::read_lease(&path, leases::first_lease(&h.meta, p));
                 let mut table = self.table_mut();
                 match record {
                     Some(r) if r.node_id != me && self.live.contains(&r.node_id) => {
@@ -689,7 +690,7 @@ impl Handler<Rebalance> for TopicRegistry {
                 let parts: Vec<i32> = running.iter().map(|(p, _)| *p).collect();
                 stop_all(running.into_iter().map(|(_, l)| l).collect()).await;
                 // This broker's share of a topic a peer deleted, once its leaders stopped.
-                if let Err(e) = leases::remove_partition_leases(&data_dir, &name, &parts) {
+                if let Err(e) = leases::remove_partition_leases(&data_dir, &name, id, &parts) {
                     tracing::warn!(topic = %name, "removing the lease files of a deleted topic: {e}");
                 }
                 if let Err(e) = topics::remove_partitions(&data_dir, &name, id, &parts) {
@@ -709,9 +710,7 @@ impl Handler<Rebalance> for TopicRegistry {
                 act.releasing.remove(&key);
                 if let Some(lease) = act.held.remove(&key) {
                     // Released, so the next leader need not fence this broker.
-                    let what = Owned::Partition { topic: key.0.clone(), partition: key.1 };
-                    let path = leases::lease_path(&act.settings.data_dir, &what);
-                    if let Err(e) = lease.release(&path, &act.syncer.fence()) {
+                    if let Err(e) = lease.release(&act.syncer.fence()) {
                         tracing::warn!(partition = %format!("{}-{}", key.0, key.1), "release mark not written: {e}");
                     }
                 }

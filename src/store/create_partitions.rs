@@ -180,6 +180,7 @@ mod tests {
             placed_on: vec![0],
             added: vec![],
             placement: Scheme::RoundRobin,
+            leases: crate::store::topics::LeaseNames::ById,
         }
     }
 

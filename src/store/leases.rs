@@ -21,9 +21,10 @@ use super::cluster::fence::{self, SelfFence};
 use super::cluster::liveness::{self, Heartbeat};
 use super::durable::create_dir_all_durable;
 use super::file_lock;
-use super::ownership::{Broker, Owned};
+use super::ownership::Broker;
 use super::placement::CoordinatorUnit;
-use super::topics::{write_atomic, TopicMeta};
+use super::topics::{write_atomic, LeaseNames, TopicMeta};
+use uuid::Uuid;
 
 #[derive(Debug, Error)]
 pub enum LeaseError {
@@ -45,13 +46,25 @@ fn brokers_dir(data_dir: &Path) -> PathBuf {
     cluster_dir(data_dir).join("brokers")
 }
 
-/// The lease file of `what` (the hint of its newest claim: store::cluster::claim).
-pub fn lease_path(data_dir: &Path, what: &Owned) -> PathBuf {
-    let leases = cluster_dir(data_dir).join("leases");
-    match what {
-        Owned::Partition { topic, partition } => leases.join("partitions").join(format!("{topic}-{partition}.lease")),
-        Owned::TxnShard(n) => leases.join("txn").join(format!("{n}.lease")),
-        Owned::GroupShard(n) => leases.join("groups").join(format!("{n}.lease")),
+fn partition_leases_dir(data_dir: &Path) -> PathBuf {
+    cluster_dir(data_dir).join("leases").join("partitions")
+}
+
+fn by_name(data_dir: &Path, topic: &str, p: i32) -> PathBuf {
+    partition_leases_dir(data_dir).join(format!("{topic}-{p}.lease"))
+}
+
+fn by_id_dir(data_dir: &Path, id: Uuid) -> PathBuf {
+    partition_leases_dir(data_dir).join(id.simple().to_string())
+}
+
+/// The lease file of partition `p` of `meta` (the hint of its newest claim:
+/// store::cluster::claim): under the topic's id, or its name for topics of older kaas
+/// (`LeaseNames`).
+pub fn partition_lease_path(data_dir: &Path, meta: &TopicMeta, p: i32) -> PathBuf {
+    match meta.leases {
+        LeaseNames::ById => by_id_dir(data_dir, meta.id).join(format!("{p}.lease")),
+        LeaseNames::ByName => by_name(data_dir, &meta.name, p),
     }
 }
 
@@ -60,6 +73,8 @@ pub fn lease_path(data_dir: &Path, what: &Owned) -> PathBuf {
 /// epoch (store::cluster::claim).
 #[derive(Debug)]
 pub struct HeldLease {
+    /// Its lease file (`partition_lease_path`, `unit_lease_path`).
+    pub path: PathBuf,
     pub record: LeaseRecord,
     /// The holder before this broker, when it did not hand the resource over: it was fenced
     /// before the claim, so before anything of the resource is read (store::cluster::fence).
@@ -68,11 +83,11 @@ pub struct HeldLease {
 
 impl HeldLease {
     /// Hands the resource over: marks its epoch released, durably. The caller flushed and
-    /// stopped what it ran first. `path`: the lease file (`lease_path`, `unit_lease_path`).
-    /// Nothing is written when this broker was fenced: a broker took over without waiting for
-    /// it, and what it ran may have been cut short.
-    pub fn release(self, path: &Path, fence: &SelfFence) -> Result<(), LeaseError> {
-        fence.check().map_err(|e| LeaseError::Io(path.to_path_buf(), std::io::Error::other(e)))?;
+    /// stopped what it ran first. Nothing is written when this broker was fenced: a broker took
+    /// over without waiting for it, and what it ran may have been cut short.
+    pub fn release(self, fence: &SelfFence) -> Result<(), LeaseError> {
+        let path = &self.path;
+        fence.check().map_err(|e| LeaseError::Io(path.clone(), std::io::Error::other(e)))?;
         claim::mark_released(path, self.record).map_err(io(path))
     }
 }
@@ -80,7 +95,7 @@ impl HeldLease {
 /// The lease of a coordinator unit; its epoch is the coordinator epoch markers carry.
 pub fn unit_lease_path(data_dir: &Path, unit: CoordinatorUnit) -> PathBuf {
     match unit {
-        CoordinatorUnit::Txn(n) => lease_path(data_dir, &Owned::TxnShard(n)),
+        CoordinatorUnit::Txn(n) => cluster_dir(data_dir).join("leases").join("txn").join(format!("{n}.lease")),
         CoordinatorUnit::Groups => cluster_dir(data_dir).join("leases").join("groups.lease"),
     }
 }
@@ -98,16 +113,17 @@ pub fn unit_first_epoch(data_dir: &Path) -> i32 {
 /// changes hands, and when this broker takes it back after its previous process did not stop
 /// cleanly (`keep_own` false: that process may still write its files); it stays when the same
 /// broker takes it back after a clean stop, so a single broker keeps epoch 0. `first` is the
-/// lease the partition has while nothing was claimed (`first_lease`).
+/// lease the partition has while nothing was claimed (`first_lease`); `path` its lease file
+/// (`partition_lease_path`).
 pub fn try_acquire(
     data_dir: &Path,
-    what: &Owned,
+    path: &Path,
     node_id: i32,
     first: Option<LeaseRecord>,
     keep_own: bool,
     expired: &Expired,
 ) -> Result<Option<HeldLease>, LeaseError> {
-    acquire(data_dir, &lease_path(data_dir, what), node_id, first, 0, keep_own, expired)
+    acquire(data_dir, path, node_id, first, 0, keep_own, expired)
 }
 
 /// `try_acquire` of a coordinator unit's lease at `path`; its first claim (no holder before)
@@ -136,7 +152,9 @@ fn acquire(
     let holder_live = |node| holder_live(data_dir, node, expired);
     let (epoch, fenced) = match claim::next_step(current, node_id, holder_live, keep_own, first_epoch) {
         Step::Wait => return Ok(None),
-        Step::Keep(record) => return Ok(Some(HeldLease { record, unreleased_predecessor: None })),
+        Step::Keep(record) => {
+            return Ok(Some(HeldLease { path: path.to_path_buf(), record, unreleased_predecessor: None }))
+        }
         Step::Claim { epoch, fence } => (epoch, fence),
     };
     // The holder that did not hand over acknowledges nothing from here on; fenced before the
@@ -162,7 +180,7 @@ fn acquire(
         }
     }
     let unreleased_predecessor = fenced.and(current);
-    Ok(Some(HeldLease { record: LeaseRecord::new(node_id, epoch), unreleased_predecessor }))
+    Ok(Some(HeldLease { path: path.to_path_buf(), record: LeaseRecord::new(node_id, epoch), unreleased_predecessor }))
 }
 
 /// The peers whose heartbeat the membership saw stand still for a whole timeout, with the
@@ -190,19 +208,24 @@ pub fn first_lease(meta: &TopicMeta, p: i32) -> Option<LeaseRecord> {
     Some(LeaseRecord::new(node_id, 0))
 }
 
-/// Removes the lease files (claims and marks) of `partitions` of a deleted `topic`: a topic
-/// created again under its name starts from its own first leases.
-pub fn remove_partition_leases(data_dir: &Path, topic: &str, partitions: &[i32]) -> std::io::Result<()> {
+/// Removes the lease files (claims and marks) of `partitions` of the deleted topic `topic`
+/// with id `id`, whichever way they are named (`LeaseNames`): a topic created again under its
+/// name starts from its own first leases. Those of a topic created again meanwhile are under
+/// its own id, never touched here.
+pub fn remove_partition_leases(data_dir: &Path, topic: &str, id: Uuid, partitions: &[i32]) -> std::io::Result<()> {
+    let dir = by_id_dir(data_dir, id);
     for p in partitions {
-        let what = Owned::Partition { topic: topic.to_string(), partition: *p };
-        claim::remove_all(&lease_path(data_dir, &what))?;
+        claim::remove_all(&dir.join(format!("{p}.lease")))?;
+        claim::remove_all(&by_name(data_dir, topic, *p))?;
     }
+    // Gone once every broker removed its share (fails while a partition's files remain).
+    let _ = std::fs::remove_dir(&dir);
     Ok(())
 }
 
-/// Who holds (or last held) `what`: its newest claim, else `first`.
-pub fn read_lease(data_dir: &Path, what: &Owned, first: Option<LeaseRecord>) -> Option<LeaseRecord> {
-    claim::current(&lease_path(data_dir, what), first, 0).ok().flatten()
+/// Who holds (or last held) the lease at `path`: its newest claim, else `first`.
+pub fn read_lease(path: &Path, first: Option<LeaseRecord>) -> Option<LeaseRecord> {
+    claim::current(path, first, 0).ok().flatten()
 }
 
 /// The newest claim of the lease at `path` (a coordinator unit's).
@@ -378,20 +401,24 @@ mod tests {
         Broker { node_id: id, host: "127.0.0.1".into(), port: 9000 + id, rack: None }
     }
 
-    fn part() -> Owned {
-        Owned::Partition { topic: "t".into(), partition: 0 }
+    fn part(dir: &Path) -> PathBuf {
+        by_id_dir(dir, Uuid::nil()).join("0.lease")
+    }
+
+    fn txn(dir: &Path, n: u32) -> PathBuf {
+        unit_lease_path(dir, CoordinatorUnit::Txn(n))
     }
 
     #[test]
     fn a_lease_held_by_a_live_broker_is_waited_for_and_a_hand_over_bumps_the_epoch() {
         let dir = tempfile::tempdir().unwrap();
         let _broker1 = register(dir.path(), &broker(1)).unwrap();
-        let held = try_acquire(dir.path(), &part(), 1, None, true, &[]).unwrap().expect("free");
+        let held = try_acquire(dir.path(), &part(dir.path()), 1, None, true, &[]).unwrap().expect("free");
         assert_eq!(held.record, LeaseRecord::new(1, 0));
-        assert!(try_acquire(dir.path(), &part(), 2, None, true, &[]).unwrap().is_none(), "broker 1 is live");
-        assert_eq!(read_lease(dir.path(), &part(), None), Some(LeaseRecord::new(1, 0)));
-        held.release(&lease_path(dir.path(), &part()), &SelfFence::unchecked()).unwrap();
-        let taken = try_acquire(dir.path(), &part(), 2, None, true, &[]).unwrap().expect("handed over");
+        assert!(try_acquire(dir.path(), &part(dir.path()), 2, None, true, &[]).unwrap().is_none(), "broker 1 is live");
+        assert_eq!(read_lease(&part(dir.path()), None), Some(LeaseRecord::new(1, 0)));
+        held.release(&SelfFence::unchecked()).unwrap();
+        let taken = try_acquire(dir.path(), &part(dir.path()), 2, None, true, &[]).unwrap().expect("handed over");
         assert_eq!(taken.record, LeaseRecord::new(2, 1), "a new holder bumps the epoch");
         assert_eq!(taken.unreleased_predecessor, None);
         assert!(!fence::fence_path(dir.path(), 1, 0).exists(), "a holder that handed over is not fenced");
@@ -401,19 +428,19 @@ mod tests {
     fn the_first_leader_chosen_at_creation_writes_no_lease_file_and_a_successor_bumps_its_epoch() {
         let dir = tempfile::tempdir().unwrap();
         let first = Some(LeaseRecord::new(1, 0));
-        let held = try_acquire(dir.path(), &part(), 1, first, true, &[]).unwrap().expect("free");
+        let held = try_acquire(dir.path(), &part(dir.path()), 1, first, true, &[]).unwrap().expect("free");
         assert_eq!(held.record, LeaseRecord::new(1, 0));
-        assert!(!lease_path(dir.path(), &part()).exists(), "nothing written");
-        assert_eq!(read_lease(dir.path(), &part(), first), first);
-        let taken = try_acquire(dir.path(), &part(), 2, first, true, &[]).unwrap().expect("broker 1 gone");
+        assert!(!part(dir.path()).exists(), "nothing written");
+        assert_eq!(read_lease(&part(dir.path()), first), first);
+        let taken = try_acquire(dir.path(), &part(dir.path()), 2, first, true, &[]).unwrap().expect("broker 1 gone");
         assert_eq!(taken.record, LeaseRecord::new(2, 1));
-        assert_eq!(read_lease(dir.path(), &part(), first), Some(LeaseRecord::new(2, 1)));
+        assert_eq!(read_lease(&part(dir.path()), first), Some(LeaseRecord::new(2, 1)));
     }
 
     #[test]
     fn the_same_broker_taking_a_lease_back_after_a_clean_stop_keeps_its_epoch() {
         let dir = tempfile::tempdir().unwrap();
-        let path = lease_path(dir.path(), &Owned::TxnShard(3));
+        let path = txn(dir.path(), 3);
         assert!(try_acquire_from(dir.path(), &path, 1, 0, true, &[]).unwrap().is_some());
         let again = try_acquire_from(dir.path(), &path, 1, 0, true, &[]).unwrap().expect("its own");
         assert_eq!(again.record.epoch, 0);
@@ -421,11 +448,7 @@ mod tests {
         let back = try_acquire_from(dir.path(), &path, 1, 0, true, &[]).unwrap().expect("broker 2 gone");
         assert_eq!(back.record.epoch, 2);
         assert_eq!(
-            try_acquire_from(dir.path(), &lease_path(dir.path(), &Owned::TxnShard(4)), 1, 4, true, &[])
-                .unwrap()
-                .unwrap()
-                .record
-                .epoch,
+            try_acquire_from(dir.path(), &txn(dir.path(), 4), 1, 4, true, &[]).unwrap().unwrap().record.epoch,
             4
         );
     }
@@ -434,8 +457,8 @@ mod tests {
     fn a_broker_back_after_an_unclean_stop_takes_its_leases_at_a_new_epoch() {
         // Its previous process may still write the old epoch's files (store::cluster::seal).
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(try_acquire(dir.path(), &part(), 1, None, true, &[]).unwrap().unwrap().record.epoch, 0);
-        let again = try_acquire(dir.path(), &part(), 1, None, false, &[]).unwrap().unwrap();
+        assert_eq!(try_acquire(dir.path(), &part(dir.path()), 1, None, true, &[]).unwrap().unwrap().record.epoch, 0);
+        let again = try_acquire(dir.path(), &part(dir.path()), 1, None, false, &[]).unwrap().unwrap();
         assert_eq!(again.record, LeaseRecord::new(1, 1));
         assert_eq!(again.unreleased_predecessor, None, "it does not fence itself");
     }
@@ -444,15 +467,15 @@ mod tests {
     fn a_holder_that_is_not_live_and_did_not_hand_over_is_fenced_before_the_claim() {
         let dir = tempfile::tempdir().unwrap();
         let reg = register(dir.path(), &broker(1)).unwrap();
-        assert!(try_acquire(dir.path(), &part(), 1, None, true, &[]).unwrap().is_some());
-        assert!(try_acquire(dir.path(), &part(), 2, None, true, &[]).unwrap().is_none(), "broker 1 is live");
+        assert!(try_acquire(dir.path(), &part(dir.path()), 1, None, true, &[]).unwrap().is_some());
+        assert!(try_acquire(dir.path(), &part(dir.path()), 2, None, true, &[]).unwrap().is_none(), "broker 1 is live");
         // Broker 1 still runs (a stall: its lock is held) but its heartbeat expired.
         let expired = [(1, reg.incarnation())];
-        let taken = try_acquire(dir.path(), &part(), 2, None, true, &expired).unwrap().unwrap();
+        let taken = try_acquire(dir.path(), &part(dir.path()), 2, None, true, &expired).unwrap().unwrap();
         assert_eq!(taken.unreleased_predecessor, Some(LeaseRecord::new(1, 0)));
         assert!(fence::fence_path(dir.path(), 1, reg.incarnation()).exists(), "fenced");
-        taken.release(&lease_path(dir.path(), &part()), &SelfFence::unchecked()).unwrap();
-        let back = try_acquire(dir.path(), &part(), 3, None, true, &[]).unwrap().unwrap();
+        taken.release(&SelfFence::unchecked()).unwrap();
+        let back = try_acquire(dir.path(), &part(dir.path()), 3, None, true, &[]).unwrap().unwrap();
         assert_eq!(back.unreleased_predecessor, None, "broker 2 handed it over");
         assert_eq!(back.record, LeaseRecord::new(3, 2));
     }
@@ -460,7 +483,7 @@ mod tests {
     #[test]
     fn two_takers_of_one_epoch_one_wins() {
         let dir = tempfile::tempdir().unwrap();
-        let path = lease_path(dir.path(), &part());
+        let path = part(dir.path());
         // Broker 3 read the same current record and claimed epoch 1 first.
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         assert!(claim::claim(&path, LeaseRecord::new(3, 1)).unwrap());
@@ -468,17 +491,52 @@ mod tests {
         // it then waits.
         assert!(!claim::claim(&path, LeaseRecord::new(2, 1)).unwrap());
         let _broker3 = register(dir.path(), &broker(3)).unwrap();
-        assert!(try_acquire(dir.path(), &part(), 2, Some(LeaseRecord::new(1, 0)), true, &[]).unwrap().is_none());
+        assert!(try_acquire(dir.path(), &part(dir.path()), 2, Some(LeaseRecord::new(1, 0)), true, &[])
+            .unwrap()
+            .is_none());
+    }
+
+    #[test]
+    fn the_deletion_of_a_topic_leaves_the_leases_of_the_topic_created_again_under_its_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = |id| TopicMeta {
+            name: "t".into(),
+            id,
+            partitions: 1,
+            configs: Default::default(),
+            placed_on: vec![1],
+            added: vec![],
+            placement: Default::default(),
+            leases: LeaseNames::ById,
+        };
+        let (old, new) = (meta(Uuid::new_v4()), meta(Uuid::new_v4()));
+        let old_path = partition_lease_path(dir.path(), &old, 0);
+        let new_path = partition_lease_path(dir.path(), &new, 0);
+        assert!(try_acquire(dir.path(), &old_path, 1, None, true, &[]).unwrap().is_some());
+        // "t" is created again and its partition claimed before a peer finishes deleting the
+        // old "t" (removing its lease files).
+        assert!(try_acquire(dir.path(), &new_path, 2, None, false, &[]).unwrap().is_some());
+        assert_eq!(read_lease(&new_path, None), Some(LeaseRecord::new(2, 0)));
+        remove_partition_leases(dir.path(), "t", old.id, &[0]).unwrap();
+        assert_eq!(read_lease(&old_path, None), None, "the old topic's claims are gone");
+        assert_eq!(read_lease(&new_path, None), Some(LeaseRecord::new(2, 0)), "the new topic's claim stays");
+        // Topics of older kaas are named by topic: removed by name too.
+        let legacy = TopicMeta { leases: LeaseNames::ByName, ..old.clone() };
+        let legacy_path = partition_lease_path(dir.path(), &legacy, 0);
+        assert_eq!(legacy_path, by_name(dir.path(), "t", 0));
+        assert!(try_acquire(dir.path(), &legacy_path, 1, None, true, &[]).unwrap().is_some());
+        remove_partition_leases(dir.path(), "t", old.id, &[0]).unwrap();
+        assert_eq!(read_lease(&legacy_path, None), None);
     }
 
     #[test]
     fn a_fenced_broker_marks_nothing_released() {
         let dir = tempfile::tempdir().unwrap();
-        let own = try_acquire(dir.path(), &Owned::TxnShard(0), 2, None, true, &[]).unwrap().unwrap();
+        let own = try_acquire(dir.path(), &txn(dir.path(), 0), 2, None, true, &[]).unwrap().unwrap();
         let fenced = SelfFence::new(dir.path(), 2, 5);
         fence::fence_broker(dir.path(), 2, 5).unwrap();
-        assert!(own.release(&lease_path(dir.path(), &Owned::TxnShard(0)), &fenced).is_err());
-        assert_eq!(read_lease_at(&lease_path(dir.path(), &Owned::TxnShard(0))), Some(LeaseRecord::new(2, 0)));
+        assert!(own.release(&fenced).is_err());
+        assert_eq!(read_lease_at(&txn(dir.path(), 0)), Some(LeaseRecord::new(2, 0)));
     }
 
     #[test]

@@ -119,6 +119,24 @@ pub struct TopicMeta {
     /// How its partitions are placed; topic files of older kaas have none (`Scheme::Slots`).
     #[serde(default)]
     pub placement: Scheme,
+    /// How its partitions' lease files are named (store::leases::partition_lease_path); topic
+    /// files of older kaas have none (`LeaseNames::ByName`).
+    #[serde(default)]
+    pub leases: LeaseNames,
+}
+
+/// How a topic's partition lease files are named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LeaseNames {
+    /// `<topic>-<p>.lease`: topics of older kaas. A broker finishing the deletion of such a
+    /// topic removes them by name, so they are not safe against the topic being created again
+    /// meanwhile; kept for topics created before `ById`.
+    #[default]
+    ByName,
+    /// `<topic id>/<p>.lease`: a topic created again under the name has other files, which the
+    /// deletion of the earlier one never touches.
+    ById,
 }
 
 /// How a topic's partitions are placed on brokers (store::placement).
@@ -496,7 +514,6 @@ pub fn missing(data_dir: &Path, meta: &TopicMeta) -> Result<Missing, TopicError>
     })
 }
 
-/// Removes the directories of `partitions` of `topic` (those that exist).
 /// Removes the directories of `partitions` of the topic `topic` with `id` (those that exist and
 /// are that topic's: a directory a later topic of the name already took is left to it).
 pub fn remove_partitions(data_dir: &Path, topic: &str, id: Uuid, partitions: &[i32]) -> Result<(), TopicError> {
@@ -515,20 +532,28 @@ fn remove_partitions_if(
     partitions: &[i32],
     remove: impl Fn(Option<Uuid>) -> bool,
 ) -> Result<(), TopicError> {
+    // Every partition is tried (a roll-back leaves as little as it can); the first error is
+    // returned. Anything but a directory in a partition's place is nobody's partition: left.
+    let mut first_error = None;
     for p in partitions {
         let dir = partition_dir(data_dir, topic, *p);
-        if dir.exists() && remove(partition_dir_owner(&dir)?) {
-            std::fs::remove_dir_all(dir)?;
+        let removed = match partition_dir_owner(&dir) {
+            Ok(owner) if dir.is_dir() && remove(owner) => std::fs::remove_dir_all(&dir),
+            Ok(_) => Ok(()),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = removed {
+            first_error.get_or_insert(e);
         }
     }
-    Ok(())
+    first_error.map_or(Ok(()), |e| Err(e.into()))
 }
 
 /// The topic id a partition directory names (None: none, kaas before D2).
 fn partition_dir_owner(dir: &Path) -> std::io::Result<Option<Uuid>> {
     match std::fs::read_to_string(dir.join(PARTITION_METADATA)) {
         Ok(text) => Ok(text.trim().strip_prefix("topic_id: ").and_then(|id| Uuid::parse_str(id).ok())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => Ok(None),
         Err(e) => Err(e),
     }
 }
@@ -641,6 +666,7 @@ mod tests {
             placed_on: vec![],
             added: vec![],
             placement: Scheme::RoundRobin,
+            leases: LeaseNames::ById,
         }
     }
 

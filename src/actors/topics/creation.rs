@@ -55,6 +55,7 @@ impl TopicRegistry {
             placed_on: self.live.clone(),
             added: Vec::new(),
             placement: placement::Scheme::RoundRobin,
+            leases: topics::LeaseNames::ById,
         };
         if msg.validate_only {
             return Ok(meta);
@@ -84,9 +85,9 @@ impl TopicRegistry {
             (0..partitions).filter(|p| placement::leader_of(&meta, *p, &self.live) == Some(me)).collect();
         let mut acquired = Vec::new();
         for &p in &mine {
-            let what = Owned::Partition { topic: meta.name.clone(), partition: p };
             let first = leases::first_lease(&meta, p);
-            match leases::try_acquire(&self.settings.data_dir, &what, me, first, true, &self.expired) {
+            let path = leases::partition_lease_path(&self.settings.data_dir, &meta, p);
+            match leases::try_acquire(&self.settings.data_dir, &path, me, first, true, &self.expired) {
                 Ok(Some(lease)) => {
                     let (topic, log_config) = (handle.clone(), log_config.clone());
                     acquired.push(Acquired { topic, partition: p, log_config, lease });

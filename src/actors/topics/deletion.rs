@@ -59,7 +59,7 @@ impl Handler<DeleteTopic> for TopicRegistry {
         let removal = async move {
             stop_all(stops).await;
             let remove = move || -> Result<(), String> {
-                if let Err(e) = leases::remove_partition_leases(&data_dir, &meta.name, &led) {
+                if let Err(e) = leases::remove_partition_leases(&data_dir, &meta.name, meta.id, &led) {
                     tracing::warn!(topic = %meta.name, "removing the lease files of a deleted topic: {e}");
                 }
                 topics::remove(&data_dir, &meta, &led).map_err(|e| e.to_string())

@@ -98,7 +98,7 @@ impl TopicRegistry {
         // broker that was dead when it was deleted): the new partitions start empty, at their
         // own first leases. Nobody serves these numbers: the file does not have them yet.
         let new: Vec<i32> = (current..msg.count).collect();
-        leases::remove_partition_leases(&data_dir, &msg.name, &new)
+        leases::remove_partition_leases(&data_dir, &msg.name, on_disk.id, &new)
             .map_err(|e| storage("Could not remove old lease files", e))?;
         topics::remove_foreign_partitions(&data_dir, &msg.name, on_disk.id, &new)
             .map_err(|e| storage("Could not remove old partition directories", e))?;
