@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use actix::{Actor, ActorFutureExt, Addr, ArbiterHandle, Context, Handler, Message, ResponseActFuture, WrapFuture};
+use actix::{Actor, Addr, ArbiterHandle, Context, Handler, Message, ResponseActFuture, WrapFuture};
 use uuid::Uuid;
 
 use super::messages::*;
@@ -22,21 +22,22 @@ use crate::error_code::ResponseError;
 use crate::metrics::Metrics;
 use crate::store::clock::now_ms;
 use crate::store::known_fences::KnownFences;
-use crate::store::leases::{self, HeldLease};
+use crate::store::leases::HeldLease;
 use crate::store::log::file_cache::FileCache;
 use crate::store::log::{LogConfig, LogError};
 use crate::store::ownership::{Lease, Owned, Ownership};
 use crate::store::partition::Partition;
-use crate::store::placement;
 use crate::store::topic_config::{self, BrokerDefaults, ProduceLimits};
 use crate::store::topics::{self, TopicMeta};
 
 mod creation;
 mod deletion;
 mod growth;
+mod opening;
+mod rebalance;
 mod takeover;
 
-use takeover::open_log;
+use opening::open_logs;
 
 /// A topic and the partition-leader actors of the partitions this broker leads.
 #[derive(Debug, Clone)]
@@ -135,106 +136,12 @@ pub struct TopicRegistry {
     keep_own: bool,
 }
 
-/// Partitions opened together beyond which the opening is spread over threads.
-const OPEN_CHUNK: usize = 256;
-/// Threads opening partitions at once: recovery mostly waits for the file system.
-const OPEN_THREADS: usize = 8;
-
 /// A partition whose lease this broker just took, to be opened.
 pub(super) struct Acquired {
     topic: TopicHandle,
     partition: i32,
     log_config: LogConfig,
     lease: HeldLease,
-}
-
-type Opened = (Acquired, Result<Partition, LogError>);
-
-/// Opened partitions, in pieces. The recovery threads hand theirs back in pieces of at most
-/// OPENED_PIECE: a vector of thousands exceeds glibc's mmap threshold (128 KiB at first), and
-/// freeing such a mapping raises the threshold for the rest of the process, which then kept
-/// 27.4-28.3 MiB after a restart of 2,000 partitions against 21.5-22.4 in pieces (BENCHMARKS.md).
-/// Opening on one thread (a creation) gives one piece.
-type OpenedPieces = Vec<Vec<Opened>>;
-
-/// Opened partitions per piece, below the initial mmap threshold (unit-tested).
-const OPENED_PIECE: usize = 64;
-
-/// `f` over `items`, the results in pieces of `size` (the last one shorter).
-fn in_pieces<T, U>(items: impl Iterator<Item = T>, size: usize, f: impl Fn(T) -> U) -> Vec<Vec<U>> {
-    let mut pieces = Vec::new();
-    let mut piece = Vec::with_capacity(size);
-    for item in items {
-        piece.push(f(item));
-        if piece.len() >= size {
-            pieces.push(std::mem::replace(&mut piece, Vec::with_capacity(size)));
-        }
-    }
-    if !piece.is_empty() {
-        pieces.push(piece);
-    }
-    pieces
-}
-
-/// Applies `f` to every opened partition, keeping the pieces.
-fn each_opened<F>(opened: OpenedPieces, f: F) -> OpenedPieces
-where
-    F: Fn(Result<Partition, LogError>) -> Result<Partition, LogError>,
-{
-    opened.into_iter().map(|piece| piece.into_iter().map(|(a, o)| (a, f(o))).collect()).collect()
-}
-
-/// `open_log` of every acquired partition (on up to OPEN_THREADS threads when `parallel` and
-/// there are many: a restart, a takeover; a creation's new directories in one parent contend
-/// and open on this thread). What recovery found is made durable with one syncfs (per segment
-/// where syncfs does not flush: FUSE).
-fn open_logs(data_dir: &std::path::Path, acquired: Vec<Acquired>, parallel: bool) -> OpenedPieces {
-    let open = |a: Acquired| {
-        let opened = open_log(data_dir, &a.topic.meta, a.partition, &a.log_config, a.lease.record.epoch);
-        (a, opened)
-    };
-    let opened = if !parallel || acquired.len() <= OPEN_CHUNK {
-        vec![acquired.into_iter().map(open).collect()]
-    } else {
-        open_in_parallel(acquired, open)
-    };
-    // New (empty) partitions found nothing to make durable.
-    if !opened.iter().flatten().any(|(_, o)| o.as_ref().is_ok_and(|p| p.log_end_offset() > 0)) {
-        return opened;
-    }
-    if !crate::store::durable::syncfs_flushes(data_dir) {
-        return each_opened(opened, |o| o.and_then(|p| p.sync_recovered().map(|()| p)));
-    }
-    match crate::store::durable::sync_filesystem(data_dir) {
-        Ok(()) => opened,
-        Err(e) => {
-            each_opened(opened, |o| o.and_then(|_| Err(LogError::Io(std::io::Error::new(e.kind(), e.to_string())))))
-        }
-    }
-}
-
-/// Runs `open` over `acquired` on up to OPEN_THREADS threads.
-fn open_in_parallel<F>(acquired: Vec<Acquired>, open: F) -> OpenedPieces
-where
-    F: Fn(Acquired) -> Opened + Sync,
-{
-    let open = &open;
-    let per_thread = acquired.len().div_ceil(OPEN_THREADS);
-    let mut chunks: Vec<Vec<Acquired>> = Vec::new();
-    let mut rest = acquired.into_iter();
-    loop {
-        let chunk: Vec<_> = rest.by_ref().take(per_thread).collect();
-        if chunk.is_empty() {
-            break;
-        }
-        chunks.push(chunk);
-    }
-    std::thread::scope(|scope| {
-        let workers: Vec<_> =
-            chunks.into_iter().map(|c| scope.spawn(move || in_pieces(c.into_iter(), OPENED_PIECE, open))).collect();
-        // A worker that panicked is a bug in recovery: the broker stops (the panic is re-raised).
-        workers.into_iter().flat_map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
-    })
 }
 
 /// Partitions being handed to a peer, with their leaders (flushing, then stopped).
@@ -401,99 +308,6 @@ impl TopicRegistry {
 
     fn local_node(&self) -> i32 {
         self.settings.node_id
-    }
-
-    /// Takes the partitions this broker should lead and are free, learns who leads the others,
-    /// and hands over those a live peer should lead.
-    fn claim_and_release(&mut self) -> Vec<((String, i32), Addr<PartitionLeader>)> {
-        let mut handing_over = Vec::new();
-        let mut acquired = Vec::new();
-        let names: Vec<String> = self.topics.keys().cloned().collect();
-        for name in names {
-            self.claim_topic(&name, Some(&mut handing_over), &mut acquired);
-        }
-        self.start_acquired(acquired);
-        handing_over
-    }
-
-    /// Opens the partitions whose leases were just taken (recovery, on several threads when
-    /// there are many) and starts their leaders.
-    fn start_acquired(&mut self, acquired: Vec<Acquired>) {
-        Self::log_fenced(&acquired);
-        let mut offline: HashMap<String, u64> = HashMap::new();
-        for (a, opened) in open_logs(&self.settings.data_dir, acquired, true).into_iter().flatten() {
-            if self.start_partition(&a.topic, a.partition, &a.log_config, a.lease, opened) {
-                *offline.entry(a.topic.meta.name.clone()).or_default() += 1;
-            }
-        }
-        for (topic, offline) in offline {
-            tracing::error!(
-                topic = %topic,
-                offline,
-                "partitions served offline (KAFKA_STORAGE_ERROR): they did not open; a restart opens them once \
-                 the cause (see above) is gone"
-            );
-        }
-    }
-
-    /// `claim_and_release` of one topic; the leaders to hand over are added to `handing_over`
-    /// (None: nothing is handed over, only taken).
-    fn claim_topic(&mut self, name: &str, mut handing_over: Option<&mut HandingOver>, acquired: &mut Vec<Acquired>) {
-        let me = self.local_node();
-        let name = name.to_string();
-        {
-            let Some(h) = self.topics.get(&name).cloned() else { return };
-            let log_config = self.log_config(&h.meta);
-            for p in 0..h.meta.partitions {
-                let what = Owned::Partition { topic: name.clone(), partition: p };
-                let key = (name.clone(), p);
-                let desired = placement::leader_of(&h.meta, p, &self.live);
-                let held = self.held.contains_key(&key);
-                if held && desired != Some(me) && !self.releasing.contains(&key) {
-                    let Some(handing_over) = handing_over.as_deref_mut() else { continue };
-                    // New requests see NOT_LEADER_OR_FOLLOWER at once; what is queued on the
-                    // leader is still written and flushed before its lease is let go.
-                    let slot = usize::try_from(p).ok().and_then(|i| h.partitions.get(i));
-                    if let Some(leader) = slot.and_then(|s| s.set(None)) {
-                        self.table_mut().revoke(&what);
-                        self.releasing.insert(key.clone());
-                        handing_over.push((key, leader));
-                    }
-                    continue;
-                }
-                if held {
-                    continue;
-                }
-                if desired == Some(me) {
-                    match leases::try_acquire(
-                        &self.settings.data_dir,
-                        &leases::partition_lease_path(&self.settings.data_dir, &h.meta, p),
-                        me,
-                        leases::first_lease(&h.meta, p),
-                        self.keep_own,
-                        &self.expired,
-                    ) {
-                        Ok(Some(lease)) => {
-                            let log_config = log_config.clone();
-                            acquired.push(Acquired { topic: h.clone(), partition: p, log_config, lease });
-                            continue;
-                        }
-                        Ok(None) => {}
-                        Err(e) => tracing::warn!(partition = %format!("{name}-{p}"), "lease: {e}"),
-                    }
-                }
-                // Led elsewhere (or not yet): the lease file says by whom.
-                let path = leases::partition_lease_path(&self.settings.data_dir, &h.meta, p);
-                let record = leases::read_lease(&path, leases::first_lease(&h.meta, p));
-                let mut table = self.table_mut();
-                match record {
-                    Some(r) if r.node_id != me && self.live.contains(&r.node_id) => {
-                        table.grant(what, Lease { node_id: r.node_id, epoch: r.epoch });
-                    }
-                    _ => table.revoke(&what),
-                }
-            }
-        }
     }
 
     /// Opens partition `p` under `lease` and publishes its leader; a log that does not open is
@@ -666,75 +480,5 @@ impl Handler<FenceEpoch> for TopicRegistry {
         for p in self.topics.values().flat_map(TopicHandle::leaders) {
             p.do_send(FenceEpoch { producer_id: msg.producer_id, epoch: msg.epoch });
         }
-    }
-}
-
-impl Handler<Rebalance> for TopicRegistry {
-    type Result = ResponseActFuture<Self, ()>;
-
-    /// One membership tick: new and deleted topics from the disk, then claims and hand-overs.
-    /// A partition handed over is flushed and stopped before its lease is let go, so its new
-    /// leader starts from everything this one acknowledged.
-    fn handle(&mut self, msg: Rebalance, _: &mut Self::Context) -> Self::Result {
-        self.live = msg.live;
-        self.expired = msg.expired;
-        let deleted = self.refresh_topics().unwrap_or_else(|e| {
-            tracing::warn!("reading the topic files: {e}");
-            Vec::new()
-        });
-        let data_dir = self.settings.data_dir.clone();
-        let (keys, leaving): (Vec<_>, Vec<_>) = self.claim_and_release().into_iter().unzip();
-        let work = async move {
-            let mut cleared = Vec::new();
-            for (name, id, running) in deleted {
-                let parts: Vec<i32> = running.iter().map(|(p, _)| *p).collect();
-                stop_all(running.into_iter().map(|(_, l)| l).collect()).await;
-                // This broker's share of a topic a peer deleted, once its leaders stopped.
-                if let Err(e) = leases::remove_partition_leases(&data_dir, &name, id, &parts) {
-                    tracing::warn!(topic = %name, "removing the lease files of a deleted topic: {e}");
-                }
-                if let Err(e) = topics::remove_partitions(&data_dir, &name, id, &parts) {
-                    tracing::warn!(topic = %name, "removing the partitions of a deleted topic: {e}");
-                }
-                cleared.push(name);
-            }
-            stop_all(leaving).await;
-            cleared
-        };
-        Box::pin(work.into_actor(self).map(move |cleared, act, _| {
-            for name in cleared {
-                act.deleting.remove(&name);
-                act.metrics.remove_topic(&name);
-            }
-            for key in keys {
-                act.releasing.remove(&key);
-                if let Some(lease) = act.held.remove(&key) {
-                    // Released, so the next leader need not fence this broker.
-                    if let Err(e) = lease.release(&act.syncer.fence()) {
-                        tracing::warn!(partition = %format!("{}-{}", key.0, key.1), "release mark not written: {e}");
-                    }
-                }
-                tracing::info!(partition = %format!("{}-{}", key.0, key.1), "handed over to its peer");
-            }
-        }))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn recovered_partitions_come_back_in_pieces_in_their_order() {
-        let pieces = in_pieces(0..130, OPENED_PIECE, |i| i * 2);
-        assert_eq!(pieces.iter().map(Vec::len).collect::<Vec<_>>(), vec![64, 64, 2]);
-        assert!(pieces.concat().into_iter().eq((0..130).map(|i| i * 2)));
-        assert!(in_pieces(0..0, OPENED_PIECE, |i: i32| i).is_empty());
-    }
-
-    #[test]
-    fn a_piece_of_opened_partitions_stays_below_the_initial_mmap_threshold() {
-        // glibc maps allocations from 128 KiB on until a freed mapping raises that (OpenedPieces).
-        assert!(std::mem::size_of::<Opened>() * OPENED_PIECE < 128 * 1024, "{}", std::mem::size_of::<Opened>());
     }
 }
