@@ -32,7 +32,11 @@ pub struct GroupCoordinator {
     producers: OffsetsProducers,
     producers_tree: sled::Tree,
     producer_id_expiration_ms: i64,
-    waiting: HashMap<u64, Reply<GroupResponse>>,
+    /// Parked membership requests by token, with their group.
+    waiting: HashMap<u64, (String, Reply<GroupResponse>)>,
+    /// Groups whose kept membership is being written (store::group::stored): how many writes
+    /// are outstanding, the answers held until they are durable, and whether one failed.
+    writing: HashMap<String, Writing>,
     next_token: u64,
     /// Kafka's offsets.retention.check.interval.ms.
     retention_check: Duration,
@@ -52,6 +56,14 @@ pub struct GroupCoordinator {
 #[derive(actix::Message)]
 #[rtype(result = "()")]
 pub struct SetGroupConfigs(pub AllGroupConfigs);
+
+/// A group whose kept membership is being written (`GroupCoordinator::write_membership`).
+#[derive(Default)]
+struct Writing {
+    outstanding: u32,
+    held: Vec<(Reply<GroupResponse>, GroupResponse)>,
+    failed: bool,
+}
 
 /// How often the group configs are read again while consumer groups have members (a change
 /// made on another broker of the cluster).
@@ -88,7 +100,7 @@ impl GroupCoordinator {
             let id = String::from_utf8_lossy(&k).into_owned();
             let snap: GroupSnapshot =
                 serde_json::from_slice(&v).map_err(|e| format!("corrupt group {id} in {}: {e}", path.display()))?;
-            groups.restore(id, snap);
+            groups.restore(id, snap, now_ms() as u64);
         }
         match group_config_store::load(data_dir) {
             Ok(all) => groups.set_group_configs(all),
@@ -103,6 +115,7 @@ impl GroupCoordinator {
             producers_tree,
             producer_id_expiration_ms,
             waiting: HashMap::new(),
+            writing: HashMap::new(),
             next_token: 1,
             retention_check,
             topics,
@@ -158,10 +171,69 @@ impl GroupCoordinator {
         );
     }
 
+    /// Sends each answer, or holds it while its group's kept membership is being written.
     fn deliver(&mut self, replies: Vec<MemberAnswer>) {
         for r in replies {
-            if let Some(tx) = self.waiting.remove(&r.token) {
-                let _ = tx.send(r.response);
+            let Some((group, tx)) = self.waiting.remove(&r.token) else { continue };
+            match self.writing.get_mut(&group) {
+                Some(w) => w.held.push((tx, r.response)),
+                None => {
+                    let _ = tx.send(r.response);
+                }
+            }
+        }
+    }
+
+    /// Writes the kept membership of `ids` (store::group::stored) and holds every answer of
+    /// those groups until it is durable: an answer never tells a member of a generation or an
+    /// assignment that a restart would not know.
+    fn write_membership(&mut self, ctx: &mut Context<Self>, ids: Vec<String>) {
+        if ids.is_empty() {
+            return;
+        }
+        for id in &ids {
+            self.writing.entry(id.clone()).or_default().outstanding += 1;
+        }
+        let flushes: Vec<_> = ids.iter().map(|id| self.persist(id)).collect();
+        let written = async move {
+            let mut result = Ok(());
+            for f in flushes {
+                if let Err(e) = f.await {
+                    result = Err(e);
+                }
+            }
+            result
+        };
+        ctx.spawn(written.into_actor(self).map(move |result, act, _| {
+            if let Err(e) = &result {
+                tracing::error!(groups = ?ids, "group membership not written: {e}");
+            }
+            for id in ids {
+                act.membership_written(&id, result.is_ok());
+            }
+        }));
+    }
+
+    /// One write of `id`'s membership ended; the last one releases the held answers, or, if
+    /// a write failed, answers them COORDINATOR_NOT_AVAILABLE and rebalances the group (as
+    /// Kafka does when the append of a group's metadata fails).
+    fn membership_written(&mut self, id: &str, ok: bool) {
+        let Some(w) = self.writing.get_mut(id) else { return };
+        w.outstanding = w.outstanding.saturating_sub(1);
+        w.failed |= !ok;
+        if w.outstanding > 0 {
+            return;
+        }
+        let Some(w) = self.writing.remove(id) else { return };
+        if w.failed {
+            for (tx, response) in w.held {
+                let _ = tx.send(response.failed(GroupError::CoordinatorNotAvailable));
+            }
+            let answers = self.groups.membership_not_written(id, now_ms() as u64);
+            self.deliver(answers);
+        } else {
+            for (tx, response) in w.held {
+                let _ = tx.send(response);
             }
         }
     }
@@ -257,10 +329,15 @@ impl Handler<ConsumerHeartbeat> for GroupCoordinator {
         let unique = || uuid::Uuid::new_v4().to_string();
         let answer = self.groups.consumer_heartbeat(now_ms() as u64, &msg.group_id, msg.request, unique);
         let after = self.groups.consumer_group(&msg.group_id).map(|g| g.group_epoch());
+        // A downgrade to a classic group keeps its classic members: written before their answers.
+        let stored = self.groups.take_stored_change(&msg.group_id);
+        if stored {
+            self.write_membership(ctx, vec![msg.group_id.clone()]);
+        }
         // Parked classic requests answered by an online upgrade.
         let answers = self.groups.take_answers();
         self.deliver(answers);
-        if before.is_none() != after.is_none() {
+        if before.is_none() != after.is_none() && !stored {
             // A new consumer group (or an upgraded one), or one downgraded to a classic group:
             // its type and epoch are written (not awaited: membership itself is not durable, as
             // for classic groups).
@@ -300,21 +377,15 @@ impl Actor for GroupCoordinator {
         ctx.run_interval(Duration::from_millis(100), |act, ctx| {
             let now = now_ms() as u64;
             let replies = act.groups.tick(now);
+            // Downgraded to classic groups: their type is written too.
+            let downgraded =
+                act.groups.consumer_tick(now).into_iter().filter(|id| act.groups.consumer_group(id).is_none());
+            let mut changed: Vec<String> = downgraded.collect();
+            changed.extend(act.groups.take_stored_changes());
+            changed.sort();
+            changed.dedup();
+            act.write_membership(ctx, changed);
             act.deliver(replies);
-            for id in act.groups.consumer_tick(now) {
-                if act.groups.consumer_group(&id).is_none() {
-                    // Downgraded to a classic group: its type is written.
-                    let flush = act.persist(&id);
-                    ctx.spawn(
-                        async move {
-                            if let Err(e) = flush.await {
-                                tracing::error!("group type change not written: {e}");
-                            }
-                        }
-                        .into_actor(act),
-                    );
-                }
-            }
         });
         ctx.run_interval(TOPIC_REFRESH, |act, ctx| act.refresh_topics(ctx));
         ctx.run_interval(CONFIGS_REFRESH, |act, ctx| act.refresh_configs(ctx));
@@ -336,22 +407,15 @@ impl Handler<GroupCall> for GroupCoordinator {
     fn handle(&mut self, msg: GroupCall, ctx: &mut Self::Context) {
         let token = self.next_token;
         self.next_token += 1;
-        self.waiting.insert(token, msg.reply);
+        self.waiting.insert(token, (msg.group_id.clone(), msg.reply));
         let unique = || uuid::Uuid::new_v4().to_string();
         let before = self.groups.group_type(&msg.group_id);
         let replies = self.groups.call(now_ms() as u64, token, &msg.group_id, msg.op, unique);
-        if before != self.groups.group_type(&msg.group_id) {
-            // A consumer group became a classic group (KIP-848 downgrade, Empty or with classic
-            // members left): its type is written (not awaited: membership is not durable).
-            let flush = self.persist(&msg.group_id);
-            ctx.spawn(
-                async move {
-                    if let Err(e) = flush.await {
-                        tracing::error!("group type change not written: {e}");
-                    }
-                }
-                .into_actor(self),
-            );
+        // A rebalance completed, or a consumer group became a classic group (KIP-848
+        // downgrade): the group is written before its answers go out.
+        let stored = self.groups.take_stored_change(&msg.group_id);
+        if stored || before != self.groups.group_type(&msg.group_id) {
+            self.write_membership(ctx, vec![msg.group_id.clone()]);
         }
         self.deliver(replies);
     }

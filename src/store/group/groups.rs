@@ -94,12 +94,13 @@ impl Groups {
         self.group_configs = all;
     }
 
-    /// A group read back after a restart: Empty, generation and offsets kept.
-    pub fn restore(&mut self, group_id: String, snap: GroupSnapshot) {
+    /// A group read back after a restart (or by a new coordinator): generation and offsets
+    /// kept, a classic group Stable with its kept members, their sessions starting at `now_ms`.
+    pub fn restore(&mut self, group_id: String, snap: GroupSnapshot, now_ms: u64) {
         if let Some(epoch) = snap.consumer_group_epoch {
             self.consumer.insert(group_id.clone(), ConsumerGroup::restored(group_id.clone(), epoch));
         }
-        let group = Group::from_snapshot(group_id.clone(), self.config.clone(), snap);
+        let group = Group::from_snapshot(group_id.clone(), self.config.clone(), snap, now_ms);
         self.groups.insert(group_id, group);
     }
 
@@ -161,6 +162,33 @@ impl Groups {
             }
             GroupOp::Leave(members) => group.leave(now_ms, token, members),
         }
+    }
+
+    /// Whether `group_id`'s kept membership changed since the last look ([`super::stored`]):
+    /// then the caller writes the group and holds its answers until the write is durable.
+    pub fn take_stored_change(&mut self, group_id: &str) -> bool {
+        self.groups.get_mut(group_id).is_some_and(Group::take_stored_change)
+    }
+
+    /// The write of `group_id`'s kept membership failed: its members rebalance (Kafka, on a
+    /// failed append of the group's metadata, answers the SyncGroups with an error and prepares
+    /// a rebalance).
+    pub fn membership_not_written(&mut self, group_id: &str, now_ms: u64) -> Vec<MemberAnswer> {
+        let mut out = Vec::new();
+        if let Some(g) = self.groups.get_mut(group_id) {
+            if matches!(g.state(), GroupState::Stable | GroupState::CompletingRebalance) {
+                g.prepare_rebalance(now_ms, &mut out);
+            }
+        }
+        out
+    }
+
+    /// Every group whose kept membership changed since the last look (after a timer tick).
+    pub fn take_stored_changes(&mut self) -> Vec<String> {
+        let mut ids: Vec<String> =
+            self.groups.iter_mut().filter_map(|(id, g)| g.take_stored_change().then(|| id.clone())).collect();
+        ids.sort();
+        ids
     }
 
     /// OffsetCommit, or TxnOffsetCommit when `txn` is (producer id, epoch). Creates the group.

@@ -191,6 +191,9 @@ impl Group {
                 let m = &mut self.members[i];
                 m.awaiting_join = None;
                 m.touch(now);
+                // Kafka stores the group with the new member id (the old one stays fenced
+                // after a restart), before the answer.
+                self.store_membership();
                 // KIP-814: a v9+ leader gets the member list but must not reassign; older
                 // clients are told the previous leader id so they do not run the assignor.
                 let is_leader = self.is_leader(&new_id);

@@ -136,6 +136,19 @@ pub enum Response {
     Leave(LeaveResponse),
 }
 
+impl Response {
+    /// This answer turned into `error` (its group's write failed before it went out).
+    pub fn failed(self, error: GroupError) -> Response {
+        match self {
+            Response::Join(j) => Response::Join(JoinResponse::err(&j.member_id, error)),
+            Response::Sync(_) => Response::Sync(SyncResponse::err(error)),
+            Response::Heartbeat(_) => Response::Heartbeat(Some(error)),
+            // The members left whatever is written.
+            Response::Leave(l) => Response::Leave(l),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemberAnswer {
     pub token: u64,
@@ -256,6 +269,8 @@ impl Group {
                     }
                     self.propagate_sync(now, None, out);
                     self.state = GroupState::Stable;
+                    // Kafka stores the group with its assignment here, before the answers.
+                    self.store_membership();
                 }
                 Ok(())
             }

@@ -104,6 +104,8 @@ impl Group {
             });
         }
         self.state = GroupState::Stable;
+        // Kafka writes the converted classic group's records at the conversion.
+        self.store_membership();
         self.prepare_rebalance(now_ms, &mut out);
     }
 

@@ -13,14 +13,16 @@
 //! * [`consumer_protocol`]: the consumer protocol's Subscription, as far as the coordinator reads it;
 //! * [`migration`]: the online upgrade / downgrade between the protocols (KIP-848), and
 //!   [`mixed`]: classic members inside a consumer group (mixed mode) and the conversions;
-//! * [`groups`]: every group of the coordinator, which group a request goes to, what changed.
+//! * [`groups`]: every group of the coordinator, which group a request goes to, what changed;
+//! * [`stored`]: what a classic group keeps of its membership across a restart.
 //!
 //! No I/O, no clock: every call gets `now_ms` from the caller. Requests that must wait
 //! (JoinGroup during PreparingRebalance, follower SyncGroup during CompletingRebalance) are
 //! parked under the caller's opaque `token`; their answers come out as [`MemberAnswer`]s of later
 //! calls or of [`Group::tick`]. Call `tick` at [`Group::next_deadline`] (or periodically).
-//! Offsets ([`OffsetStore`]) and the generation ([`GroupSnapshot`]) are serde-serializable;
-//! members are not persisted: after a restart the group is Empty and members rejoin.
+//! Offsets ([`OffsetStore`]), the generation and a classic group's membership as of its last
+//! completed rebalance ([`GroupSnapshot`], [`stored`]) are serde-serializable; a restart reads a
+//! classic group back Stable with those members. Consumer-protocol groups keep only their epoch.
 
 use crate::error_code::ResponseError;
 use serde::{Deserialize, Serialize};
@@ -38,6 +40,7 @@ pub mod mixed;
 pub mod offsets;
 pub mod offsets_producers;
 pub mod rebalance;
+pub mod stored;
 pub mod txn_commit;
 
 #[cfg(test)]
@@ -53,6 +56,7 @@ pub use membership::{
 };
 pub use migration::MigrationPolicy;
 pub use offsets::{FetchedOffset, OffsetCommit, OffsetEntry, OffsetStore, PartitionOffsets};
+pub use stored::{StoredMember, StoredMembership};
 pub use txn_commit::{txn_commit_member, PendingTxn};
 
 macro_rules! group_errors {
@@ -169,6 +173,9 @@ pub struct GroupSnapshot {
     /// Set for a consumer-protocol group: its group epoch (its members are not kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consumer_group_epoch: Option<i32>,
+    /// A classic group's membership as of its last completed rebalance ([`stored`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classic: Option<StoredMembership>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -191,17 +198,29 @@ pub struct Group {
     pending_sync: BTreeSet<String>,
     sync_deadline_ms: Option<u64>,
     offsets: OffsetStore,
+    /// The membership kept across a restart ([`stored`]), and whether it changed since the
+    /// caller last wrote it.
+    stored: Option<StoredMembership>,
+    stored_changed: bool,
 }
 
 impl Group {
     pub fn new(group_id: impl Into<String>, config: GroupConfig) -> Self {
-        Self::from_snapshot(group_id, config, GroupSnapshot::default())
+        Self::from_snapshot(group_id, config, GroupSnapshot::default(), 0)
     }
 
-    /// Rebuild a group after a restart: Empty, generation and offsets kept.
-    pub fn from_snapshot(group_id: impl Into<String>, config: GroupConfig, snap: GroupSnapshot) -> Self {
-        let GroupSnapshot { generation_id, protocol_type, offsets, .. } = snap;
-        Group { group_id: group_id.into(), config, generation_id, protocol_type, offsets, ..Default::default() }
+    /// Rebuild a group after a restart: generation and offsets kept; a classic group's kept
+    /// membership ([`stored`]) makes it Stable with those members, their sessions starting at
+    /// `now_ms`; without one it is Empty.
+    pub fn from_snapshot(group_id: impl Into<String>, config: GroupConfig, snap: GroupSnapshot, now_ms: u64) -> Self {
+        let GroupSnapshot { generation_id, protocol_type, offsets, classic, consumer_group_epoch } = snap;
+        let mut g =
+            Group { group_id: group_id.into(), config, generation_id, protocol_type, offsets, ..Default::default() };
+        // A consumer-protocol group's members are its own (not kept).
+        if let (Some(stored), None) = (classic, consumer_group_epoch) {
+            g.restore_membership(stored, now_ms);
+        }
+        g
     }
 
     pub fn snapshot(&self) -> GroupSnapshot {
@@ -210,6 +229,7 @@ impl Group {
             protocol_type: self.protocol_type.clone(),
             offsets: self.offsets.clone(),
             consumer_group_epoch: None,
+            classic: self.stored.clone(),
         }
     }
 

@@ -136,6 +136,8 @@ impl Group {
         if self.members.is_empty() {
             self.protocol_name = None;
             self.state = GroupState::Empty;
+            // Kafka stores the empty group at its new generation.
+            self.store_membership();
             return;
         }
         self.protocol_name = self.select_protocol();

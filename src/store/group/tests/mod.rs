@@ -7,6 +7,7 @@ mod membership;
 mod mixed;
 mod offsets;
 mod rebalance;
+mod stored;
 mod txn_commit;
 
 use super::GroupState::*;

@@ -26,8 +26,8 @@ fn rule_59_txn_offsets_visible_only_after_commit() {
     assert_eq!((fetched(&g, "t", 0, false).offset, g.has_pending_txn_offset("t", 0)), (-1, true));
     // Survives a restart (serde) as pending.
     let json = serde_json::to_string(&g.snapshot()).unwrap();
-    let mut g = Group::from_snapshot("g", cfg(0), serde_json::from_str(&json).unwrap());
-    assert_eq!((g.state(), g.generation_id(), g.has_pending_txn_offset("t", 0)), (Empty, 1, true));
+    let mut g = Group::from_snapshot("g", cfg(0), serde_json::from_str(&json).unwrap(), 0);
+    assert_eq!((g.state(), g.generation_id(), g.has_pending_txn_offset("t", 0)), (Stable, 1, true));
     assert!(g.complete_txn(7, true));
     assert!(!g.complete_txn(7, true));
     assert_eq!((fetched(&g, "t", 0, false).offset, g.has_pending_txn_offset("t", 0)), (42, false));
