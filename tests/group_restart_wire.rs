@@ -2,7 +2,8 @@
 //! its coordinator (store::group::stored), clean (SIGTERM) or not (kill -9): its member's
 //! Heartbeat, SyncGroup and OffsetCommit at its generation go on without a rebalance, its static
 //! id and assignment are kept, and a member that never comes back is removed after its session
-//! timeout counted from the restart.
+//! timeout counted from the restart. A consumer-protocol group (KIP-848) keeps its members,
+//! epochs and assignments the same way (store::group::consumer::stored).
 
 mod common;
 
@@ -12,6 +13,7 @@ use common::groups::{join_request, start_with_topic, str_bytes as s};
 use common::{Broker, Client};
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::*;
+use uuid::Uuid;
 
 const TOPIC: &str = "trestart";
 const UNKNOWN_MEMBER_ID: i16 = 25;
@@ -121,5 +123,62 @@ fn a_member_that_does_not_come_back_is_removed_a_session_timeout_after_the_resta
     );
     let late = heartbeat(&mut c, "g", &member, "i-1", generation);
     assert!(matches!(late, UNKNOWN_MEMBER_ID | REBALANCE_IN_PROGRESS), "{late}");
+    broker.finish();
+}
+
+/// ConsumerGroupHeartbeat v1: a join (`epoch` 0, subscribing to TOPIC) or a heartbeat owning
+/// `owned` partitions of TOPIC's id. Returns the answer.
+fn consumer_beat(
+    c: &mut Client,
+    member: &str,
+    epoch: i32,
+    owned: Option<(Uuid, Vec<i32>)>,
+) -> ConsumerGroupHeartbeatResponse {
+    let mut req = ConsumerGroupHeartbeatRequest::default();
+    req.group_id = GroupId(s("cg"));
+    req.member_id = s(member);
+    req.member_epoch = epoch;
+    if epoch == 0 {
+        req.rebalance_timeout_ms = 30_000;
+        req.subscribed_topic_names = Some(vec![TopicName(s(TOPIC))]);
+        req.topic_partitions = Some(vec![]);
+    } else {
+        req.rebalance_timeout_ms = -1;
+        let mut tp = consumer_group_heartbeat_request::TopicPartitions::default();
+        if let Some((id, parts)) = owned {
+            tp.topic_id = id;
+            tp.partitions = parts;
+            req.topic_partitions = Some(vec![tp]);
+        }
+    }
+    c.call(ApiKey::ConsumerGroupHeartbeat, 1, req)
+}
+
+#[test]
+fn a_consumer_protocol_group_goes_on_after_kill_9() {
+    let (mut broker, mut c) = start();
+    let mut joined = consumer_beat(&mut c, "m-1", 0, None);
+    // The assignment may come on the next heartbeat.
+    while joined.assignment.is_none() {
+        joined = consumer_beat(&mut c, "m-1", joined.member_epoch, None);
+    }
+    assert_eq!(joined.error_code, 0);
+    let a = joined.assignment.clone().unwrap();
+    let owned = (a.topic_partitions[0].topic_id, a.topic_partitions[0].partitions.clone());
+    assert_eq!(owned.1.len(), 2, "alone, it owns both partitions");
+    let epoch = joined.member_epoch;
+    let settled = consumer_beat(&mut c, "m-1", epoch, Some(owned.clone()));
+    assert_eq!((settled.error_code, settled.member_epoch), (0, epoch));
+
+    broker.crash_and_restart();
+    let mut c = broker.client();
+    let after = consumer_beat(&mut c, "m-1", epoch, Some(owned.clone()));
+    assert_eq!(
+        (after.error_code, after.member_epoch),
+        (0, epoch),
+        "the member goes on at its epoch (not UNKNOWN_MEMBER_ID): {:?}",
+        after.error_message
+    );
+    assert_eq!(common::groups::commit(&mut c, "cg", TOPIC, "m-1", epoch, 3), 0, "OffsetCommit at its member epoch");
     broker.finish();
 }

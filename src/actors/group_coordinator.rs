@@ -15,7 +15,7 @@ use crate::store::clock::now_ms;
 use crate::store::cluster::fence::SelfFence;
 use crate::store::cluster::state_dir;
 use crate::store::coordinator_key::offsets_partition;
-use crate::store::group::consumer::{TopicImage, TopicInfo};
+use crate::store::group::consumer::{ConsumerError, TopicImage, TopicInfo};
 use crate::store::group::offsets_producers::{key_bytes, key_from_bytes, OffsetsProducerKey, OffsetsProducers};
 use crate::store::group::{unwritten, GroupConfig, GroupError, GroupSnapshot, Groups, MemberAnswer};
 use crate::store::group_config_store::{self, AllGroupConfigs};
@@ -61,8 +61,18 @@ pub struct SetGroupConfigs(pub AllGroupConfigs);
 #[derive(Default)]
 struct Writing {
     outstanding: u32,
-    held: Vec<(Reply<GroupResponse>, GroupResponse)>,
+    /// Answers held until the writes end; each is told whether they all succeeded.
+    held: Vec<Held>,
     failed: bool,
+}
+
+type Held = Box<dyn FnOnce(bool) + Send>;
+
+/// A held classic answer: sent as it is, or as COORDINATOR_NOT_AVAILABLE if the write failed.
+fn held_answer(tx: Reply<GroupResponse>, response: GroupResponse) -> Held {
+    Box::new(move |written| {
+        let _ = tx.send(if written { response } else { response.failed(GroupError::CoordinatorNotAvailable) });
+    })
 }
 
 /// How often the group configs are read again while consumer groups have members (a change
@@ -176,7 +186,7 @@ impl GroupCoordinator {
         for r in replies {
             let Some((group, tx)) = self.waiting.remove(&r.token) else { continue };
             match self.writing.get_mut(&group) {
-                Some(w) => w.held.push((tx, r.response)),
+                Some(w) => w.held.push(held_answer(tx, r.response)),
                 None => {
                     let _ = tx.send(r.response);
                 }
@@ -225,16 +235,12 @@ impl GroupCoordinator {
             return;
         }
         let Some(w) = self.writing.remove(id) else { return };
+        for answer in w.held {
+            answer(!w.failed);
+        }
         if w.failed {
-            for (tx, response) in w.held {
-                let _ = tx.send(response.failed(GroupError::CoordinatorNotAvailable));
-            }
             let answers = self.groups.membership_not_written(id, now_ms() as u64);
             self.deliver(answers);
-        } else {
-            for (tx, response) in w.held {
-                let _ = tx.send(response);
-            }
         }
     }
 
@@ -326,32 +332,32 @@ impl Handler<ConsumerHeartbeat> for GroupCoordinator {
     fn handle(&mut self, msg: ConsumerHeartbeat, ctx: &mut Self::Context) {
         self.groups.merge_topics(msg.topics);
         let before = self.groups.consumer_group(&msg.group_id).map(|g| g.group_epoch());
+        let digest = self.groups.consumer_digest(&msg.group_id);
         let unique = || uuid::Uuid::new_v4().to_string();
         let answer = self.groups.consumer_heartbeat(now_ms() as u64, &msg.group_id, msg.request, unique);
         let after = self.groups.consumer_group(&msg.group_id).map(|g| g.group_epoch());
-        // A downgrade to a classic group keeps its classic members: written before their answers.
+        // What the group keeps changed (store::group::consumer::stored: an epoch, a member, an
+        // assignment), or it became or stopped being a consumer group (store::group::stored):
+        // written before this answer and the answers of its classic members go out.
         let stored = self.groups.take_stored_change(&msg.group_id);
-        if stored {
+        let changed =
+            stored || before.is_none() != after.is_none() || digest != self.groups.consumer_digest(&msg.group_id);
+        if changed {
             self.write_membership(ctx, vec![msg.group_id.clone()]);
         }
         // Parked classic requests answered by an online upgrade.
         let answers = self.groups.take_answers();
         self.deliver(answers);
-        if before.is_none() != after.is_none() && !stored {
-            // A new consumer group (or an upgraded one), or one downgraded to a classic group:
-            // its type and epoch are written (not awaited: membership itself is not durable, as
-            // for classic groups).
-            let flush = self.persist(&msg.group_id);
-            ctx.spawn(
-                async move {
-                    if let Err(e) = flush.await {
-                        tracing::error!("consumer group not written: {e}");
-                    }
-                }
-                .into_actor(self),
-            );
+        let reply = msg.reply;
+        match self.writing.get_mut(&msg.group_id) {
+            Some(w) => w.held.push(Box::new(move |written| {
+                let not_written = || ConsumerError::CoordinatorNotAvailable("the group could not be written".into());
+                let _ = reply.send(if written { answer } else { Err(not_written()) });
+            })),
+            None => {
+                let _ = reply.send(answer);
+            }
         }
-        let _ = msg.reply.send(answer);
     }
 }
 
@@ -377,10 +383,8 @@ impl Actor for GroupCoordinator {
         ctx.run_interval(Duration::from_millis(100), |act, ctx| {
             let now = now_ms() as u64;
             let replies = act.groups.tick(now);
-            // Downgraded to classic groups: their type is written too.
-            let downgraded =
-                act.groups.consumer_tick(now).into_iter().filter(|id| act.groups.consumer_group(id).is_none());
-            let mut changed: Vec<String> = downgraded.collect();
+            // Consumer groups whose members expired (or that became classic groups).
+            let mut changed: Vec<String> = act.groups.consumer_tick(now);
             changed.extend(act.groups.take_stored_changes());
             changed.sort();
             changed.dedup();
@@ -410,11 +414,13 @@ impl Handler<GroupCall> for GroupCoordinator {
         self.waiting.insert(token, (msg.group_id.clone(), msg.reply));
         let unique = || uuid::Uuid::new_v4().to_string();
         let before = self.groups.group_type(&msg.group_id);
+        let digest = self.groups.consumer_digest(&msg.group_id);
         let replies = self.groups.call(now_ms() as u64, token, &msg.group_id, msg.op, unique);
-        // A rebalance completed, or a consumer group became a classic group (KIP-848
-        // downgrade): the group is written before its answers go out.
+        // A rebalance completed, a consumer group's classic member changed it, or it became a
+        // classic group (KIP-848 downgrade): the group is written before its answers go out.
         let stored = self.groups.take_stored_change(&msg.group_id);
-        if stored || before != self.groups.group_type(&msg.group_id) {
+        let consumer_changed = digest != self.groups.consumer_digest(&msg.group_id);
+        if stored || consumer_changed || before != self.groups.group_type(&msg.group_id) {
             self.write_membership(ctx, vec![msg.group_id.clone()]);
         }
         self.deliver(replies);

@@ -97,8 +97,16 @@ impl Groups {
     /// A group read back after a restart (or by a new coordinator): generation and offsets
     /// kept, a classic group Stable with its kept members, their sessions starting at `now_ms`.
     pub fn restore(&mut self, group_id: String, snap: GroupSnapshot, now_ms: u64) {
-        if let Some(epoch) = snap.consumer_group_epoch {
-            self.consumer.insert(group_id.clone(), ConsumerGroup::restored(group_id.clone(), epoch));
+        match (snap.consumer.clone(), snap.consumer_group_epoch) {
+            (Some(stored), _) => {
+                let config = consumer_config_for(&self.config.consumer, &self.group_configs, &group_id);
+                self.consumer
+                    .insert(group_id.clone(), ConsumerGroup::from_stored(group_id.clone(), stored, &config, now_ms));
+            }
+            (None, Some(epoch)) => {
+                self.consumer.insert(group_id.clone(), ConsumerGroup::restored(group_id.clone(), epoch));
+            }
+            (None, None) => {}
         }
         let group = Group::from_snapshot(group_id.clone(), self.config.clone(), snap, now_ms);
         self.groups.insert(group_id, group);
@@ -112,6 +120,7 @@ impl Groups {
     pub fn snapshot(&self, group_id: &str) -> Option<GroupSnapshot> {
         let mut snap = self.groups.get(group_id).map(Group::snapshot)?;
         snap.consumer_group_epoch = self.consumer.get(group_id).map(ConsumerGroup::group_epoch);
+        snap.consumer = self.consumer.get(group_id).map(ConsumerGroup::stored);
         Some(snap)
     }
 
@@ -162,6 +171,12 @@ impl Groups {
             }
             GroupOp::Leave(members) => group.leave(now_ms, token, members),
         }
+    }
+
+    /// The digest of what `group_id` keeps as a consumer group (None: not one): the caller
+    /// writes the group when it differs across a call ([`super::consumer::stored`]).
+    pub fn consumer_digest(&self, group_id: &str) -> Option<u64> {
+        self.consumer.get(group_id).map(ConsumerGroup::stored_digest)
     }
 
     /// Whether `group_id`'s kept membership changed since the last look ([`super::stored`]):

@@ -133,6 +133,8 @@ impl Group {
         let offsets = std::mem::take(&mut self.offsets);
         *self = Group::new(self.group_id.clone(), self.config.clone());
         self.offsets = offsets;
+        // No membership kept any more: written as such.
+        self.stored_changed = true;
     }
 }
 

@@ -22,7 +22,8 @@
 //! calls or of [`Group::tick`]. Call `tick` at [`Group::next_deadline`] (or periodically).
 //! Offsets ([`OffsetStore`]), the generation and a classic group's membership as of its last
 //! completed rebalance ([`GroupSnapshot`], [`stored`]) are serde-serializable; a restart reads a
-//! classic group back Stable with those members. Consumer-protocol groups keep only their epoch.
+//! classic group back Stable with those members; a consumer-protocol group comes back with its
+//! members, epochs and assignments ([`consumer::stored`]).
 
 use crate::error_code::ResponseError;
 use serde::{Deserialize, Serialize};
@@ -170,9 +171,13 @@ pub struct GroupSnapshot {
     pub generation_id: i32,
     pub protocol_type: Option<String>,
     pub offsets: OffsetStore,
-    /// Set for a consumer-protocol group: its group epoch (its members are not kept).
+    /// Set for a consumer-protocol group: its group epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consumer_group_epoch: Option<i32>,
+    /// A consumer-protocol group's members and assignments ([`consumer::stored`]); absent in
+    /// what kaas wrote before it kept them (the group comes back with its epoch only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumer: Option<consumer::stored::StoredConsumerGroup>,
     /// A classic group's membership as of its last completed rebalance ([`stored`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub classic: Option<StoredMembership>,
@@ -213,7 +218,7 @@ impl Group {
     /// membership ([`stored`]) makes it Stable with those members, their sessions starting at
     /// `now_ms`; without one it is Empty.
     pub fn from_snapshot(group_id: impl Into<String>, config: GroupConfig, snap: GroupSnapshot, now_ms: u64) -> Self {
-        let GroupSnapshot { generation_id, protocol_type, offsets, classic, consumer_group_epoch } = snap;
+        let GroupSnapshot { generation_id, protocol_type, offsets, classic, consumer_group_epoch, .. } = snap;
         let mut g =
             Group { group_id: group_id.into(), config, generation_id, protocol_type, offsets, ..Default::default() };
         // A consumer-protocol group's members are its own (not kept).
@@ -229,6 +234,7 @@ impl Group {
             protocol_type: self.protocol_type.clone(),
             offsets: self.offsets.clone(),
             consumer_group_epoch: None,
+            consumer: None,
             classic: self.stored.clone(),
         }
     }

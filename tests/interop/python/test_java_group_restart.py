@@ -3,7 +3,8 @@ with Apache Kafka's own tools (kafka-tools 4.4): one kaas broker; a source topic
 partitions seeded by VerifiableProducer; two `TransactionalMessageCopier` in one consumer group
 (--group-mode --use-group-metadata: their TxnOffsetCommits carry the group generation, KIP-447)
 copy it to an output topic in transactions; meanwhile a read_committed `ConsoleConsumer` in its
-own consumer group (subscribe, auto-commit) reads the output from the beginning. While they run
+own consumer group (subscribe, auto-commit; once with group.protocol=classic, once with the
+KIP-848 consumer protocol) reads the output from the beginning. While they run
 the broker is restarted RESTARTS times: SIGTERM, kill -9, SIGTERM.
 
 Before kaas kept a classic group's membership (store::group::stored), each restart made every
@@ -17,6 +18,8 @@ Prints what it counted. Needs java and the Maven project tests/interop/java (jav
 import json
 import time
 
+import pytest
+
 import javaharness as jh
 from conftest import Broker, free_port
 from kaashelpers import consume_to_end, create_topic, end_offsets, unique_topic
@@ -24,10 +27,10 @@ from test_java_copier_failover import (CONSOLE_CONSUMER, COPIER, JavaProc, consu
                                        copier_status)
 
 PARTITIONS = 6
-RECORDS = 30_000
+RECORDS = 50_000
 TXN_SIZE = 5
 RESTARTS = ("SIGTERM", "kill -9", "SIGTERM")
-BETWEEN = 6.0              # seconds of copying between restarts
+BETWEEN = 5.0              # seconds of copying between restarts
 COPY_TIMEOUT = 240.0
 
 
@@ -48,7 +51,10 @@ def _rebalances(copier):
     return sum(1 for s in lines if s.get("stage") == "RebalanceComplete")
 
 
-def test_groups_go_on_through_broker_restarts(tmp_path):
+@pytest.mark.parametrize("reader_protocol", ["classic", "consumer"])
+def test_groups_go_on_through_broker_restarts(tmp_path, reader_protocol):
+    """`reader_protocol`: the concurrent consumer's group.protocol (the copiers' consumers are
+    classic: the copier has no option for it)."""
     broker = Broker(tmp_path / "data", free_port(), {"KAAS_GROUP_INITIAL_REBALANCE_DELAY_MS": "500"}).start()
     bs = broker.bootstrap
     src, out = unique_topic("grs-src"), unique_topic("grs-out")
@@ -68,6 +74,7 @@ def test_groups_go_on_through_broker_restarts(tmp_path):
                           "--topic", out, "--group", reader_group, "--from-beginning",
                           "--isolation-level", "read_committed", "--max-messages", str(RECORDS),
                           "--timeout-ms", "120000",
+                          "--command-property", f"group.protocol={reader_protocol}",
                           "--formatter-property", "print.offset=true", heap="128m")
         procs.append(reader)
         copiers = [JavaProc(f"copier-{i}", tmp_path, COPIER, "--broker-list", bs,
@@ -90,11 +97,11 @@ def test_groups_go_on_through_broker_restarts(tmp_path):
         rounds = []
         for how in RESTARTS:
             before = copied()
+            running_at_last_restart = [c.name for c in copiers if c.poll() is None]
             t = time.time()
             _restart(broker, how)
             rounds.append(f"{how} at +{t - t_copy:.1f}s (output {before} committed records)")
             time.sleep(BETWEEN)
-        running_at_last_restart = [c.name for c in copiers if c.poll() is None]
 
         deadline = t_copy + COPY_TIMEOUT
         while any(p.poll() is None for p in procs) and time.time() < deadline:

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::{Assignment, TopicImage};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum Assignor {
     Uniform,
     Range,

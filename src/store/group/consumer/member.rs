@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use super::{Assignment, Assignor, ConsumerConfig, TopicImage};
 
 /// Kafka's MemberState.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
 pub enum MemberState {
     /// Has its target assignment (at the assignment epoch).
     #[default]
@@ -17,7 +17,9 @@ pub enum MemberState {
     UnreleasedPartitions,
 }
 
-#[derive(Debug, Clone, Default, PartialEq)]
+/// Serialized as Kafka keeps a member (store::group::consumer::stored); its timers are not
+/// kept: they start again when the group is read back.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ConsumerMember {
     pub member_id: String,
     pub instance_id: Option<String>,
@@ -36,14 +38,18 @@ pub struct ConsumerMember {
     /// The partitions it must revoke; still its own until it says it let them go.
     pub pending_revocation: Assignment,
     /// When it is removed unless it heartbeats.
+    #[serde(skip)]
     pub session_deadline_ms: u64,
     /// When it is removed unless it revoked what it must (set while UnrevokedPartitions).
+    #[serde(skip)]
     pub rebalance_deadline_ms: Option<u64>,
     /// A classic member: when it is removed unless it sends SyncGroup (set by its JoinGroup,
     /// Kafka's consumerGroupSyncKey timer, its rebalance timeout).
+    #[serde(skip)]
     pub classic_sync_deadline_ms: Option<u64>,
     /// A classic member told to rejoin: when it is removed unless it sends JoinGroup (Kafka's
     /// consumerGroupJoinKey timer, set if absent, its rebalance timeout).
+    #[serde(skip)]
     pub classic_join_deadline_ms: Option<u64>,
     /// Set for a member using the classic protocol inside the consumer group (Kafka's
     /// ClassicMemberMetadata): it joins with JoinGroup / SyncGroup / Heartbeat.
@@ -51,7 +57,7 @@ pub struct ConsumerMember {
 }
 
 /// What a classic member told in its JoinGroup (Kafka's ClassicMemberMetadata).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ClassicMemberMetadata {
     pub session_timeout_ms: i32,
     /// Its protocols (assignor names) with their Subscription bytes, in its order.

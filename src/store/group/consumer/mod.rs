@@ -30,6 +30,7 @@ pub mod describe;
 pub mod heartbeat;
 pub mod member;
 pub mod reconcile;
+pub mod stored;
 
 #[cfg(test)]
 mod tests;
@@ -70,6 +71,9 @@ pub enum ConsumerError {
     UnsupportedAssignor(String),
     #[error("{0}")]
     InvalidRegularExpression(String),
+    /// The group's state could not be written before the answer (store::group::consumer::stored).
+    #[error("{0}")]
+    CoordinatorNotAvailable(String),
 }
 
 impl ConsumerError {
@@ -84,6 +88,7 @@ impl ConsumerError {
             ConsumerError::GroupMaxSizeReached(_) => ResponseError::GroupMaxSizeReached,
             ConsumerError::UnsupportedAssignor(_) => ResponseError::UnsupportedAssignor,
             ConsumerError::InvalidRegularExpression(_) => ResponseError::InvalidRegularExpression,
+            ConsumerError::CoordinatorNotAvailable(_) => ResponseError::CoordinatorNotAvailable,
         }
     }
     pub fn code(&self) -> i16 {
@@ -116,7 +121,7 @@ impl Default for ConsumerConfig {
 }
 
 /// A topic as the coordinator sees it in the cluster metadata.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TopicInfo {
     pub id: Uuid,
     pub partitions: i32,

@@ -442,3 +442,64 @@ fn describe_of_a_classic_or_unknown_group_is_group_id_not_found() {
     let g = groups(2);
     assert_eq!(g.consumer_describe("nope").unwrap_err().code(), 69);
 }
+
+/// The group as a new coordinator reads it back at `now` (through the JSON written to sled).
+fn reloaded(g: &Groups, now: u64) -> Groups {
+    let json = serde_json::to_vec(&g.snapshot("g").expect("kept")).unwrap();
+    let mut back = groups(6);
+    back.restore("g".into(), serde_json::from_slice(&json).unwrap(), now);
+    back
+}
+
+#[test]
+fn a_consumer_group_read_back_keeps_its_members_epochs_and_assignments() {
+    let mut g = groups(6);
+    let a = hb(&mut g, 0, join("a", &["t"])).unwrap();
+    let a_parts = parts(&a.assignment);
+    let b = hb(&mut g, 1, join("b", &["t"])).unwrap();
+    // a revokes what b is to get; b then gets it.
+    let a2 = hb(&mut g, 2, beat("a", a.member_epoch, &owned(&a_parts))).unwrap();
+    let a_kept = parts(&a2.assignment);
+    let a3 = hb(&mut g, 3, beat("a", a2.member_epoch, &owned(&a_kept))).unwrap();
+    let b2 = hb(&mut g, 4, beat("b", b.member_epoch, &Assignment::new())).unwrap();
+    let before = g.consumer_group("g").unwrap().clone();
+
+    let mut back = reloaded(&g, 100_000);
+    let cg = back.consumer_group("g").unwrap();
+    assert_eq!((cg.group_epoch(), cg.assignment_epoch()), (before.group_epoch(), before.assignment_epoch()));
+    assert_eq!(cg.members(), &{
+        let mut m = before.members().clone();
+        for (_, x) in m.iter_mut() {
+            x.session_deadline_ms = cg.member(&x.member_id).unwrap().session_deadline_ms;
+            x.rebalance_deadline_ms = cg.member(&x.member_id).unwrap().rebalance_deadline_ms;
+        }
+        m
+    });
+    // Both go on at their member epochs: no UNKNOWN_MEMBER_ID, no FENCED_MEMBER_EPOCH.
+    let a4 = hb(&mut back, 100_001, beat("a", a3.member_epoch, &owned(&a_kept))).unwrap();
+    assert_eq!(a4.member_epoch, a3.member_epoch);
+    let b_parts = parts(&b2.assignment);
+    let b3 = hb(&mut back, 100_002, beat("b", b2.member_epoch, &owned(&b_parts))).unwrap();
+    assert!(b3.member_epoch >= b2.member_epoch);
+}
+
+#[test]
+fn the_sessions_of_a_consumer_group_read_back_start_at_the_load() {
+    let mut g = groups(6);
+    hb(&mut g, 0, join("a", &["t"])).unwrap();
+    let mut back = reloaded(&g, 1_000_000); // long after a's last heartbeat (t=0)
+    assert!(back.consumer_tick(1_000_000 + 44_999).is_empty(), "45 s session from the load");
+    assert_eq!(back.consumer_tick(1_000_000 + 45_001), vec!["g".to_string()]);
+    assert!(back.consumer_group("g").unwrap().members().is_empty());
+}
+
+#[test]
+fn what_a_consumer_group_keeps_changes_with_epochs_and_assignments_not_with_sessions() {
+    let mut g = groups(6);
+    let a = hb(&mut g, 0, join("a", &["t"])).unwrap();
+    let digest = g.consumer_digest("g");
+    hb(&mut g, 5_000, beat("a", a.member_epoch, &owned(&parts(&a.assignment)))).unwrap();
+    assert_eq!(g.consumer_digest("g"), digest, "a heartbeat that only renews the session");
+    hb(&mut g, 5_001, join("b", &["t"])).unwrap();
+    assert_ne!(g.consumer_digest("g"), digest, "a member joined");
+}
