@@ -106,3 +106,32 @@ fn a_fenced_broker_rejoins_in_place_as_a_new_incarnation() {
     assert!(leader_epoch(&mut c, 0) > epoch_before, "the fenced incarnation's epoch is not kept");
     broker.finish();
 }
+
+#[test]
+fn a_fetch_with_another_leader_epoch_is_refused_before_its_offset_is_looked_at() {
+    // Kafka's leader checks the consumer's current_leader_epoch first: a stale one is
+    // FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH (both retried after a metadata
+    // refresh), never OFFSET_OUT_OF_RANGE (which would reset the consumer's position).
+    const FENCED_LEADER_EPOCH: i16 = 74;
+    const UNKNOWN_LEADER_EPOCH: i16 = 75;
+    let mut broker = Broker::start();
+    let mut c = broker.client();
+    cluster::create(&mut c);
+    assert_eq!(produce(&mut c, 0, batch(9, 0, 0, 3, "a")).0, 0);
+    broker.crash_and_restart();
+    let mut c = broker.client();
+    let epoch = leader_epoch(&mut c, 0);
+    assert!(epoch >= 1, "an unclean restart moved the epoch");
+    let fetch = |c: &mut common::Client, current: i32, offset: i64| {
+        let mut req = common::fetch::fetch_request(cluster::TOPIC, 0, offset, 0);
+        req.topics[0].partitions[0].current_leader_epoch = current;
+        let resp: kafka_protocol::messages::FetchResponse = c.call(kafka_protocol::messages::ApiKey::Fetch, 12, req);
+        resp.responses[0].partitions[0].error_code
+    };
+    assert_eq!(fetch(&mut c, epoch, 0), 0);
+    assert_eq!(fetch(&mut c, -1, 0), 0, "no epoch: no check");
+    assert_eq!(fetch(&mut c, epoch - 1, 0), FENCED_LEADER_EPOCH);
+    assert_eq!(fetch(&mut c, epoch + 1, 1_000), UNKNOWN_LEADER_EPOCH, "not OFFSET_OUT_OF_RANGE");
+    assert_eq!(fetch(&mut c, epoch, 1_000), 1, "the offset is checked once the epoch matches");
+    broker.finish();
+}

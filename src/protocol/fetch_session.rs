@@ -67,6 +67,8 @@ pub struct FetchPartition {
     pub fetch_offset: i64,
     pub log_start_offset: i64,
     pub max_bytes: i32,
+    /// The leader epoch the client knows (-1: none, Fetch before v9); Kafka's session keeps it.
+    pub current_leader_epoch: i32,
 }
 
 /// What was read for one partition.
@@ -115,6 +117,7 @@ struct Cached {
     fetch_offset: i64,
     log_start_offset: i64,
     max_bytes: i32,
+    current_leader_epoch: i32,
     last: Last,
 }
 
@@ -231,11 +234,13 @@ impl FetchSessionCache {
                 fetch_offset: p.fetch_offset,
                 log_start_offset: p.log_start_offset,
                 max_bytes: p.max_bytes,
+                current_leader_epoch: p.current_leader_epoch,
                 last: Last::UNKNOWN,
             });
             cached.fetch_offset = p.fetch_offset;
             cached.log_start_offset = p.log_start_offset;
             cached.max_bytes = p.max_bytes;
+            cached.current_leader_epoch = p.current_leader_epoch;
         }
         for k in &forgotten {
             entry.partitions.shift_remove(k);
@@ -263,6 +268,7 @@ impl FetchSessionCache {
                 fetch_offset: c.fetch_offset,
                 log_start_offset: c.log_start_offset,
                 max_bytes: c.max_bytes,
+                current_leader_epoch: c.current_leader_epoch,
             });
         }
         Ok(Plan { kind: Kind::Incremental { id, epoch, last }, partitions: all })
@@ -298,6 +304,7 @@ impl FetchSessionCache {
                 fetch_offset: p.fetch_offset,
                 log_start_offset: p.log_start_offset,
                 max_bytes: p.max_bytes,
+                current_leader_epoch: p.current_leader_epoch,
                 last: Last::after(a),
             };
             map.insert(p.key.clone(), c);

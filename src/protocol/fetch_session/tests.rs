@@ -9,7 +9,13 @@ fn key(topic: &str, partition: i32) -> PartitionKey {
 }
 
 fn part(topic: &str, partition: i32, offset: i64) -> FetchPartition {
-    FetchPartition { key: key(topic, partition), fetch_offset: offset, log_start_offset: -1, max_bytes: 1024 }
+    FetchPartition {
+        key: key(topic, partition),
+        fetch_offset: offset,
+        log_start_offset: -1,
+        max_bytes: 1024,
+        current_leader_epoch: -1,
+    }
 }
 
 fn req(session_id: i32, epoch: i32, partitions: Vec<FetchPartition>, forgotten: Vec<PartitionKey>) -> SessionRequest {

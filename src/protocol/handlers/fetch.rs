@@ -22,12 +22,14 @@ use crate::protocol::fetch_session::{Answered, FetchPartition, FetchSessionError
 use crate::protocol::response_budget::Charge;
 use crate::protocol::{str_bytes, Session};
 use crate::store::log::file_range::{stand_in, FileRange};
+use crate::store::ownership::{check_leader_epoch, Owned};
 
 struct Wanted {
     topic: Arc<str>,
     partition: i32,
     offset: i64,
     max_bytes: usize,
+    current_leader_epoch: i32,
 }
 
 /// The answer, the response-budget charge of its records, and the file ranges its records stand
@@ -49,6 +51,7 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: FetchRequest) -> (FetchR
             partition: p.key.partition,
             offset: p.fetch_offset,
             max_bytes: (p.max_bytes.max(0) as usize).min(cap),
+            current_leader_epoch: p.current_leader_epoch,
         })
         .collect();
     let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
@@ -122,7 +125,16 @@ async fn read_all(s: &Session, wanted: &[Wanted], max_bytes: usize, isolation_le
         if let Some(here) = s.internal_partition(&w.topic, w.partition) {
             r = internal_read(here, w.offset);
         } else if let Ok(h) = s.topic(&w.topic, false).await {
-            let leader = s.leader(&h, w.partition);
+            // A client that knows another leader epoch than this leader's is told so before
+            // any offset is looked at (Kafka's Partition.fetchRecords): FENCED_LEADER_EPOCH when
+            // its epoch is older, UNKNOWN_LEADER_EPOCH when newer (a leader that does not know
+            // yet that it was replaced, or one that just took over); it refreshes its metadata
+            // and retries, never reading a stale leader's offsets as out of range.
+            let owned = Owned::Partition { topic: w.topic.to_string(), partition: w.partition };
+            let epoch = s.directory.lease(&owned).map_or(0, |l| l.epoch);
+            let leader = s
+                .leader(&h, w.partition)
+                .and_then(|l| check_leader_epoch(w.current_leader_epoch, epoch).map(|()| l).map_err(|e| e.code()));
             if let Err(code) = leader {
                 r.error_code = code;
             }
@@ -182,6 +194,7 @@ fn session_request(req: &FetchRequest) -> SessionRequest {
             fetch_offset: p.fetch_offset,
             log_start_offset: p.log_start_offset,
             max_bytes: p.partition_max_bytes,
+            current_leader_epoch: p.current_leader_epoch,
         }));
     }
     let mut forgotten = Vec::new();
