@@ -25,16 +25,25 @@ fn fence(data_dir: &std::path::Path, node: i32) {
     std::fs::write(dir.join(format!("{node}-{:016x}", incarnation(data_dir, node))), b"").unwrap();
 }
 
+/// A broker started with `env` (its ERROR lines matching `allowed` expected) serving the
+/// cluster topic with `n` records of producer 9 on partition 0: it, its client, and partition
+/// 0's leader epoch.
+fn serving_records(env: &[(&str, &str)], allowed: &str, n: usize) -> (Broker, common::Client, i32) {
+    let mut broker = Broker::start_with_env(env);
+    broker.allow_log_errors(allowed);
+    let mut c = broker.client();
+    cluster::create(&mut c);
+    assert_eq!(produce(&mut c, 0, batch(9, 0, 0, n, "before")).0, 0);
+    let epoch = leader_epoch(&mut c, 0);
+    (broker, c, epoch)
+}
+
 #[test]
 fn a_fenced_broker_acknowledges_nothing_more_and_its_next_start_takes_over_at_a_new_epoch() {
     // A membership tick far away: the fence is found by the check after the fsync, not by the
     // tick that stops the broker (a_fenced_broker_stops_with_exit_code_75).
-    let mut broker = Broker::start_with_env(&[("KAAS_CLUSTER_TICK_MS", "600000")]);
-    broker.allow_log_errors("fenced, nothing more is acknowledged");
-    let mut c = broker.client();
-    cluster::create(&mut c);
-    assert_eq!(produce(&mut c, 0, batch(9, 0, 0, 3, "before")).0, 0);
-    let epoch_before = leader_epoch(&mut c, 0);
+    let (mut broker, mut c, epoch_before) =
+        serving_records(&[("KAAS_CLUSTER_TICK_MS", "600000")], "fenced, nothing more is acknowledged", 3);
     fence(&broker.data_dir(), 0);
     // Written and fsynced, then the fence check: never a success.
     assert_eq!(
@@ -84,12 +93,7 @@ fn a_clean_restart_keeps_the_leader_epoch_and_an_unclean_one_moves_it() {
 
 #[test]
 fn a_fenced_broker_rejoins_in_place_as_a_new_incarnation() {
-    let mut broker = Broker::start_with_env(&[("KAAS_CLUSTER_TICK_MS", "100")]);
-    broker.allow_log_errors("stopping: this broker");
-    let mut c = broker.client();
-    cluster::create(&mut c);
-    assert_eq!(produce(&mut c, 0, batch(9, 0, 0, 1, "before")).0, 0);
-    let epoch_before = leader_epoch(&mut c, 0);
+    let (mut broker, _, epoch_before) = serving_records(&[("KAAS_CLUSTER_TICK_MS", "100")], "stopping: this broker", 1);
     let data_dir = broker.data_dir();
     let fenced = incarnation(&data_dir, 0);
     fence(&data_dir, 0);

@@ -134,20 +134,47 @@ fn same_tree(a: &Path, b: &Path) -> std::io::Result<bool> {
     }
     for (name, is_dir) in listed {
         let (x, y) = (a.join(&name), b.join(&name));
-        let same = if is_dir {
-            same_tree(&x, &y)?
-        } else {
-            match std::fs::read(&x) {
-                Ok(bytes) => bytes == std::fs::read(&y)?,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-                Err(e) => return Err(e),
-            }
-        };
+        let same = if is_dir { same_tree(&x, &y)? } else { same_file(&x, &y)? };
         if !same {
             return Ok(false);
         }
     }
     Ok(true)
+}
+
+/// Whether files `x` (which may be gone: not the same) and `y` hold the same bytes, compared a
+/// block at a time (a coordinator database can be large; memory stays two blocks).
+fn same_file(x: &Path, y: &Path) -> std::io::Result<bool> {
+    const BLOCK: usize = 64 * 1024;
+    let mut a = match std::fs::File::open(x) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    let mut b = std::fs::File::open(y)?;
+    let (mut block_a, mut block_b) = (vec![0u8; BLOCK], vec![0u8; BLOCK]);
+    loop {
+        let n = fill(&mut a, &mut block_a)?;
+        if n != fill(&mut b, &mut block_b)? || block_a[..n] != block_b[..n] {
+            return Ok(false);
+        }
+        if n == 0 {
+            return Ok(true);
+        }
+    }
+}
+
+/// Reads into `buf` until it is full or the file ends; how many bytes were read.
+fn fill(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+    use std::io::Read;
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
 }
 
 /// Copies `src` into the new directory `dst`, every file synced.
