@@ -68,9 +68,9 @@ cargo test --release --locked
 step "black-box tests with real clients against target/release/kaas"
 KAAS_BIN="$PWD/target/release/kaas" .venv/bin/pytest -q -p no:cacheprovider -W ignore::DeprecationWarning tests/interop/python
 
-step "fuzz targets, 30 s each (scripts/fuzz.sh SECONDS for a long run)"
-./scripts/fuzz.sh 30
+step "fuzz targets, 20 s each (scripts/fuzz.sh SECONDS for a long run)"
+./scripts/fuzz.sh 20
 
-# ---- differential conformance against Apache Kafka 4.4 (issue I; tests/conformance/README.md) ----
+# ---- differential conformance against Apache Kafka 4.4 (tests/conformance/README.md) ----
 step "conformance: ${CONFORMANCE_SEEDS:=500} random sequences per transaction version against Apache Kafka 4.4 (scripts/conformance.sh N for a long run)"
 CONFORMANCE_SEEDS="$CONFORMANCE_SEEDS" cargo test --release --locked --test conformance -- --nocapture

@@ -1,4 +1,4 @@
-//! Transaction markers in a cluster of kaas brokers on one data directory (issue D), against
+//! Transaction markers in a cluster of kaas brokers on one data directory, against
 //! the real binary: markers still pending when a coordinator's broker dies are re-sent by the
 //! broker that takes its shard over (as Kafka's coordinator does when it loads a partition of
 //! `__transaction_state`), and a coordinator limited to WriteTxnMarkers v1 sends v1 to its peers

@@ -1,4 +1,4 @@
-//! Cluster metadata that must never be guessed (D2 item 6): an unreadable cluster id stops
+//! Cluster metadata that must never be guessed: an unreadable cluster id stops
 //! the broker instead of a new id being written over it, and a broker configured with another
 //! `txn_shards` than the cluster was created with is refused (it would map transactional ids
 //! to other shards than its peers).

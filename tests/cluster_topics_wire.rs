@@ -1,4 +1,4 @@
-//! Topics on a cluster of brokers sharing one disk (D2 items 6 and 7): brokers creating one
+//! Topics on a cluster of brokers sharing one disk: brokers creating one
 //! topic at once leave exactly one topic, whose partitions all take writes (the loser touched no
 //! directory), also when the name was deleted just before (its directories are replaced only
 //! when the new topic's partitions open); and leaders are spread as Kafka spreads them: 20

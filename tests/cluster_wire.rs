@@ -1,4 +1,4 @@
-//! Three kaas brokers on one data directory form a cluster (issue D) against the real binary:
+//! Three kaas brokers on one data directory form a cluster against the real binary:
 //! Metadata lists the live brokers and spreads partition leaders over them; a non-leader answers
 //! NOT_LEADER_OR_FOLLOWER; when a leader is killed -9 the others take its partitions over with
 //! everything it acknowledged (an idempotent retry is still recognised as a duplicate); the

@@ -1,4 +1,4 @@
-//! Cross-broker producer fencing through fence files (issue D), against the real binary: a peer
+//! Cross-broker producer fencing through fence files, against the real binary: a peer
 //! broker's fence file on the shared disk (`__cluster/producer_fences/from-<node>.json`) fences
 //! the producer on this broker's partitions; a malformed peer file is logged once and skipped.
 

@@ -1,4 +1,4 @@
-//! D2 item 5 through the real binary: a broker that finds itself fenced (another broker took
+//! The self-fence through the real binary: a broker that finds itself fenced (another broker took
 //! over what it served while it was cut off from the shared disk: store::cluster::fence)
 //! acknowledges nothing more after its fsync and stops: by default it re-executes itself in
 //! place (`when_fenced = rejoin`), with `exit` it exits with code 75; its next start is a new

@@ -1,4 +1,4 @@
-//! Issue C2 through the real binary: a classic group's membership is kept across a restart of
+//! Group restarts through the real binary: a classic group's membership is kept across a restart of
 //! its coordinator (store::group::stored), clean (SIGTERM) or not (kill -9): its member's
 //! Heartbeat, SyncGroup and OffsetCommit at its generation go on without a rebalance, its static
 //! id and assignment are kept, and a member that never comes back is removed after its session

@@ -1,5 +1,6 @@
 //! Malformed batches are refused as Apache Kafka's LogValidator refuses them, the partition keeps
-//! serving, and a gzip bomb does not blow the broker's memory (issue F items 1, 2 and 5).
+//! serving, and a gzip bomb does not blow the broker's memory (README.md, "Faults and hostile
+//! clients").
 
 mod common;
 
@@ -82,7 +83,7 @@ fn malformed_batches_are_refused_and_the_partition_keeps_serving() {
     let mut broker = Broker::start();
     let mut c = broker.client();
     create_topic(&mut c, "bad");
-    // One non-idempotent record, as the issue sent it.
+    // One non-idempotent record: the batch the malformed ones below are patched from.
     let good = batch(-1, -1, -1, 1, "good");
     let first = produce(&mut c, "bad", good.clone());
     assert_eq!((first.error_code, first.base_offset), (0, 0));

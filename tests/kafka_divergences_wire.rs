@@ -1,4 +1,4 @@
-//! The four divergences from Apache Kafka 4.4 that the first differential run found (issue I),
+//! The four divergences from Apache Kafka 4.4 that the first differential run found,
 //! reduced by hand and replayed here against the real binary on a TV1 and a TV2 broker.
 //! Every expected answer below is what Apache Kafka 4.4.0 answered to the same sequence
 //! (transactional Produce v8 with explicit AddPartitionsToTxn v3, WriteTxnMarkers v1).

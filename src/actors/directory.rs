@@ -1,7 +1,7 @@
 //! Directory: where things are. Answers "who leads this partition", "which broker coordinates
 //! this shard" and "who is in the cluster" from the ownership table (store::ownership), and
 //! carries the addresses of this broker's broker-wide actors. Handlers and coordinators ask it
-//! instead of assuming one broker: a `Location::Peer` is how the cluster (issue D) plugs in.
+//! instead of assuming one broker: a `Location::Peer` is how the shared-disk cluster plugs in.
 
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 
@@ -87,7 +87,7 @@ impl Directory {
 
     /// Where `what` is served; `local` gives this broker's actor for it. While this broker
     /// cannot prove its heartbeat lease fresh, what it leads is served by nobody here: its
-    /// peers may be taking it over (D2 item 1).
+    /// peers may be taking it over (store::cluster::liveness).
     pub fn locate<A>(&self, what: &Owned, local: impl FnOnce() -> Option<A>) -> Location<A> {
         let table = self.ownership();
         if table.is_local(what) {

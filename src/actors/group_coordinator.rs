@@ -68,10 +68,12 @@ struct Writing {
 
 type Held = Box<dyn FnOnce(bool) + Send>;
 
-/// A held classic answer: sent as it is, or as COORDINATOR_NOT_AVAILABLE if the write failed.
+/// A held classic answer: sent as it is, or as NOT_COORDINATOR if the write failed (a fence or
+/// a storage error: Kafka maps NOT_LEADER_OR_FOLLOWER and KAFKA_STORAGE_ERROR of its group
+/// log's append to NOT_COORDINATOR, so the member finds its coordinator again).
 fn held_answer(tx: Reply<GroupResponse>, response: GroupResponse) -> Held {
     Box::new(move |written| {
-        let _ = tx.send(if written { response } else { response.failed(GroupError::CoordinatorNotAvailable) });
+        let _ = tx.send(if written { response } else { response.failed(GroupError::NotCoordinator) });
     })
 }
 
@@ -273,7 +275,7 @@ impl GroupCoordinator {
         async move {
             tokio::task::spawn_blocking(move || {
                 crate::store::durable::flush_sled(&db, &db_file)?;
-                // D2 item 5: answered only while no broker took the groups over.
+                // Self-fence: answered only while no broker took the groups over.
                 fence.check().map_err(|e| e.to_string())
             })
             .await
@@ -351,7 +353,7 @@ impl Handler<ConsumerHeartbeat> for GroupCoordinator {
         let reply = msg.reply;
         match self.writing.get_mut(&msg.group_id) {
             Some(w) => w.held.push(Box::new(move |written| {
-                let not_written = || ConsumerError::CoordinatorNotAvailable("the group could not be written".into());
+                let not_written = || ConsumerError::NotCoordinator("the group could not be written".into());
                 let _ = reply.send(if written { answer } else { Err(not_written()) });
             })),
             None => {
@@ -469,7 +471,7 @@ impl Handler<CommitOffsets> for GroupCoordinator {
         ctx.spawn(flush.into_actor(self).map(move |res, _, _| {
             let _ = reply.send(res.map_err(|e| {
                 tracing::error!("group offsets not written: {e}");
-                GroupError::CoordinatorNotAvailable
+                GroupError::NotCoordinator
             }));
         }));
     }
@@ -552,7 +554,9 @@ impl Handler<CompleteTxnOffsets> for GroupCoordinator {
                     // The marker is not written: the coordinator retries it, the transaction
                     // stays in its prepare state until it is (eos-rules 50).
                     tracing::error!("transactional offsets not written: {e}");
-                    return GroupError::CoordinatorNotAvailable.code();
+                    // What a marker to a partition this broker no longer leads (or cannot
+                    // write) gets from Kafka's leader; retried (eos-rules 50).
+                    return crate::error_code::ResponseError::NotLeaderOrFollower.code();
                 }
                 0
             }

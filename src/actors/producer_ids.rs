@@ -35,7 +35,7 @@ impl Handler<AllocateProducerId> for ProducerIds {
             tracing::error!("producer id block: {e}");
             ResponseError::CoordinatorLoadInProgress.code()
         })?;
-        // After the reservation (D2 item 5): a fenced broker hands out nothing.
+        // After the reservation (self-fence): a fenced broker hands out nothing.
         self.fence.check().map_err(|_| ResponseError::CoordinatorLoadInProgress.code())?;
         Ok(id)
     }

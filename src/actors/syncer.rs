@@ -60,7 +60,7 @@ impl GroupCommit {
 
 /// Makes `jobs` durable (one syncfs when there are many and `group` allows it) and answers them.
 /// Each fsync or syncfs is timed into `kaas_log_fsync_seconds`, with the partitions it covered.
-/// D2 item 5: after the fsyncs and before any answer, one check for the whole group that this
+/// Self-fence: after the fsyncs and before any answer, one check for the whole group that this
 /// broker was not fenced. A fence created after it comes before the new owner reads how far
 /// the files go, so what is acknowledged here is inside its seal.
 fn run(jobs: Vec<SyncJob>, skip_fsync: bool, group: Option<&GroupCommit>, metrics: &Metrics, fence: &SelfFence) {

@@ -204,7 +204,7 @@ impl TopicRegistry {
         let gone: Vec<String> = self.topics.keys().filter(|n| !names.contains(*n)).cloned().collect();
         let mut deleted = Vec::new();
         for name in gone {
-            // A topic goes only through its delete record (D2 item 6).
+            // A topic goes only through its delete record (store::topics::remove).
             let Some(known) = self.topics.get(&name) else { continue };
             match topics::missing(&self.settings.data_dir, &known.meta)? {
                 topics::Missing::Deleted | topics::Missing::Replaced => {}

@@ -169,7 +169,7 @@ impl TxnCoordinator {
                 db.insert(key.as_bytes(), value).map_err(|e| e.to_string())?;
             }
             crate::store::durable::flush_sled(&db, &db_file)?;
-            // D2 item 5: answered only while no broker took this shard over.
+            // Self-fence (store::cluster::fence): answered only while no broker took this shard over.
             fence.check().map_err(|e| e.to_string())
         });
         ctx.spawn(write.into_actor(self).map(move |res, act, ctx| {
@@ -225,7 +225,10 @@ impl TxnCoordinator {
             return self.fence(fences);
         };
         // The shard's coordinator epoch: markers from an older owner of the shard are refused.
-        let coordinator_epoch = self.directory.lease(&Owned::TxnShard(self.shard)).map_or(0, |l| l.epoch);
+        // Its own, not the directory's: the markers resent at start go before the directory
+        // records the lease, and a 0 there got them refused as an older owner's (three brokers,
+        // the coordinators' broker restarted cleanly: test_java_group_restart).
+        let coordinator_epoch = self.settings.epoch;
         let targets =
             Targets { directory: self.directory.clone(), groups: self.groups.clone(), peers: self.peers.clone() };
         let send = write_markers(targets, coordinator_epoch, batch);

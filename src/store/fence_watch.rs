@@ -1,4 +1,4 @@
-//! The fence watcher's core (issue D, the shared-disk cluster): given the peers' fence files read
+//! The fence watcher's core (the shared-disk cluster): given the peers' fence files read
 //! in one poll (store::fence_log::read_peers), which (producer id, epoch) fences this broker's
 //! partitions must apply now. Pure: actors::fence_watcher reads the files and sends the fences.
 //!

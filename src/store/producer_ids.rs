@@ -52,9 +52,9 @@ impl ProducerIdAllocator {
     }
 
     /// Each writer of a range (a broker's process, a shard's epoch) reserves in a file of its
-    /// own, `<name>.<tag>.json` (D2: a stalled or cut-off predecessor's late write can then
+    /// own, `<name>.<tag>.json` (a stalled or cut-off predecessor's late write can then
     /// never move the reservation back); a reader starts above every file of the range
-    /// (`<name>.json`: kaas before D2).
+    /// (`<name>.json`: an older kaas).
     fn open_range(data_dir: &Path, name: &str, tag: &str, range_start: i64) -> std::io::Result<Self> {
         let dir = data_dir.join("__cluster").join("producer_ids");
         let path = dir.join(format!("{name}.{tag}.json"));
@@ -140,7 +140,7 @@ mod tests {
         write_atomic(&stale.path, &late).unwrap();
         let mut next = ProducerIdAllocator::open_txn_shard(dir.path(), 3, 3).unwrap();
         assert_eq!(next.next_id().unwrap(), first + 3 * BLOCK_SIZE, "above every epoch's reservation");
-        // kaas before D2 kept one file per range: read too.
+        // An older kaas kept one file per range: read too.
         write_atomic(
             &dir.path().join("__cluster/producer_ids/txn-shard-3.json"),
             &serde_json::to_vec(&Reserved { next_block_start: first + 9 * BLOCK_SIZE }).unwrap(),

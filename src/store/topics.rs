@@ -429,7 +429,7 @@ const PARTITION_METADATA: &str = "partition.metadata";
 
 /// Makes `dir` a directory of the topic with `id` before its partition is opened: created with
 /// `partition.metadata` naming the topic when absent; kept when it names this topic (or names
-/// none: kaas before D2); emptied and made this topic's when it names another (an earlier topic
+/// none: an older kaas); emptied and made this topic's when it names another (an earlier topic
 /// of the same name, deleted, or a creation that failed), and only while `still_current` says
 /// this topic is the one its file names now: a broker that stalled holding a deleted topic
 /// must not empty the directory of the topic created again under the name. True when it
@@ -442,7 +442,7 @@ pub fn adopt_partition_dir(
     let file = dir.join(PARTITION_METADATA);
     let replaced = match partition_dir_owner(dir)? {
         Some(owner) if owner == id => return Ok(false),
-        // New, or written by kaas before D2 (whose creation removed left-overs first): this
+        // New, or written by an older kaas (whose creation removed left-overs first): this
         // topic's.
         None if !file.exists() => false,
         Some(_) | None => {
@@ -473,7 +473,7 @@ pub fn remove(data_dir: &Path, meta: &TopicMeta, partitions: &[i32]) -> Result<(
     if lock.is_none() {
         tracing::warn!(topic = %meta.name, "deleting without the topics lock: another broker held it too long");
     }
-    // The delete record first (D2 item 6): a peer takes a topic for deleted only by it, never
+    // The delete record first: a peer takes a topic for deleted only by it, never
     // because one listing of the directory missed its file.
     let record = delete_record_path(data_dir, &meta.name, meta.id);
     crate::store::durable::create_dir_all_durable(record.parent().unwrap_or(Path::new(".")))?;
@@ -549,7 +549,7 @@ fn remove_partitions_if(
     first_error.map_or(Ok(()), |e| Err(e.into()))
 }
 
-/// The topic id a partition directory names (None: none, kaas before D2).
+/// The topic id a partition directory names (None: none, an older kaas without topic ids).
 fn partition_dir_owner(dir: &Path) -> std::io::Result<Option<Uuid>> {
     match std::fs::read_to_string(dir.join(PARTITION_METADATA)) {
         Ok(text) => Ok(text.trim().strip_prefix("topic_id: ").and_then(|id| Uuid::parse_str(id).ok())),
@@ -632,7 +632,7 @@ mod tests {
         std::fs::write(p.join("00000000000000000000.log"), b"new data").unwrap();
         assert!(adopt_partition_dir(&p, old, || Ok(false)).is_err());
         assert_eq!(std::fs::read(p.join("00000000000000000000.log")).unwrap(), b"new data");
-        // kaas before D2 wrote no partition.metadata: adopted as it is.
+        // An older kaas wrote no partition.metadata: adopted as it is.
         let legacy = dir.path().join("t-1");
         std::fs::create_dir_all(&legacy).unwrap();
         std::fs::write(legacy.join("00000000000000000000.log"), b"data").unwrap();

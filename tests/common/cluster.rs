@@ -1,4 +1,4 @@
-//! Helpers of the cluster tests (issue D): a six-partition topic spread over brokers sharing one
+//! Helpers of the shared-disk cluster tests: a six-partition topic spread over brokers sharing one
 //! data directory, and the requests the tests send to find and use its leaders and coordinators.
 
 use std::collections::{BTreeMap, BTreeSet};

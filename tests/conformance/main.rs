@@ -1,4 +1,4 @@
-//! Differential conformance (issue I): the same random but well-formed sequences of
+//! Differential conformance: the same random but well-formed sequences of
 //! exactly-once requests against Apache Kafka 4.4 and kaas, every answer compared.
 //! See tests/conformance/README.md. Environment:
 //!   CONFORMANCE_SEEDS=200        random sequences per transaction version
@@ -8,7 +8,7 @@
 //!   CONFORMANCE_THREADS=12       sequences run at once (mostly waiting for markers to settle)
 //!   CONFORMANCE_MINIMIZE=5       divergence classes minimized per TV (0: none)
 //!   CONFORMANCE_MINIMIZE_RUNS=60  reruns allowed per minimization
-//!   CONFORMANCE_KNOWN=fail|report  whether the four known divergences of the issue fail the run
+//!   CONFORMANCE_KNOWN=fail|report  whether the known divergences (regression.rs) fail the run
 //!   CONFORMANCE_REPORT=target/conformance-report.txt
 
 #[path = "../common/mod.rs"]
@@ -91,7 +91,7 @@ fn conformance() {
     let setup: usize = reports.iter().map(|r| r.setup_failures.len()).sum();
     assert!(setup == 0, "{setup} sequences could not be set up (see the report)");
     assert!(unexplained == 0, "{unexplained} divergent sequences no accepted difference explains (see the report)");
-    assert!(!known_fail || known == 0, "{known} runs of the known divergences of issue I still diverge");
+    assert!(!known_fail || known == 0, "{known} runs of the known divergences (regression.rs) still diverge");
 }
 
 fn run_known(pair: &mut Pair) -> Vec<Known> {

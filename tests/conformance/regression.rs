@@ -1,4 +1,4 @@
-//! The four divergences issue I started from (Apache Kafka 4.4.0 vs kaas, TV1 and TV2, two
+//! The four divergences the first run found (Apache Kafka 4.4.0 vs kaas, TV1 and TV2, two
 //! partitions, transactional Produce v8 with explicit AddPartitionsToTxn v3), and those later
 //! random runs found (I-5 on), as hand-written sequences that run every time. A case that
 //! diverges is reported as a KNOWN divergence and fails the run; one whose answers differ as an

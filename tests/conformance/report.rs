@@ -1,4 +1,4 @@
-//! What a run found, per transaction version: counts, the known divergences of the issue, and
+//! What a run found, per transaction version: counts, the known divergences (regression.rs), and
 //! each divergence class with its first seed, its minimized sequence and both answers.
 
 use std::collections::BTreeMap;

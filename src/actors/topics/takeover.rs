@@ -17,7 +17,8 @@ pub(super) fn open_log(
 ) -> Result<Partition, LogError> {
     let topic = meta.name.as_str();
     let dir = topics::partition_dir(data_dir, topic, p);
-    // A directory of an earlier topic of this name is not this one's (D2 item 6).
+    // A directory of an earlier topic of this name is not this one's (its partition.metadata
+    // names another topic id: store::topics::adopt_partition_dir).
     let still_current = || {
         let on_disk = topics::load_one(data_dir, topic).map_err(std::io::Error::other)?;
         Ok(on_disk.is_some_and(|m| m.id == meta.id))

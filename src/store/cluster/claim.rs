@@ -1,4 +1,4 @@
-//! Ownership by epoch, claimed exclusively (D2 item 2). A partition or a coordinator unit is
+//! Ownership by epoch, claimed exclusively. A partition or a coordinator unit is
 //! served under an epoch; a broker takes it by claiming the next epoch: it creates the claim
 //! file `<lease>.e<E>` with link(2), which refuses a name that exists (atomic on NFS v3+,
 //! JuiceFS, CephFS and local file systems), so at most one broker ever holds an epoch, however

@@ -2,7 +2,7 @@
 //! from a broker it no longer sees live (its lock was released: the process died, or its
 //! file-system client lost its session while the process runs on) first creates the fence file
 //! `__cluster/fenced/<node>-<incarnation>` of that broker's incarnation. Every broker checks its
-//! own fence file after each fsync and before it acknowledges anything (D2 item 5): a fence
+//! own fence file after each fsync and before it acknowledges anything (the self-fence): a fence
 //! created after that check comes before the new owner reads how far the predecessor's files
 //! go (its seal), so what was acknowledged is inside the seal; a fence created before it makes
 //! the broker answer NOT_LEADER_OR_FOLLOWER / NOT_COORDINATOR and stop. An incarnation is a

@@ -1,4 +1,4 @@
-//! Liveness by a heartbeat lease (D2 item 1). Each broker renews `__cluster/brokers/<id>.alive`
+//! Liveness by a heartbeat lease. Each broker renews `__cluster/brokers/<id>.alive`
 //! (its incarnation and a counter) every `broker_heartbeat_interval_ms`, fsynced. An observer
 //! judges a peer on its own monotonic clock, from the counter it sees change: a peer whose
 //! counter has not moved for `broker_session_timeout_ms` is not live, and what it served moves

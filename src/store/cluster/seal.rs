@@ -1,4 +1,4 @@
-//! Epoch-owned partition files (D2 item 3). A leader epoch writes only files it created: each
+//! Epoch-owned partition files. A leader epoch writes only files it created: each
 //! file name carries the epoch that created it (`00000000000000000042.e3.log`,
 //! `producer-state.e3.json`, `recovery-point.e3`, `log-start-offset.e3`; epoch 0 keeps the
 //! plain names kaas always used). A broker taking a partition over at epoch E never appends to,

@@ -1,4 +1,4 @@
-//! A coordinator unit's sled database per coordinator epoch (D2 item 4). sled rewrites its
+//! A coordinator unit's sled database per coordinator epoch. sled rewrites its
 //! files in place from a background flusher, so a coordinator that was cut off from the disk,
 //! or stalled, could write into a database its successor opened, and it holds sled's lock on
 //! it. A broker that claims a unit at epoch E therefore runs it from `<base>.e<E>`, a copy of
@@ -20,7 +20,7 @@
 use std::path::{Path, PathBuf};
 
 /// The database directory of `epoch` for the unit whose state lived at `base` (kaas before
-/// D2 kept it there, for every epoch).
+/// databases per epoch kept it there, for every epoch).
 pub fn epoch_dir(base: &Path, epoch: i32) -> PathBuf {
     let name = base.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     base.with_file_name(format!("{name}.e{epoch}"))
@@ -85,7 +85,7 @@ pub fn prepare(base: &Path, epoch: i32) -> std::io::Result<PathBuf> {
     }
     if base.is_dir() {
         if let Err(err) = std::fs::remove_dir_all(base) {
-            tracing::warn!(dir = %base.display(), "removing the coordinator database of kaas before D2: {err}");
+            tracing::warn!(dir = %base.display(), "removing the coordinator database of an older kaas (one database for all epochs): {err}");
         }
     }
     Ok(target)
@@ -297,7 +297,7 @@ mod tests {
     }
 
     #[test]
-    fn the_database_of_kaas_before_d2_is_copied_once() {
+    fn the_single_database_of_an_older_kaas_is_copied_once() {
         let dir = tempfile::tempdir().unwrap();
         let base = dir.path().join("groups");
         {

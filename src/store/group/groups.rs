@@ -388,10 +388,11 @@ impl Groups {
     }
 }
 
-/// The answer to give when the change could not be flushed: Kafka answers a failed write of
-/// the group's log as COORDINATOR_NOT_AVAILABLE (the client retries).
+/// The answer to give when the change could not be flushed (this broker was fenced, or the
+/// disk failed): Kafka answers NOT_COORDINATOR when its group log's append fails with
+/// NOT_LEADER_OR_FOLLOWER or KAFKA_STORAGE_ERROR (the client finds its coordinator again).
 pub fn unwritten(answer: GroupAdminAnswer) -> GroupAdminAnswer {
-    let failed = GroupError::CoordinatorNotAvailable;
+    let failed = GroupError::NotCoordinator;
     match answer {
         GroupAdminAnswer::Delete(v) => GroupAdminAnswer::Delete(
             v.into_iter().map(|(id, code)| (id, if code == 0 { failed.code() } else { code })).collect(),

@@ -116,7 +116,7 @@ pub struct Deletion {
 impl Deletion {
     /// Blocks on fsync and unlink: run it off the actor threads. After the new start and the
     /// snapshot are durable, and before anything is unlinked or answered, `fence` is checked
-    /// (D2 item 5): a broker that lost the partition neither acknowledges the deletion nor
+    /// (self-fence): a broker that lost the partition neither acknowledges the deletion nor
     /// removes files the new owner's seal names.
     pub fn run(self, fence: &SelfFence) -> Result<(), DeletionError> {
         self.start_file.persist(self.log_start).map_err(DeletionError::NotDurable)?;

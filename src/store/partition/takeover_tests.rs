@@ -1,6 +1,7 @@
-//! D2 item 3, one test per file kind: a handle of the old epoch (a broker cut off from the disk
-//! while it runs) writes after another broker took the partition over at a newer epoch, and the
-//! new owner's reads, recovery and answers stay what they were at its takeover.
+//! Epoch-owned files (store::cluster::seal), one test per file kind: a handle of the old epoch (a
+//! broker cut off from the disk while it runs) writes after another broker took the partition over
+//! at a newer epoch, and the new owner's reads, recovery and answers stay what they were at its
+//! takeover.
 
 use bytes::BytesMut;
 use tempfile::TempDir;

@@ -371,7 +371,7 @@ fn rule_18_a_lower_epoch_is_refused_before_verification() {
 #[test]
 fn rule_18_an_unknown_producer_is_not_compared_before_verification() {
     // Apache Kafka 4.4 compares the epoch only with an entry it has: a producer id with no
-    // state here goes to the coordinator at any epoch, negative ones too (I-5).
+    // state here goes to the coordinator at any epoch, negative ones too (conformance case I-5).
     let mut t = ProducerStateTable::new();
     assert!(t.begin_verification(9, -3, 0, false, 0).unwrap().is_some());
     assert!(t.begin_verification(-1, -2, 0, false, 0).unwrap().is_some());

@@ -1,4 +1,4 @@
-"""Three kaas brokers on one data directory (issue D) with confluent-kafka (librdkafka), one
+"""Three kaas brokers on one data directory with confluent-kafka (librdkafka), one
 broker killed -9 for good in each test: an idempotent producer writes to 6 partitions spread over
 the brokers and every acknowledged record is read back exactly once from the survivors; a
 transactional producer commits and aborts across them; an exactly-once consume-transform-produce

@@ -1,7 +1,7 @@
-"""Fault (a) of issue D2 on a local directory: three kaas brokers sharing one data directory,
-under an idempotent confluent-kafka producer (acks=all) writing numbered records v<n> to 6
-partitions; the broker process leading the most partitions is stopped (SIGSTOP) for 20 s. A
-stopped process keeps its file locks, so only its heartbeat going stale (here
+"""Fault (a), a stalled broker (as in test_cluster_juicefs.py), on a local directory: three kaas
+brokers sharing one data directory, under an idempotent confluent-kafka producer (acks=all) writing
+numbered records v<n> to 6 partitions; the broker process leading the most partitions is stopped
+(SIGSTOP) for 20 s. A stopped process keeps its file locks, so only its heartbeat going stale (here
 KAAS_BROKER_SESSION_TIMEOUT_MS=6000) tells the others it is gone: they must fence it and lead
 every partition within the session timeout plus a margin. On SIGCONT a second producer (records
 s<n>) bootstrapped from the stalled broker alone writes to the partitions it led; the stalled

@@ -1,5 +1,5 @@
 """Apache Kafka's Java client (kafka-clients 4.4) against three kaas brokers sharing one data
-directory (issue D), transaction.version 2: partition leaders, transaction shards and the group
+directory, transaction.version 2: partition leaders, transaction shards and the group
 coordinator are spread over the three, so partitions are added to transactions over the wire,
 markers (also for the group's offsets) go over the wire, and an epoch bump reaches other
 brokers' partitions through the fence files.

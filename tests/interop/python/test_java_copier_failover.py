@@ -1,5 +1,5 @@
-"""Apache Kafka's own exactly-once copier through broker hand-overs (issue D2, "Java clients
-through hand-overs"): three kaas brokers on one data directory, a source topic of 6 partitions
+"""Apache Kafka's own exactly-once copier through broker hand-overs: three kaas brokers on one
+data directory, a source topic of 6 partitions
 seeded with RECORDS values by Apache Kafka's VerifiableProducer, then two
 `org.apache.kafka.tools.TransactionalMessageCopier` (kafka-tools 4.4, the copier of Kafka's own
 transaction system tests) sharing one consumer group (--group-mode --use-group-metadata, KIP-447

@@ -1,29 +1,32 @@
-"""Consumer groups that do not notice a restart (issue C2), measured as the issue measured it,
-with Apache Kafka's own tools (kafka-tools 4.4): one kaas broker, or three on one shared
-directory; a source topic of 6
-partitions seeded by VerifiableProducer; two `TransactionalMessageCopier` in one consumer group
-(--group-mode --use-group-metadata: their TxnOffsetCommits carry the group generation, KIP-447)
-copy it to an output topic in transactions; meanwhile a read_committed `ConsoleConsumer` in its
-own consumer group (subscribe, auto-commit; once with group.protocol=classic, once with the
-KIP-848 consumer protocol) reads the output from the beginning. While they run
-the broker running the group coordinator is restarted RESTARTS times: SIGTERM, kill -9,
-SIGTERM (with three brokers the groups move to another broker and back each time).
+"""Consumer groups that do not notice a restart or a move of their coordinator, measured with
+Apache Kafka's own tools (kafka-tools 4.4), as Kafka's system tests measure it: one kaas broker,
+or three on one shared directory; a source topic of 6 partitions seeded by VerifiableProducer;
+two `TransactionalMessageCopier` in one consumer group (--group-mode --use-group-metadata: their
+TxnOffsetCommits carry the group generation, KIP-447) copy it to an output topic in
+transactions; meanwhile a read_committed `ConsoleConsumer` in its own consumer group
+(subscribe, auto-commit; classic or KIP-848 consumer protocol, dynamic or static) reads the
+output from the beginning. While they run the broker running the group coordinator is
+restarted RESTARTS times: SIGTERM, kill -9, SIGTERM (with three brokers it starts again only
+once the groups moved to a peer, and they come back to it after).
 
-Before kaas kept a classic group's membership (store::group::stored), each restart made every
-member's next heartbeat UNKNOWN_MEMBER_ID: the console consumer gave its partitions up as lost,
-found no committed offset and read the output again (tens of thousands of duplicates), and the
-copiers' TxnOffsetCommits failed (CommitFailedException: "The coordinator is not aware of this
-member") and their transactions were redone. Now required: the concurrent group consumer reads
-every output record exactly once (0 duplicates); neither copier logs a CommitFailedException or
-completes a rebalance after the first restart; the output holds every source record once.
-Prints what it counted. Needs java and the Maven project tests/interop/java (javaharness)."""
+Before kaas kept a group's membership (store::group::stored, store::group::consumer::stored),
+each restart made every member's next heartbeat UNKNOWN_MEMBER_ID: the console consumer gave
+its partitions up as lost, its auto-commits were refused ("The coordinator is not aware of this
+member"), it found no committed offset and read the output again (tens of thousands of
+duplicates), and the copiers rebalanced and redid their transactions. Now required: the
+concurrent group consumer reads every output record exactly once (0 duplicates); neither copier
+logs a CommitFailedException or completes a rebalance after the first restart; the output holds
+every source record once. Prints what it counted. Needs java and the Maven project
+tests/interop/java (javaharness); KAAS_COMPARE_KAFKA=1 runs the same against Apache Kafka."""
 import json
 import os
 import time
 
 import pytest
 
+import apache_kafka
 import javaharness as jh
+from apache_kafka import ApacheKafka
 from conftest import Broker, free_port
 from kaashelpers import consume_to_end, create_topic, end_offsets, find_coordinator, unique_topic
 from test_java_copier_failover import (CONSOLE_CONSUMER, COPIER, TICK, JavaProc, consumer_records,
@@ -41,12 +44,33 @@ def _values(records):
     return [v.decode() if v is not None else None for _o, _k, v in records]
 
 
-def _restart(broker, how):
+def _restart(broker, how, cluster, groups):
+    """Stops `broker` (SIGTERM, checking it stopped cleanly, or kill -9) and starts it again.
+    In a cluster it starts again only once another broker runs the coordinator of every group
+    in `groups`: each restart moves the groups away and, when it is back, home again."""
     if how == "kill -9":
         broker.kill()
     else:
-        broker.stop()          # SIGTERM, and checks it stopped cleanly
+        broker.stop()
+    if len(cluster) > 1:
+        moved = _wait_moved(broker, [b for b in cluster if b is not broker], groups)
     broker.start()
+    return moved if len(cluster) > 1 else None
+
+
+def _wait_moved(gone, others, groups, timeout=30.0):
+    """Seconds until a live broker other than `gone` answers FindCoordinator for each group
+    with a node other than `gone`'s (a member would find its coordinator there)."""
+    t0 = time.time()
+    while True:
+        try:
+            answers = [find_coordinator(b.bootstrap, g, key_type=0) for b in others for g in groups]
+        except OSError:
+            answers = []
+        if answers and all(err == 0 and node != gone.node_id for err, node in answers):
+            return time.time() - t0
+        assert time.time() - t0 < timeout, f"the groups did not move off broker {gone.node_id}: {answers}"
+        time.sleep(0.1)
 
 
 def _rebalances(copier, until=None):
@@ -58,7 +82,9 @@ def _rebalances(copier, until=None):
 ENV = {"KAAS_GROUP_INITIAL_REBALANCE_DELAY_MS": "500"}
 
 
-def _start(tmp_path, brokers):
+def _start(tmp_path, brokers, against):
+    if against == "kafka":
+        return _start_apache_kafka(tmp_path, brokers)
     if brokers == 1:
         return [Broker(tmp_path / "data", free_port(), ENV).start()]
     cluster = [Broker(tmp_path / "shared", free_port(), dict(ENV, **TICK), node_id=i).start()
@@ -67,30 +93,43 @@ def _start(tmp_path, brokers):
     return cluster
 
 
-# The three-broker runs are not in the test command yet: in about 20 runs of (3, "classic") one
-# left a transaction in PrepareCommit after a marker was refused ("markers refused; transaction
-# stays in its prepare state") following a clean restart of the broker running the coordinators,
-# and one read duplicates before Fetch checked the consumer's leader epoch (both open in issue
-# C2). KAAS_GROUP_RESTART_CLUSTER=1 runs them.
-CLUSTER = pytest.mark.skipif(os.environ.get("KAAS_GROUP_RESTART_CLUSTER") != "1",
-                             reason="three-broker group restarts: set KAAS_GROUP_RESTART_CLUSTER=1 (not yet stable, issue C2)")
+def _start_apache_kafka(tmp_path, brokers):
+    """The reference: Apache Kafka 4.4 (one KRaft node, or three with replication factor 3 and
+    min.insync.replicas=2), same scenario, same clients."""
+    why = apache_kafka.available()
+    if why:
+        pytest.skip(why)
+    extra = ["group.initial.rebalance.delay.ms=500", "auto.create.topics.enable=false"]
+    if brokers == 1:
+        return [ApacheKafka(tmp_path / "kafka", extra=extra).start()]
+    cluster = [b.start() for b in ApacheKafka.cluster(tmp_path, brokers, extra)]
+    wait_rejoined(cluster, None, [])
+    return cluster
 
 
-@pytest.mark.parametrize("brokers,reader", [(1, "classic"), (1, "consumer"), (1, "classic-static"),
-                                            pytest.param(3, "classic", marks=CLUSTER),
-                                            pytest.param(3, "consumer", marks=CLUSTER)])
-def test_groups_go_on_through_broker_restarts(tmp_path, brokers, reader):
-    """`reader`: the concurrent consumer's group.protocol, "classic-static" a classic static
-    member (group.instance.id); the copiers' consumers are classic dynamic members (the copier
-    has no option for either). With 3 brokers on one shared directory, the broker restarted
-    each time is the one running the group coordinator, so the groups move to another broker
-    and back."""
-    cluster = _start(tmp_path, brokers)
+# Apache Kafka itself in the same scenario, for the closing note's side-by-side figures:
+# KAAS_COMPARE_KAFKA=1 (needs benches/load's jars, see apache_kafka.py).
+KAFKA = pytest.mark.skipif(os.environ.get("KAAS_COMPARE_KAFKA") != "1",
+                           reason="the Apache Kafka reference run: set KAAS_COMPARE_KAFKA=1")
+
+
+@pytest.mark.parametrize("brokers,reader,against", [
+    (1, "classic", "kaas"), (1, "consumer", "kaas"), (1, "classic-static", "kaas"), (1, "consumer-static", "kaas"),
+    (3, "classic", "kaas"), (3, "consumer", "kaas"),
+    *(pytest.param(n, r, "kafka", marks=KAFKA) for n in (1, 3) for r in ("classic", "consumer", "consumer-static")),
+])
+def test_groups_go_on_through_broker_restarts(tmp_path, brokers, reader, against):
+    """`reader`: the concurrent consumer's group.protocol, "-static" a static member
+    (group.instance.id); the copiers' consumers are classic dynamic members (the copier has no
+    option for either). `against`: kaas, or Apache Kafka as the reference. With 3 brokers on one
+    shared directory, the broker restarted each time is the one running the group coordinator,
+    and it starts again once the groups moved to another broker (they come back to it after)."""
+    cluster = _start(tmp_path, brokers, against)
     bs = ",".join(b.bootstrap for b in cluster)
     src, out = unique_topic("grs-src"), unique_topic("grs-out")
     group, reader_group = unique_topic("grs-copiers"), unique_topic("grs-reader")
-    protocol = "consumer" if reader == "consumer" else "classic"
-    static = ["--command-property", "group.instance.id=reader-1"] if reader == "classic-static" else []
+    protocol = "consumer" if reader.startswith("consumer") else "classic"
+    static = ["--command-property", "group.instance.id=reader-1"] if reader.endswith("-static") else []
     create_topic(bs, src, PARTITIONS)
     create_topic(bs, out, PARTITIONS)
     seed = jh.run_java("org.apache.kafka.tools.VerifiableProducer", "--topic", src,
@@ -133,11 +172,12 @@ def test_groups_go_on_through_broker_restarts(tmp_path, brokers, reader):
             node = find_coordinator(bs, reader_group, key_type=0)[1]
             broker = next(b for b in cluster if b.node_id == node)
             t = time.time()
-            _restart(broker, how)
+            moved = _restart(broker, how, cluster, [reader_group, group])
             if brokers > 1:
                 wait_rejoined(cluster, node, [src, out])
             rounds.append(f"{how} of broker {node} (the group coordinator) at +{t - t_copy:.1f}s "
-                          f"(output {before} committed records)")
+                          f"(output {before} committed records)"
+                          + (f", the groups moved to a peer in {moved:.1f}s" if moved is not None else ""))
             time.sleep(BETWEEN)
 
         deadline = t_copy + COPY_TIMEOUT
@@ -163,7 +203,8 @@ def test_groups_go_on_through_broker_restarts(tmp_path, brokers, reader):
                   for c in copiers]
     first_end = min((t for t in last_loops if t), default=None)
     rebalances_after = [_rebalances(c, until=first_end) for c in copiers]
-    print(f"\nrestarts: {rounds}; copiers running at the last restart: {running_at_last_restart}; "
+    print(f"\n{against}, {brokers} broker(s), reader {protocol}{' static' if static else ''}: "
+          f"restarts: {rounds}; copiers running at the last restart: {running_at_last_restart}; "
           f"done {t_done - t_copy:.1f}s after the copiers started")
     print(f"concurrent group consumer: read {len(values)} records, {len(seen)} distinct, "
           f"{duplicates} duplicates; copiers: CommitFailedException {commit_failed}, rebalances "

@@ -71,9 +71,10 @@ pub enum ConsumerError {
     UnsupportedAssignor(String),
     #[error("{0}")]
     InvalidRegularExpression(String),
-    /// The group's state could not be written before the answer (store::group::consumer::stored).
+    /// The group's state could not be written before the answer (store::group::consumer::stored):
+    /// fenced or a storage error, NOT_COORDINATOR as Kafka answers those.
     #[error("{0}")]
-    CoordinatorNotAvailable(String),
+    NotCoordinator(String),
 }
 
 impl ConsumerError {
@@ -88,7 +89,7 @@ impl ConsumerError {
             ConsumerError::GroupMaxSizeReached(_) => ResponseError::GroupMaxSizeReached,
             ConsumerError::UnsupportedAssignor(_) => ResponseError::UnsupportedAssignor,
             ConsumerError::InvalidRegularExpression(_) => ResponseError::InvalidRegularExpression,
-            ConsumerError::CoordinatorNotAvailable(_) => ResponseError::CoordinatorNotAvailable,
+            ConsumerError::NotCoordinator(_) => ResponseError::NotCoordinator,
         }
     }
     pub fn code(&self) -> i16 {

@@ -106,10 +106,33 @@ fn expiration_forgets_groups_left_with_nothing() {
 }
 
 #[test]
-fn unwritten_change_is_coordinator_not_available() {
+fn unwritten_change_is_not_coordinator() {
     let answer = unwritten(GroupAdminAnswer::Delete(vec![("a".into(), 0), ("b".into(), 68)]));
     let GroupAdminAnswer::Delete(codes) = answer else { panic!("{answer:?}") };
-    assert_eq!(codes.into_iter().map(|(_, c)| c).collect::<Vec<_>>(), vec![15, 68]);
+    assert_eq!(codes.into_iter().map(|(_, c)| c).collect::<Vec<_>>(), vec![16, 68]);
     let answer = unwritten(GroupAdminAnswer::DeleteOffsets(Ok(vec![])));
-    assert!(matches!(answer, GroupAdminAnswer::DeleteOffsets(Err(GroupError::CoordinatorNotAvailable))));
+    assert!(matches!(answer, GroupAdminAnswer::DeleteOffsets(Err(GroupError::NotCoordinator))));
+}
+
+#[test]
+fn a_group_whose_last_member_leaves_without_offsets_leaves_no_state_behind() {
+    let mut gs = groups();
+    let out = gs.call(0, 1, "g", GroupOp::Join(jreq(3, "", None, b"m")), || "u".into());
+    let j = join_resp(&out, 1);
+    let member = j.member_id.clone();
+    let out =
+        gs.call(0, 2, "g", GroupOp::Sync(sreq(j.generation_id, &member, None, &[(&member, b"a")])), || unreachable!());
+    assert_eq!(sync_resp(&out, 2).error, None);
+    assert!(gs.take_stored_change("g"), "the completed rebalance is written");
+    assert!(gs.snapshot("g").is_some_and(|s| s.classic.is_some_and(|m| m.members.len() == 1)));
+
+    let leave = GroupOp::Leave(vec![LeaveMember { member_id: member, group_instance_id: None }]);
+    gs.call(0, 3, "g", leave, || unreachable!());
+    assert_eq!(gs.get("g").map(Group::state), Some(GroupState::Empty));
+    assert!(gs.snapshot("g").is_some_and(|s| s.classic.is_some_and(|m| m.members.is_empty())), "no member kept");
+    // As Kafka's periodic cleanup (offsets.retention.check.interval.ms) makes such a group Dead.
+    let expired = gs.expire(1);
+    assert!(expired.iter().any(|e| e.group_id == "g" && e.removed), "{expired:?}");
+    assert!(gs.get("g").is_none(), "a group left with nothing is forgotten");
+    assert!(gs.snapshot("g").is_none(), "and written as a removal: nothing of it stays on disk");
 }
