@@ -19,7 +19,8 @@ enum Command {
     /// Start a broker (defaults: data dir ./kaas-data, listener 127.0.0.1:9092, node id 0).
     ///
     /// Settings come from the embedded defaults, then --config FILE, then KAAS_* environment
-    /// variables (KAAS_NUM_PARTITIONS=3), then these flags; the README lists every setting.
+    /// variables (KAAS_NUM_PARTITIONS=3), then these flags; docs/configuration.md lists every
+    /// setting.
     /// Logging follows RUST_LOG (default info); colours only on a terminal, never with NO_COLOR.
     /// SIGTERM or SIGINT stops it cleanly. To start over, stop it and delete the data directory.
     Serve {

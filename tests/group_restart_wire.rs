@@ -179,6 +179,19 @@ fn a_consumer_protocol_group_goes_on_after_kill_9() {
         "the member goes on at its epoch (not UNKNOWN_MEMBER_ID): {:?}",
         after.error_message
     );
+    let kept = |r: &ConsumerGroupHeartbeatResponse| {
+        r.assignment
+            .as_ref()
+            .is_none_or(|a| a.topic_partitions.iter().all(|t| (t.topic_id, t.partitions.clone()) == owned))
+    };
+    // Not told to give its partitions up: the coordinator read back knew the topic (with an
+    // empty topic image the first heartbeat bumped the group epoch and revoked everything).
+    assert!(kept(&after), "its assignment is kept: {:?}", after.assignment);
     assert_eq!(common::groups::commit(&mut c, "cg", TOPIC, "m-1", epoch, 3), 0, "OffsetCommit at its member epoch");
+    // Past the coordinator's next topic refresh, still the same epoch and partitions.
+    std::thread::sleep(Duration::from_millis(1500));
+    let later = consumer_beat(&mut c, "m-1", epoch, Some(owned.clone()));
+    assert_eq!((later.error_code, later.member_epoch), (0, epoch));
+    assert!(kept(&later), "{:?}", later.assignment);
     broker.finish();
 }

@@ -1,6 +1,6 @@
 //! Malformed batches are refused as Apache Kafka's LogValidator refuses them, the partition keeps
-//! serving, and a gzip bomb does not blow the broker's memory (README.md, "Faults and hostile
-//! clients").
+//! serving, and a gzip bomb does not blow the broker's memory (docs/operations.md, "Faults and
+//! hostile clients").
 
 mod common;
 

@@ -19,6 +19,7 @@ use crate::store::group::consumer::{ConsumerError, TopicImage, TopicInfo};
 use crate::store::group::offsets_producers::{key_bytes, key_from_bytes, OffsetsProducerKey, OffsetsProducers};
 use crate::store::group::{unwritten, GroupConfig, GroupError, GroupSnapshot, Groups, MemberAnswer};
 use crate::store::group_config_store::{self, AllGroupConfigs};
+use crate::store::topics::TopicMeta;
 
 pub struct GroupCoordinator {
     db: sled::Db,
@@ -310,21 +311,30 @@ impl GroupCoordinator {
             return;
         }
         self.refreshing = true;
-        ctx.spawn(topics.send(ListTopics).into_actor(self).map(|res, act, _| {
+        ctx.spawn(topics.send(ListTopics).into_actor(self).map(|res, act, ctx| {
             act.refreshing = false;
             if let Ok(all) = res {
-                let image = TopicImage {
-                    topics: all
-                        .into_iter()
-                        .map(|t| (t.name, TopicInfo { id: t.id, partitions: t.partitions }))
-                        .chain(act.internal.iter().cloned())
-                        .collect(),
-                };
-                for id in act.groups.set_topics(image) {
-                    tracing::info!(group = %id, "consumer group epoch bumped: subscribed topics changed");
-                }
+                act.apply_topics(all, ctx);
             }
         }));
+    }
+
+    /// The cluster's topics as the consumer groups see them (Kafka's metadata image): a group
+    /// whose subscribed topics changed gets a new epoch, which is written like any change of
+    /// what it keeps.
+    fn apply_topics(&mut self, all: Vec<TopicMeta>, ctx: &mut Context<Self>) {
+        let image = TopicImage {
+            topics: all
+                .into_iter()
+                .map(|t| (t.name, TopicInfo { id: t.id, partitions: t.partitions }))
+                .chain(self.internal.iter().cloned())
+                .collect(),
+        };
+        let bumped = self.groups.set_topics(image);
+        for id in &bumped {
+            tracing::info!(group = %id, "consumer group epoch bumped: subscribed topics changed");
+        }
+        self.write_membership(ctx, bumped);
     }
 }
 
@@ -382,6 +392,15 @@ impl Actor for GroupCoordinator {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(1024);
+        // The groups read back see the cluster's topics before their first heartbeat: with an
+        // empty image that heartbeat took every subscribed topic for deleted, bumped the group's
+        // epoch and had every member give its partitions up (a rebalance on each restart).
+        if let Some(topics) = self.topics.clone() {
+            ctx.wait(topics.send(ListTopics).into_actor(self).map(|res, act, ctx| match res {
+                Ok(all) => act.apply_topics(all, ctx),
+                Err(e) => tracing::warn!("reading the topics at start: {e}"),
+            }));
+        }
         ctx.run_interval(Duration::from_millis(100), |act, ctx| {
             let now = now_ms() as u64;
             let replies = act.groups.tick(now);

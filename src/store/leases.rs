@@ -174,7 +174,7 @@ fn acquire(
         // kept the epoch (a clean restart): it registered before it read the claims, so it is
         // the registration now, and it is fenced too. (If this fence fails, the error leaves
         // the claim unopened; a later tick keeps it without this check: a double fault, noted
-        // in README "Not yet done".)
+        // in docs/cluster.md, "Known limits".)
         if broker_incarnation(data_dir, node)? != incarnation {
             fence_predecessor(data_dir, node)?;
         }

@@ -35,7 +35,8 @@ pub const EXCESSIVE_BATCH_MESSAGE: &str = "Unable to perform excessively large b
 
 /// The partition limit used when `max_partitions` is 0 (auto). Partitions hold no open file
 /// (segments are opened through a bounded cache, leases are bytes of one lock file); what bounds
-/// them is memory: about 5 KiB each while idle (see README), so this many take about 1 GiB.
+/// them is memory: about 5 KiB each while idle (see `max_partitions` in docs/configuration.md),
+/// so this many take about 1 GiB.
 pub const DEFAULT_MAX_PARTITIONS: u32 = 200_000;
 
 /// A refusal of a topic creation, with the Kafka error code it is answered with.

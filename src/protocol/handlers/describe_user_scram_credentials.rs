@@ -1,5 +1,5 @@
 //! DescribeUserScramCredentials (key 50): kaas has no SASL/SCRAM users (no authentication, see
-//! the README), so no user has credentials: as a Kafka cluster where none were created
+//! docs/compatibility.md), so no user has credentials: as a Kafka cluster where none were created
 //! (store::admin::scram_user_results).
 
 use std::rc::Rc;

@@ -163,7 +163,8 @@ class Mount:
                "--no-usage-report", "--no-syslog", "--backup-meta", "0",
                "--heartbeat", HEARTBEAT,
                # kaas reads names another client just created or renamed (lease records, seals,
-               # fences): no kernel caching of entries or attributes (README, shared disks).
+               # fences): no kernel caching of entries or attributes (docs/cluster.md,
+               # "Mount options").
                "--attr-cache", "0", "--entry-cache", "0", "--dir-entry-cache", "0",
                "--negative-entry-cache", "0",
                "--metrics", f"127.0.0.1:{free_port()}",

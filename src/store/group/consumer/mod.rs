@@ -104,7 +104,7 @@ pub struct ConsumerConfig {
     pub heartbeat_interval_ms: i32,
     /// group.consumer.session.timeout.ms
     pub session_timeout_ms: i32,
-    /// group.consumer.max.size (Kafka: 2147483647; kaas bounds it, see README).
+    /// group.consumer.max.size (Kafka: 2147483647; kaas bounds it, see docs/configuration.md).
     pub max_size: usize,
     /// group.consumer.assignors; the first is the default.
     pub assignors: Vec<Assignor>,

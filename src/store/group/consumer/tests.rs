@@ -503,3 +503,33 @@ fn what_a_consumer_group_keeps_changes_with_epochs_and_assignments_not_with_sess
     hb(&mut g, 5_001, join("b", &["t"])).unwrap();
     assert_ne!(g.consumer_digest("g"), digest, "a member joined");
 }
+
+#[test]
+fn a_consumer_group_read_back_while_reconciling_finishes_the_revocation_after_the_load() {
+    let mut g = groups(6);
+    let a = hb(&mut g, 0, join("a", &["t"])).unwrap();
+    let a_parts = parts(&a.assignment);
+    let b = hb(&mut g, 1, join("b", &["t"])).unwrap();
+    assert!(parts(&b.assignment).is_empty(), "b waits for what a must give up");
+    let a2 = hb(&mut g, 2, beat("a", a.member_epoch, &owned(&a_parts))).unwrap();
+    let a_kept = parts(&a2.assignment);
+    assert!(a_kept.len() < a_parts.len(), "a is told to revoke");
+
+    // The coordinator restarts while a still owns what it must give up.
+    let mut back = reloaded(&g, 100_000);
+    let state = |g: &Groups, m: &str| g.consumer_group("g").unwrap().member(m).unwrap().state;
+    assert_eq!(state(&back, "a"), MemberState::UnrevokedPartitions);
+    assert_eq!(
+        back.consumer_group("g").unwrap().member("a").unwrap().rebalance_deadline_ms,
+        Some(100_000 + 30_000),
+        "its rebalance timeout starts again at the load"
+    );
+    // a revokes, moves on to the new epoch; b then gets the revoked partitions.
+    let a3 = hb(&mut back, 100_001, beat("a", a2.member_epoch, &owned(&a_kept))).unwrap();
+    assert!(a3.member_epoch > a.member_epoch);
+    assert_eq!(state(&back, "a"), MemberState::Stable);
+    let b2 = hb(&mut back, 100_002, beat("b", b.member_epoch, &Assignment::new())).unwrap();
+    let b_parts = parts(&b2.assignment);
+    assert_eq!(b_parts.len() + a_kept.len(), 6);
+    assert!(b_parts.is_disjoint(&a_kept));
+}
