@@ -66,11 +66,11 @@ step "rust unit and integration tests"
 cargo test --release --locked
 
 step "black-box tests with real clients against target/release/kaas"
-KAAS_BIN="$PWD/target/release/kaas" .venv/bin/pytest -q -p no:cacheprovider -W ignore::DeprecationWarning tests/interop/python
+KAAS_BIN="$PWD/target/release/kaas" .venv/bin/pytest -q --durations=15 -p no:cacheprovider -W ignore::DeprecationWarning tests/interop/python
 
-step "fuzz targets, 20 s each (scripts/fuzz.sh SECONDS for a long run)"
-./scripts/fuzz.sh 20
+step "fuzz targets, 15 s each (scripts/fuzz.sh SECONDS for a long run)"
+./scripts/fuzz.sh 15
 
 # ---- differential conformance against Apache Kafka 4.4 (tests/conformance/README.md) ----
-step "conformance: ${CONFORMANCE_SEEDS:=500} random sequences per transaction version against Apache Kafka 4.4 (scripts/conformance.sh N for a long run)"
+step "conformance: ${CONFORMANCE_SEEDS:=300} random sequences per transaction version against Apache Kafka 4.4 (scripts/conformance.sh N for a long run)"
 CONFORMANCE_SEEDS="$CONFORMANCE_SEEDS" cargo test --release --locked --test conformance -- --nocapture

@@ -38,7 +38,7 @@ PARTITIONS = 6
 RECORDS = 50_000
 TXN_SIZE = 5
 RESTARTS = ("SIGTERM", "kill -9", "SIGTERM")
-BETWEEN = 5.0              # seconds of copying between restarts
+BETWEEN = 4.0              # seconds of copying between restarts
 COPY_TIMEOUT = 240.0
 
 
