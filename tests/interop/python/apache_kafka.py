@@ -90,6 +90,11 @@ class ApacheKafka:
         assert r.returncode == 0, f"kafka storage format failed:\n{r.stdout}{r.stderr}"
 
     def start(self, timeout=90):
+        return self.launch().wait_listening(timeout)
+
+    def launch(self):
+        """Starts the process without waiting (a node of a quorum listens only once a majority
+        of the controllers runs: start them all, then wait)."""
         if not (self.data_dir / "server.properties").exists():
             self.format()
         with open(self.log_path, "ab") as log:
@@ -97,6 +102,9 @@ class ApacheKafka:
                 ["java", "-Xms512m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true", LOG4J,
                  "-Dkaas.log.level=INFO", "-cp", CP, "kafka.Kafka", str(self.data_dir / "server.properties")],
                 stdout=log, stderr=subprocess.STDOUT)
+        return self
+
+    def wait_listening(self, timeout=90):
         deadline = time.time() + timeout
         while True:
             assert self.proc.poll() is None, f"Apache Kafka exited at start; see {self.log_path}"

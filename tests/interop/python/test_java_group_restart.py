@@ -143,7 +143,9 @@ def _start_apache_kafka(tmp_path, brokers):
     extra = ["group.initial.rebalance.delay.ms=500", "auto.create.topics.enable=false"]
     if brokers == 1:
         return [ApacheKafka(tmp_path / "kafka", extra=extra).start()]
-    cluster = [b.start() for b in ApacheKafka.cluster(tmp_path, brokers, extra)]
+    cluster = [b.launch() for b in ApacheKafka.cluster(tmp_path, brokers, extra)]
+    for b in cluster:
+        b.wait_listening()
     wait_rejoined(cluster, None, [])
     return cluster
 
