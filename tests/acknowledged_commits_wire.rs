@@ -12,9 +12,6 @@ use std::time::{Duration, Instant};
 use common::groups::{commit, str_bytes as s};
 use common::txn::{end_txn, init_producer_id, topic_name, transactional_id};
 use common::{create_topic, Broker, Client};
-use kafka_protocol::messages::txn_offset_commit_request::{
-    TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
-};
 use kafka_protocol::messages::*;
 
 const TOPIC: &str = "acked";
@@ -47,20 +44,7 @@ fn stable_offset(c: &mut Client, group: &str) -> i64 {
 }
 
 fn txn_offset_commit(c: &mut Client, txn: &str, group: &str, pid: i64, epoch: i16, offset: i64) -> i16 {
-    let mut part = TxnOffsetCommitRequestPartition::default();
-    part.committed_offset = offset;
-    let mut topic = TxnOffsetCommitRequestTopic::default();
-    topic.name = topic_name(TOPIC);
-    topic.partitions.push(part);
-    let mut req = TxnOffsetCommitRequest::default();
-    req.transactional_id = transactional_id(txn);
-    req.group_id = GroupId(s(group));
-    req.producer_id = ProducerId(pid);
-    req.producer_epoch = epoch;
-    req.generation_id = -1;
-    req.topics.push(topic);
-    let resp: TxnOffsetCommitResponse = c.call(ApiKey::TxnOffsetCommit, 3, req);
-    resp.topics[0].partitions[0].error_code
+    common::txn::txn_offset_commit(c, txn, group, TOPIC, (pid, epoch), offset)
 }
 
 fn add_offsets(c: &mut Client, txn: &str, group: &str, pid: i64, epoch: i16) -> i16 {

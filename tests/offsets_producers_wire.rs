@@ -12,9 +12,6 @@ use std::time::Duration;
 
 use common::txn::{init_producer_id, topic_name, transactional_id};
 use common::{create_topic, Broker, Client};
-use kafka_protocol::messages::txn_offset_commit_request::{
-    TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
-};
 use kafka_protocol::messages::write_txn_markers_request::{WritableTxnMarker, WritableTxnMarkerTopic};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
@@ -23,20 +20,7 @@ const GROUP: &str = "g";
 const INVALID_PRODUCER_EPOCH: i16 = 47;
 
 fn txn_offset_commit(c: &mut Client, pid: i64, epoch: i16) -> i16 {
-    let mut part = TxnOffsetCommitRequestPartition::default();
-    part.committed_offset = 5;
-    let mut topic = TxnOffsetCommitRequestTopic::default();
-    topic.name = topic_name("t");
-    topic.partitions.push(part);
-    let mut req = TxnOffsetCommitRequest::default();
-    req.transactional_id = transactional_id("tx");
-    req.group_id = GroupId(StrBytes::from_static_str(GROUP));
-    req.producer_id = ProducerId(pid);
-    req.producer_epoch = epoch;
-    req.generation_id = -1;
-    req.topics.push(topic);
-    let resp: TxnOffsetCommitResponse = c.call(ApiKey::TxnOffsetCommit, 3, req);
-    resp.topics[0].partitions[0].error_code
+    common::txn::txn_offset_commit(c, "tx", GROUP, "t", (pid, epoch), 5)
 }
 
 /// WriteTxnMarkers v1 ABORT for the group's offsets partition: its error code.

@@ -81,3 +81,32 @@ pub fn end_txn(c: &mut Client, txn: &str, pid: i64, epoch: i16, commit: bool) ->
     let resp: EndTxnResponse = c.call(ApiKey::EndTxn, 3, end_txn_request(txn, pid, epoch, commit));
     resp.error_code
 }
+
+/// TxnOffsetCommit v3 of `offset` for `topic`'s partition 0 in `group` (generation -1, no
+/// member): the partition's error code.
+pub fn txn_offset_commit(
+    c: &mut Client,
+    txn: &str,
+    group: &str,
+    topic: &str,
+    (pid, epoch): (i64, i16),
+    offset: i64,
+) -> i16 {
+    use kafka_protocol::messages::txn_offset_commit_request::{
+        TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+    };
+    let mut part = TxnOffsetCommitRequestPartition::default();
+    part.committed_offset = offset;
+    let mut t = TxnOffsetCommitRequestTopic::default();
+    t.name = topic_name(topic);
+    t.partitions.push(part);
+    let mut req = TxnOffsetCommitRequest::default();
+    req.transactional_id = transactional_id(txn);
+    req.group_id = GroupId(StrBytes::from_string(group.to_string()));
+    req.producer_id = ProducerId(pid);
+    req.producer_epoch = epoch;
+    req.generation_id = -1;
+    req.topics.push(t);
+    let resp: TxnOffsetCommitResponse = c.call(ApiKey::TxnOffsetCommit, 3, req);
+    resp.topics[0].partitions[0].error_code
+}
