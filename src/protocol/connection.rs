@@ -157,7 +157,7 @@ async fn serve(stream: std::net::TcpStream, peer: SocketAddr, session: Rc<Sessio
                             .with_request_api_version(d.header.request_api_version)
                             .with_correlation_id(d.header.correlation_id);
                         let key = d.api_key;
-                        tracing::trace!(%peer, api = ?key, version = header.request_api_version, "request");
+                        tracing::trace!(%peer, api = ?key, version = header.request_api_version, correlation = header.correlation_id, "request");
                         let response = dispatch(session.clone(), d).await;
                         pending.push_back(async move {
                             let answer = response.await;
@@ -181,6 +181,7 @@ async fn serve(stream: std::net::TcpStream, peer: SocketAddr, session: Rc<Sessio
             },
             Some((header, key, response, started)) = pending.next(), if !pending.is_empty() => {
                 idle.as_mut().reset(tokio::time::Instant::now() + max_idle);
+                tracing::trace!(%peer, api = ?key, correlation = header.correlation_id, elapsed_us = started.elapsed().as_micros() as u64, "answer");
                 let Some(Answer { response, charge, files }) = response else {
                     record(&session.metrics, key, started);
                     continue;

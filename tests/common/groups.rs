@@ -1,4 +1,4 @@
-//! Consumer-group requests of the KIP-848 wire tests (group_migration_wire, group_mixed_wire):
+//! Consumer-group requests of the KIP-848 wire tests (groups::migration, groups::mixed_protocols):
 //! a broker with the group's topic, a classic member's JoinGroup, LeaveGroup and OffsetCommit, a
 //! consumer-protocol member's leave, and the group's type as ListGroups v5 shows it.
 

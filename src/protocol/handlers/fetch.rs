@@ -64,6 +64,7 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: FetchRequest) -> (FetchR
         if total >= min_bytes.max(1) || any_error || Instant::now() >= deadline || wanted.is_empty() {
             // The session remembers what this answer says (and leaves out what did not change).
             let answered: Vec<Answered> = read.results.iter().map(answered).collect();
+            trace_answer(&req, &wanted, &read.results);
             return match s.fetch_sessions.finish(&plan, &answered) {
                 Ok(reply) => {
                     let (mut resp, files) = build(&wanted, read.results, &reply.include, req.isolation_level);
@@ -100,6 +101,22 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: FetchRequest) -> (FetchR
         drop(read);
         let _ = select_all(waits).await;
     }
+}
+
+/// At TRACE, what a Fetch answers per partition: where it read, the offsets it saw, the bytes.
+fn trace_answer(req: &FetchRequest, wanted: &[Wanted], results: &[ReadResult]) {
+    if !tracing::enabled!(tracing::Level::TRACE) {
+        return;
+    }
+    let parts: Vec<String> = wanted
+        .iter()
+        .zip(results)
+        .map(|(w, r)| {
+            let (hw, lso, bytes) = (r.high_watermark, r.last_stable_offset, r.records.len());
+            format!("{}-{}@{} hw={hw} lso={lso} bytes={bytes} err={}", w.topic, w.partition, w.offset, r.error_code)
+        })
+        .collect();
+    tracing::trace!(session = req.session_id, epoch = req.session_epoch, "fetch answers {}", parts.join(", "));
 }
 
 /// One pass over the wanted partitions.

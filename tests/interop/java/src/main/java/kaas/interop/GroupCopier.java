@@ -59,27 +59,53 @@ public final class GroupCopier {
         System.out.flush();
     }
 
-    /** Records left up to the end offsets of the assigned partitions; -1 when none is assigned or
-     *  the end offsets could not be read now (a broker restarting): not done. */
     private static void failed(Exception e) {
         System.err.println("transaction failed: " + TIME.format(new Date()) + " " + e.getClass().getName() + ": "
                 + e.getMessage());
     }
 
-    private static long remaining(KafkaConsumer<String, String> consumer) {
+    /** End offsets of the assigned partitions, read once when they are assigned (as the tool
+     *  does): reading them after every transaction would queue a ListOffsets behind the
+     *  consumer's long-polling Fetch of a copied-out partition on the same connection (a broker
+     *  answers a connection's requests in order, Apache Kafka by muting it), 500 ms a loop. */
+    private final Map<TopicPartition, Long> ends = new HashMap<>();
+
+    /** Records left up to the end offsets of the assigned partitions; -1 when none is assigned or
+     *  an end offset is not known (read when the partitions came). */
+    private synchronized long remaining(KafkaConsumer<String, String> consumer) {
         Set<TopicPartition> assigned = consumer.assignment();
         if (assigned.isEmpty()) {
             return -1;
         }
+        long left = 0;
         try {
-            long left = 0;
-            for (Map.Entry<TopicPartition, Long> e : consumer.endOffsets(assigned).entrySet()) {
-                left += Math.max(0, e.getValue() - consumer.position(e.getKey()));
+            for (TopicPartition tp : assigned) {
+                Long end = ends.get(tp);
+                if (end == null) {
+                    return -1;
+                }
+                left += Math.max(0, end - consumer.position(tp));
             }
-            return left;
         } catch (KafkaException e) {
             return -1;
         }
+        return left;
+    }
+
+    private synchronized void assigned(KafkaConsumer<String, String> consumer, Collection<TopicPartition> partitions) {
+        while (true) {
+            try {
+                ends.putAll(consumer.endOffsets(partitions));
+                return;
+            } catch (KafkaException e) {
+                // A broker restarting: the end offsets are read again.
+                System.err.println("end offsets: " + e);
+            }
+        }
+    }
+
+    private synchronized void revoked(Collection<TopicPartition> partitions) {
+        partitions.forEach(ends::remove);
     }
 
     private static void rewind(KafkaConsumer<String, String> consumer) {
@@ -129,11 +155,13 @@ public final class GroupCopier {
             consumer.subscribe(List.of(in), new ConsumerRebalanceListener() {
                 @Override
                 public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+                    copier.revoked(partitions);
                 }
 
                 @Override
                 public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
                     if (!partitions.isEmpty()) {
+                        copier.assigned(consumer, partitions);
                         copier.consumed = 0;
                         copier.status("RebalanceComplete", -1);
                     }
@@ -142,7 +170,7 @@ public final class GroupCopier {
             while (true) {
                 ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(200));
                 if (records.isEmpty()) {
-                    if (remaining(consumer) == 0) {
+                    if (copier.remaining(consumer) == 0) {
                         break;
                     }
                     continue;
@@ -169,7 +197,7 @@ public final class GroupCopier {
                 }
                 copier.totalProcessed += records.count();
                 copier.consumed += records.count();
-                copier.status("ProcessLoop", remaining(consumer));
+                copier.status("ProcessLoop", copier.remaining(consumer));
             }
             copier.status("ShutdownComplete", code == 0 ? 0 : -1);
         }

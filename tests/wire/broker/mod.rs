@@ -1,0 +1,7 @@
+//! One broker as an operator meets it: the command line, connection and request bounds, the
+//! admin APIs, and the metrics endpoint.
+
+mod admin;
+mod cli;
+mod connection_limits;
+mod metrics;

@@ -1,0 +1,171 @@
+//! eos-rules 15-22 over the wire against the real binary, including a retry after SIGKILL.
+
+use crate::common;
+
+use bytes::Bytes;
+use common::{batch, create_topic, Broker, Client};
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+
+fn topic_name(s: &str) -> TopicName {
+    TopicName(StrBytes::from_string(s.to_string()))
+}
+
+fn init_pid(c: &mut Client) -> i64 {
+    let mut req = InitProducerIdRequest::default();
+    req.transactional_id = None;
+    req.transaction_timeout_ms = i32::MAX;
+    let resp: InitProducerIdResponse = c.call(ApiKey::InitProducerId, 4, req);
+    assert_eq!((resp.error_code, resp.producer_epoch), (0, 0));
+    resp.producer_id.0
+}
+
+/// (error code, base offset, log start offset)
+fn produce(c: &mut Client, topic: &str, records: Bytes) -> (i16, i64, i64) {
+    let mut p = PartitionProduceData::default();
+    p.index = 0;
+    p.records = Some(records);
+    let mut t = TopicProduceData::default();
+    t.name = topic_name(topic);
+    t.partition_data = vec![p];
+    let mut req = ProduceRequest::default();
+    req.transactional_id = None;
+    req.acks = -1;
+    req.timeout_ms = 30_000;
+    req.topic_data = vec![t];
+    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
+    let p = &resp.responses[0].partition_responses[0];
+    (p.error_code, p.base_offset, p.log_start_offset)
+}
+
+fn latest_offset(c: &mut Client, topic: &str) -> i64 {
+    let mut p = ListOffsetsPartition::default();
+    p.partition_index = 0;
+    p.timestamp = -1;
+    let mut t = ListOffsetsTopic::default();
+    t.name = topic_name(topic);
+    t.partitions = vec![p];
+    let mut req = ListOffsetsRequest::default();
+    req.replica_id = BrokerId(-1);
+    req.topics = vec![t];
+    let resp: ListOffsetsResponse = c.call(ApiKey::ListOffsets, 5, req);
+    let p = &resp.topics[0].partitions[0];
+    assert_eq!(p.error_code, 0);
+    p.offset
+}
+
+#[test]
+fn idempotence_rules_hold_on_the_wire_and_across_a_crash() {
+    let mut broker = Broker::start();
+    let mut c = broker.client();
+    create_topic(&mut c, "idem");
+    let pid = init_pid(&mut c);
+    let second = init_pid(&mut c);
+    assert_ne!(pid, second, "eos-rules 1: every idempotent InitProducerId gets a fresh id");
+
+    // rule 15: the first write of an unknown producer id is accepted at any sequence
+    assert_eq!(produce(&mut c, "idem", batch(pid, 0, 0, 5, "a")), (0, 0, 0));
+    assert_eq!(produce(&mut c, "idem", batch(pid, 0, 5, 5, "b")), (0, 5, 0));
+    // rule 19: a retry of a cached batch answers its original offset and appends nothing
+    assert_eq!(produce(&mut c, "idem", batch(pid, 0, 0, 5, "a")), (0, 0, 0));
+    assert_eq!(latest_offset(&mut c, "idem"), 10);
+    // rule 16 + 22: a gap is OUT_OF_ORDER_SEQUENCE_NUMBER, with LogStartOffset filled
+    assert_eq!(produce(&mut c, "idem", batch(pid, 0, 42, 1, "gap")), (45, -1, 0));
+    // rule 17: a higher epoch must start at 0
+    assert_eq!(produce(&mut c, "idem", batch(pid, 1, 10, 1, "e1")).0, 45);
+    assert_eq!(produce(&mut c, "idem", batch(pid, 1, 0, 2, "e1")), (0, 10, 0));
+    // rule 18: a lower epoch is INVALID_PRODUCER_EPOCH
+    assert_eq!(produce(&mut c, "idem", batch(pid, 0, 10, 1, "old")).0, 47);
+    // rule 14: a corrupt batch is refused (CORRUPT_MESSAGE), nothing appended
+    let mut bad = batch(pid, 1, 2, 1, "bad").to_vec();
+    let last = bad.len() - 1;
+    bad[last] ^= 0xff;
+    assert_eq!(produce(&mut c, "idem", Bytes::from(bad)).0, 2);
+    assert_eq!(latest_offset(&mut c, "idem"), 12);
+
+    // A crash: the producer's retry of its last acknowledged batch must still be recognised.
+    broker.crash_and_restart();
+    let mut c = broker.client();
+    assert_eq!(latest_offset(&mut c, "idem"), 12, "acknowledged data survives SIGKILL");
+    assert_eq!(produce(&mut c, "idem", batch(pid, 1, 0, 2, "e1")), (0, 10, 0));
+    assert_eq!(produce(&mut c, "idem", batch(pid, 1, 2, 1, "next")), (0, 12, 0));
+    let fresh = init_pid(&mut c);
+    assert!(fresh != pid && fresh != second, "eos-rules 1: ids are not reused after a restart");
+    assert!(broker.is_running());
+}
+
+#[test]
+fn duplicates_are_recognised_from_a_periodic_snapshot_after_a_crash() {
+    // Housekeeping (and so the producer-state snapshot) every 100 ms.
+    // The test batches are stamped in 2023: no time retention, so the log start stays at 0.
+    let mut broker =
+        Broker::start_with_env(&[("KAAS_RETENTION_CHECK_INTERVAL_MS", "100"), ("KAAS_RETENTION_MS", "-1")]);
+    let mut c = broker.client();
+    create_topic(&mut c, "snap");
+    let pid = init_pid(&mut c);
+    for i in 0..3 {
+        assert_eq!(produce(&mut c, "snap", batch(pid, 0, i * 2, 2, "before")).0, 0);
+    }
+    let snapshot = broker.data_dir().join("topics").join("snap-0").join("producer-state.json");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !snapshot.exists() {
+        assert!(std::time::Instant::now() < deadline, "no periodic producer-state snapshot");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // After the snapshot: more batches, then a crash before any clean shutdown.
+    assert_eq!(produce(&mut c, "snap", batch(pid, 0, 6, 2, "after")), (0, 6, 0));
+    broker.crash_and_restart();
+    let mut c = broker.client();
+    // eos-rules 19 across the crash: one batch from before the snapshot, one replayed after it.
+    assert_eq!(produce(&mut c, "snap", batch(pid, 0, 2, 2, "before")), (0, 2, 0));
+    assert_eq!(produce(&mut c, "snap", batch(pid, 0, 6, 2, "after")), (0, 6, 0));
+    assert_eq!(produce(&mut c, "snap", batch(pid, 0, 8, 1, "next")), (0, 8, 0));
+    assert_eq!(produce(&mut c, "snap", batch(pid, 0, 20, 1, "gap")).0, 45);
+}
+
+fn fetch_error(c: &mut Client, topic: &str, offset: i64) -> i16 {
+    let req = common::fetch::fetch_request(topic, 0, offset, 0);
+    let resp: FetchResponse = c.call(ApiKey::Fetch, 11, req);
+    resp.responses[0].partitions[0].error_code
+}
+
+/// Time retention takes an idle partition's last (active) segment too, as Kafka's does (it rolls
+/// a new empty one at the log end first): the log start moves to the end, the offsets below are
+/// OFFSET_OUT_OF_RANGE, the file goes from the disk, offsets go on from the end, also after a
+/// crash. The idempotent producer's state stays (Kafka keeps producers until
+/// producer.id.expiration.ms, not until their records expire): its next sequence is taken and a
+/// retry of a batch whose records expired is still answered as the duplicate it is.
+#[test]
+fn time_retention_expires_an_idle_partition_and_keeps_its_producers() {
+    // The test batches are stamped in 2023: past the default 7 days of retention.ms.
+    let mut broker = Broker::start_with_env(&[("KAAS_RETENTION_CHECK_INTERVAL_MS", "100")]);
+    let mut c = broker.client();
+    create_topic(&mut c, "idle");
+    let pid = init_pid(&mut c);
+    assert_eq!(produce(&mut c, "idle", batch(pid, 0, 0, 3, "a")).0, 0);
+    assert_eq!(produce(&mut c, "idle", batch(pid, 0, 3, 2, "b")).0, 0);
+    let first_segment = broker.data_dir().join("topics").join("idle-0").join("00000000000000000000.log");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while first_segment.exists() {
+        assert!(std::time::Instant::now() < deadline, "the expired active segment is still on disk");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    const OFFSET_OUT_OF_RANGE: i16 = 1;
+    assert_eq!(fetch_error(&mut c, "idle", 0), OFFSET_OUT_OF_RANGE);
+    assert_eq!(fetch_error(&mut c, "idle", 5), 0);
+    assert_eq!(latest_offset(&mut c, "idle"), 5);
+    // eos-rules 19: the retry of an expired batch is still a duplicate (its original offsets).
+    assert_eq!(produce(&mut c, "idle", batch(pid, 0, 3, 2, "b")), (0, 3, 5));
+    // eos-rules 15/16: the next sequence goes on; a gap is still out of order.
+    assert_eq!(produce(&mut c, "idle", batch(pid, 0, 5, 1, "c")), (0, 5, 5));
+    assert_eq!(produce(&mut c, "idle", batch(pid, 0, 9, 1, "gap")).0, 45);
+
+    broker.crash_and_restart();
+    let mut c = broker.client();
+    let (err, base, log_start) = produce(&mut c, "idle", batch(pid, 0, 6, 1, "d"));
+    assert_eq!((err, base), (0, 6), "offsets are never given out twice");
+    assert!(log_start >= 5, "the log start survived the crash: {log_start}");
+    broker.finish();
+}

@@ -1,0 +1,9 @@
+//! Topics: creation bounds, partitions added, records and topics deleted, topic configs, and
+//! Kafka's internal topics as clients see them.
+
+mod configs;
+mod create_partitions;
+mod create_topics_bounds;
+mod delete_records;
+mod delete_topics;
+mod internal_topics;
