@@ -214,3 +214,48 @@ fn the_scanner_sees_references() {
     let c = scan();
     assert!(c.edges.get("actors::partition").is_some_and(|e| e.iter().any(|t| t.starts_with("store::"))));
 }
+
+/// The error types of every `Result<T, E>` spelled in `code` (E as written).
+fn result_error_types(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (at, _) in code.match_indices("Result<") {
+        let (mut depth, mut last_comma) = (0usize, None);
+        let args = &code[at + "Result<".len()..];
+        for (i, ch) in args.char_indices() {
+            match ch {
+                '<' | '(' | '[' => depth += 1,
+                ')' | ']' => depth = depth.saturating_sub(1),
+                ',' if depth == 0 => last_comma = Some(i),
+                '>' if depth == 0 => {
+                    if let Some(c) = last_comma {
+                        out.push(args[c + 1..i].trim().to_string());
+                    }
+                    break;
+                }
+                '>' => depth -= 1,
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// error_code.rs: module errors are typed (`thiserror` enums, `ResponseError`); only the wire
+/// edge (`protocol`) turns them into the `i16` of a response.
+#[test]
+fn wire_codes_only_at_the_wire_edge() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut found = Vec::new();
+    for f in files.iter().filter(|f| !f.starts_with(src.join("protocol"))) {
+        let code = code_of(&fs::read_to_string(f).expect("source is readable"));
+        if result_error_types(&code).iter().any(|e| e == "i16") {
+            found.push(f.strip_prefix(&src).expect("under src").display().to_string());
+        }
+    }
+    assert!(found.is_empty(), "Result<_, i16> outside protocol: {found:#?}");
+    // The scanner sees one when there is one.
+    assert_eq!(result_error_types("fn f() -> Result<Option<Vec<u8>>, i16> {}"), vec!["i16"]);
+    assert_eq!(result_error_types("type R = Result<(u8, i16), E>;"), vec!["E"]);
+}

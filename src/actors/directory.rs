@@ -111,11 +111,11 @@ impl Directory {
     }
 
     /// Looks a topic up (creating it when `auto_create` and the broker allow).
-    pub async fn topic(&self, name: &str, auto_create: bool) -> Result<TopicHandle, i16> {
+    pub async fn topic(&self, name: &str, auto_create: bool) -> Result<TopicHandle, ResponseError> {
         self.topics
             .send(GetTopic { name: name.to_string(), auto_create })
             .await
-            .map_err(|_| ResponseError::UnknownTopicOrPartition.code())?
+            .map_err(|_| ResponseError::UnknownTopicOrPartition)?
     }
 
     pub fn topics(&self) -> &Addr<TopicRegistry> {
@@ -123,8 +123,8 @@ impl Directory {
     }
 
     /// A fresh cluster-unique producer id (eos-rules 1).
-    pub async fn allocate_producer_id(&self) -> Result<i64, i16> {
-        self.producer_ids.send(AllocateProducerId).await.map_err(|_| ResponseError::CoordinatorLoadInProgress.code())?
+    pub async fn allocate_producer_id(&self) -> Result<i64, ResponseError> {
+        self.producer_ids.send(AllocateProducerId).await.map_err(|_| ResponseError::CoordinatorLoadInProgress)?
     }
 
     /// Fences (pid, epoch): every local partition leader rejects older epochs from now on, and

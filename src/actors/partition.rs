@@ -229,7 +229,9 @@ impl Handler<Append> for PartitionLeader {
             Err(e) => {
                 match &e {
                     PartitionError::Offline => {}
-                    PartitionError::Rejected(_) => tracing::debug!(partition = %self.name, "append refused: {e}"),
+                    PartitionError::Rejected(_) | PartitionError::Shape(_) => {
+                        tracing::debug!(partition = %self.name, "append refused: {e}")
+                    }
                     PartitionError::LogRefused(_) => tracing::warn!(partition = %self.name, "append {e}"),
                     _ => tracing::error!(partition = %self.name, "append {e}"),
                 }
@@ -426,7 +428,7 @@ impl Handler<BeginVerification> for PartitionLeader {
             msg.tv2,
             now_ms(),
         );
-        let _ = msg.reply.send(begun.map_err(|e| e.code()));
+        let _ = msg.reply.send(begun);
     }
 }
 

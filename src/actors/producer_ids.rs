@@ -27,16 +27,16 @@ impl Actor for ProducerIds {
 }
 
 impl Handler<AllocateProducerId> for ProducerIds {
-    type Result = Result<i64, i16>;
+    type Result = Result<i64, ResponseError>;
 
     fn handle(&mut self, _: AllocateProducerId, _: &mut Self::Context) -> Self::Result {
         // eos-rules 1: when no id block can be reserved, the client retries.
         let id = self.allocator.next_id().map_err(|e| {
             tracing::error!("producer id block: {e}");
-            ResponseError::CoordinatorLoadInProgress.code()
+            ResponseError::CoordinatorLoadInProgress
         })?;
         // After the reservation (self-fence): a fenced broker hands out nothing.
-        self.fence.check().map_err(|_| ResponseError::CoordinatorLoadInProgress.code())?;
+        self.fence.check().map_err(|_| ResponseError::CoordinatorLoadInProgress)?;
         Ok(id)
     }
 }

@@ -29,6 +29,7 @@ use crate::store::ownership::{Lease, Owned, Ownership};
 use crate::store::partition::Partition;
 use crate::store::topic_config::{self, BrokerDefaults, ProduceLimits};
 use crate::store::topics::{self, TopicMeta};
+use kafka_protocol::error::ParseResponseErrorCode;
 
 mod creation;
 mod deletion;
@@ -97,7 +98,7 @@ pub struct Rebalance {
 
 /// Looks a topic up, creating it with the default settings when `auto_create` allows.
 #[derive(Message)]
-#[rtype(result = "Result<TopicHandle, i16>")]
+#[rtype(result = "Result<TopicHandle, ResponseError>")]
 pub struct GetTopic {
     pub name: String,
     pub auto_create: bool,
@@ -390,7 +391,7 @@ impl Actor for TopicRegistry {
 }
 
 impl Handler<GetTopic> for TopicRegistry {
-    type Result = Result<TopicHandle, i16>;
+    type Result = Result<TopicHandle, ResponseError>;
 
     fn handle(&mut self, msg: GetTopic, _: &mut Self::Context) -> Self::Result {
         if let Some(h) = self.topics.get(&msg.name) {
@@ -409,18 +410,18 @@ impl Handler<GetTopic> for TopicRegistry {
         }
         // An internal topic is never made into a log (store::topics::INTERNAL_TOPICS).
         if !(msg.auto_create && self.settings.auto_create_topics) || topics::is_internal(&msg.name) {
-            return Err(ResponseError::UnknownTopicOrPartition.code());
+            return Err(ResponseError::UnknownTopicOrPartition);
         }
         let create = CreateTopic { name: msg.name.clone(), partitions: -1, configs: Vec::new(), validate_only: false };
         match self.create(create) {
-            Ok(_) => self.topics.get(&msg.name).cloned().ok_or(ResponseError::UnknownTopicOrPartition.code()),
+            Ok(_) => self.topics.get(&msg.name).cloned().ok_or(ResponseError::UnknownTopicOrPartition),
             // Created by a peer at the same moment: serve the winner's topic.
             Err(_) if self.load_from_disk(&msg.name).is_some() => {
-                self.topics.get(&msg.name).cloned().ok_or(ResponseError::UnknownTopicOrPartition.code())
+                self.topics.get(&msg.name).cloned().ok_or(ResponseError::UnknownTopicOrPartition)
             }
             Err(f) => {
                 tracing::warn!(topic = %msg.name, code = f.error_code, "auto-creation refused: {}", f.message);
-                Err(f.error_code)
+                Err(f.error_code.err().unwrap_or(ResponseError::UnknownServerError))
             }
         }
     }

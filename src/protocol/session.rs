@@ -287,7 +287,7 @@ impl Session {
     /// Asks the registry (never the cache) and refreshes the cache.
     pub async fn lookup(&self, name: &str, auto_create: bool) -> Result<TopicHandle, i16> {
         self.evict(name);
-        let found = self.directory.topic(name, auto_create).await?;
+        let found = self.directory.topic(name, auto_create).await.map_err(|e| e.code())?;
         self.topics.borrow_mut().insert(name.to_string(), found.clone());
         Ok(found)
     }

@@ -49,6 +49,8 @@ pub enum ValidationError {
     Control,
     #[error("invalid sequence number {sequence} in record batch with producerId {producer_id}")]
     Sequence { producer_id: i64, sequence: i32 },
+    #[error("a transactional record batch must have a producer id")]
+    TransactionalWithoutProducerId,
     #[error(transparent)]
     Records(#[from] RecordsError),
     /// Kafka's RecordValidationException: per-record errors, answered in record_errors.
@@ -92,7 +94,9 @@ impl Validated {
     }
 }
 
-/// Kafka's LogValidator.validateBatch (client origin) and UnifiedLog's base-offset check.
+/// eos-rules 14, the one home of a client batch's shape: Kafka's LogValidator.validateBatch
+/// (client origin) and UnifiedLog's base-offset check. The handler checks it before the records
+/// (`validate_client_batch`); the partition again before it appends (`Partition::check_batch`).
 pub fn validate_batch_shape(h: &BatchHeader) -> Result<(), ValidationError> {
     if h.base_offset != 0 {
         return Err(ValidationError::BaseOffset(h.base_offset));
@@ -112,6 +116,9 @@ pub fn validate_batch_shape(h: &BatchHeader) -> Result<(), ValidationError> {
     }
     if h.has_producer_id() && h.base_sequence < 0 {
         return Err(ValidationError::Sequence { producer_id: h.producer_id, sequence: h.base_sequence });
+    }
+    if h.is_transactional() && !h.has_producer_id() {
+        return Err(ValidationError::TransactionalWithoutProducerId);
     }
     Ok(())
 }
@@ -303,6 +310,32 @@ mod tests {
     fn control_batches_from_clients_are_refused() {
         let b = raw_batch(1, 0, 0x20, NOW, &record(0, 0, None, b"v"));
         assert_eq!(validate(&b).unwrap_err(), ValidationError::Control);
+    }
+
+    #[test]
+    fn rule_14_client_batch_shape() {
+        let h = |b: &[u8]| BatchHeader::parse(b).unwrap();
+        let ok = one_record(0);
+        assert_eq!(validate_batch_shape(&h(&ok)), Ok(()));
+        let mut nonzero = ok.clone();
+        nonzero[0..8].copy_from_slice(&5i64.to_be_bytes());
+        assert_eq!(validate_batch_shape(&h(&nonzero)), Err(ValidationError::BaseOffset(5)));
+        let control = raw_batch(1, 0, 0x20, NOW, &record(0, 0, None, b"v"));
+        assert_eq!(validate_batch_shape(&h(&control)), Err(ValidationError::Control));
+        let mut no_sequence = ok.clone();
+        no_sequence[43..51].copy_from_slice(&7i64.to_be_bytes());
+        no_sequence[53..57].copy_from_slice(&(-1i32).to_be_bytes());
+        assert_eq!(
+            validate_batch_shape(&h(&no_sequence)),
+            Err(ValidationError::Sequence { producer_id: 7, sequence: -1 })
+        );
+        let transactional = raw_batch(1, 0, 0x10, NOW, &record(0, 0, None, b"v"));
+        assert_eq!(validate_batch_shape(&h(&transactional)), Err(ValidationError::TransactionalWithoutProducerId));
+        for e in
+            [ValidationError::BaseOffset(5), ValidationError::Control, ValidationError::TransactionalWithoutProducerId]
+        {
+            assert_eq!(e.code(), ResponseError::InvalidRecord.code());
+        }
     }
 
     #[test]

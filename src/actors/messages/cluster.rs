@@ -3,6 +3,7 @@
 use actix::Message;
 
 use super::Reply;
+use crate::error_code::ResponseError;
 use crate::store::topics::TopicMeta;
 
 #[derive(Message)]
@@ -38,7 +39,7 @@ pub struct CreatePartitions {
 }
 
 #[derive(Message)]
-#[rtype(result = "Result<TopicMeta, i16>")]
+#[rtype(result = "Result<TopicMeta, ResponseError>")]
 pub struct DeleteTopic {
     pub name: Option<String>,
     pub id: Option<uuid::Uuid>,
@@ -46,7 +47,7 @@ pub struct DeleteTopic {
 
 /// A fresh cluster-unique producer id (eos-rules 1).
 #[derive(Message)]
-#[rtype(result = "Result<i64, i16>")]
+#[rtype(result = "Result<i64, ResponseError>")]
 pub struct AllocateProducerId;
 
 #[derive(Message)]

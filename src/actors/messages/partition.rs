@@ -5,6 +5,7 @@ use actix::Message;
 use super::Reply;
 use crate::store::batch::{BatchHeader, Incoming};
 pub use crate::store::log::file_range::Stored;
+use crate::store::producer_state::ProducerStateError;
 
 /// Outcome of a Produce to one partition, as the ProduceResponse needs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,7 +43,7 @@ pub struct BeginVerification {
     pub base_sequence: i32,
     /// Produce v12 (TV2): the verification adds the partition (eos-rules 15, 29).
     pub tv2: bool,
-    pub reply: Reply<Result<Option<u64>, i16>>,
+    pub reply: Reply<Result<Option<u64>, ProducerStateError>>,
 }
 
 #[derive(Debug, Clone, Default)]

@@ -14,7 +14,7 @@ use crate::store::ownership::Owned;
 use crate::store::topics::{self, TopicMeta};
 
 impl Handler<DeleteTopic> for TopicRegistry {
-    type Result = ResponseActFuture<Self, Result<TopicMeta, i16>>;
+    type Result = ResponseActFuture<Self, Result<TopicMeta, ResponseError>>;
 
     fn handle(&mut self, msg: DeleteTopic, _: &mut Self::Context) -> Self::Result {
         let name = match (&msg.name, msg.id) {
@@ -22,11 +22,8 @@ impl Handler<DeleteTopic> for TopicRegistry {
             (None, Some(id)) => self.topics.values().find(|h| h.meta.id == id).map(|h| h.meta.name.clone()),
             (None, None) => None,
         };
-        let missing = if msg.name.is_some() {
-            ResponseError::UnknownTopicOrPartition.code()
-        } else {
-            ResponseError::UnknownTopicId.code()
-        };
+        let missing =
+            if msg.name.is_some() { ResponseError::UnknownTopicOrPartition } else { ResponseError::UnknownTopicId };
         let Some(handle) = name.and_then(|n| self.topics.remove(&n)) else {
             return Box::pin(async move { Err(missing) }.into_actor(self));
         };
@@ -71,7 +68,7 @@ impl Handler<DeleteTopic> for TopicRegistry {
             act.metrics.remove_topic(&handle.meta.name);
             removed.map_err(|e| {
                 tracing::error!(topic = %handle.meta.name, "delete: {e}");
-                ResponseError::UnknownServerError.code()
+                ResponseError::UnknownServerError
             })?;
             tracing::info!(topic = %handle.meta.name, "deleted topic");
             Ok(handle.meta)

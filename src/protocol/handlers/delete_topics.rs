@@ -35,7 +35,7 @@ pub async fn handle(s: Rc<Session>, version: i16, req: DeleteTopicsRequest) -> D
                 }
                 s.evict(&meta.name);
             }
-            Ok(Err(code)) => r.error_code = code,
+            Ok(Err(e)) => r.error_code = e.code(),
             Err(_) => r.error_code = ResponseError::UnknownServerError.code(),
         }
         resp.responses.push(r);

@@ -36,7 +36,7 @@ pub async fn handle(s: Rc<Session>, version: i16, req: InitProducerIdRequest) ->
     // eos-rules 1: no timeout validation and the claim is ignored on the idempotent path.
     let pid = match s.directory.allocate_producer_id().await {
         Ok(pid) => pid,
-        Err(code) => return error(code),
+        Err(e) => return error(e.code()),
     };
     let claim = (version >= 3).then_some((req.producer_id.0, req.producer_epoch));
     match idempotent_init_producer_id(claim, &mut || pid) {

@@ -298,7 +298,7 @@ async fn verify_all(
             };
             match begun {
                 None => *part = Prepared::Done(err(ResponseError::UnknownTopicOrPartition.code())),
-                Some(Err(code)) => *part = Prepared::Done(err(code)),
+                Some(Err(e)) => *part = Prepared::Done(err(e.code())),
                 Some(Ok(None)) => {}
                 Some(Ok(Some(guard))) => {
                     let tp = (name.clone(), *index);

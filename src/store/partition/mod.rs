@@ -24,6 +24,7 @@ use crate::error_code::ResponseError;
 use crate::store::log::{Log, LogConfig, LogError, SyncSet};
 use crate::store::producer_state::{ProducerEntry, ProducerStateError, ProducerStateTable};
 use crate::store::records::RecordsError;
+use crate::store::validate::ValidationError;
 
 pub use delete_records::{check_cleanup_policy, check_not_internal, DeleteRecordsError, Deletion, DeletionError};
 pub use offsets::Fetched;
@@ -41,6 +42,9 @@ pub enum PartitionError {
     /// A producer-state rule refused the batch or marker (eos-rules 14-20, 26-28, 46-48).
     #[error(transparent)]
     Rejected(#[from] ProducerStateError),
+    /// The batch's shape is not a client's (eos-rules 14, `store::validate`).
+    #[error(transparent)]
+    Shape(#[from] ValidationError),
     /// The log refused the batch and stayed unchanged.
     #[error("refused by the log: {0}")]
     LogRefused(String),
@@ -64,7 +68,7 @@ impl PartitionError {
                 ResponseError::KafkaStorageError
             }
             PartitionError::Rejected(e) => e.error(),
-            PartitionError::LogRefused(_) => ResponseError::InvalidRecord,
+            PartitionError::Shape(_) | PartitionError::LogRefused(_) => ResponseError::InvalidRecord,
             PartitionError::OffsetOutOfRange => ResponseError::OffsetOutOfRange,
             PartitionError::Records(_) => ResponseError::CorruptMessage,
         }
@@ -85,7 +89,7 @@ impl PartitionError {
 
     /// eos-rules 22: a refusal by the rules carries the LogStartOffset; storage errors do not.
     pub fn carries_log_start(&self) -> bool {
-        matches!(self, PartitionError::Rejected(_) | PartitionError::LogRefused(_))
+        matches!(self, PartitionError::Rejected(_) | PartitionError::Shape(_) | PartitionError::LogRefused(_))
     }
 }
 

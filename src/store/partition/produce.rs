@@ -8,8 +8,9 @@ use super::{Partition, PartitionError};
 use crate::error_code::ResponseError;
 use crate::store::batch::{self, BatchError, BatchHeader, Incoming};
 use crate::store::log::LogError;
-use crate::store::producer_state::{AppendDecision, BatchMetadata, ProducerStateTable, Verified};
+use crate::store::producer_state::{AppendDecision, BatchMetadata, Verified};
 use crate::store::records;
+use crate::store::validate;
 
 /// What an accepted batch became.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,7 +88,7 @@ impl Partition {
             return Err(PartitionError::Offline);
         }
         // eos-rules 14: shape checks (answered with LogStartOffset, rule 22).
-        ProducerStateTable::check_client_batch_shape(header)?;
+        validate::validate_batch_shape(header)?;
         // eos-rules 27/28: a transaction may only open here after the coordinator verified the
         // partition, and only if no marker for this producer slipped in since; 29 for TV2.
         self.producers.check_verification(header, verified)?;

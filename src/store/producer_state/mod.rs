@@ -19,8 +19,6 @@ pub const MAX_VERIFICATIONS: usize = 10_000;
 /// Why a batch was refused; each maps to exactly one Kafka error code.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum ProducerStateError {
-    #[error("invalid record: {0}")]
-    InvalidRecord(&'static str),
     #[error("out of order sequence: expected after {last_seq}, got {first_seq} (epoch {epoch})")]
     OutOfOrderSequence { epoch: i16, first_seq: i32, last_seq: i32 },
     #[error("producer epoch {got} is older than the current epoch {current}")]
@@ -35,7 +33,6 @@ impl ProducerStateError {
     /// The Kafka error code Apache Kafka returns for this failure.
     pub fn error(&self) -> ResponseError {
         match self {
-            ProducerStateError::InvalidRecord(_) => ResponseError::InvalidRecord,
             ProducerStateError::OutOfOrderSequence { .. } => ResponseError::OutOfOrderSequenceNumber,
             ProducerStateError::InvalidProducerEpoch { .. } => ResponseError::InvalidProducerEpoch,
             ProducerStateError::InvalidTxnState(_) => ResponseError::InvalidTxnState,
@@ -223,23 +220,6 @@ impl ProducerStateTable {
 
     pub fn is_empty(&self) -> bool {
         self.producers.is_empty()
-    }
-
-    /// eos-rules 14: shape checks on a batch that came from a client.
-    pub fn check_client_batch_shape(h: &BatchHeader) -> Result<(), ProducerStateError> {
-        if h.base_offset != 0 {
-            return Err(ProducerStateError::InvalidRecord("client batch must have base offset 0"));
-        }
-        if h.is_control() {
-            return Err(ProducerStateError::InvalidRecord("clients may not send control batches"));
-        }
-        if h.producer_id >= 0 && h.base_sequence < 0 {
-            return Err(ProducerStateError::InvalidRecord("idempotent batch without a sequence"));
-        }
-        if h.is_transactional() && h.producer_id < 0 {
-            return Err(ProducerStateError::InvalidRecord("transactional batch without producer id"));
-        }
-        Ok(())
     }
 
     /// Checks a client data batch against the producer's state (eos-rules 15-20, 26).

@@ -37,18 +37,6 @@ fn append(t: &mut ProducerStateTable, h: BatchHeader, offset: i64) -> Result<App
 }
 
 #[test]
-fn rule_14_client_batch_shape() {
-    let ok = header(1, 0, 0, 1);
-    assert!(ProducerStateTable::check_client_batch_shape(&ok).is_ok());
-    let nonzero = at(ok, 5);
-    assert_eq!(ProducerStateTable::check_client_batch_shape(&nonzero).unwrap_err().code(), 87);
-    let noseq = header(1, 0, -1, 1);
-    assert_eq!(ProducerStateTable::check_client_batch_shape(&noseq).unwrap_err().code(), 87);
-    let control = BatchHeader::parse(&batch(Spec { control: true, ..Spec::default() })).unwrap();
-    assert_eq!(ProducerStateTable::check_client_batch_shape(&control).unwrap_err().code(), 87);
-}
-
-#[test]
 fn rule_15_unknown_producer_accepts_any_sequence() {
     let mut t = ProducerStateTable::new();
     assert_eq!(append(&mut t, header(9, 3, 1234, 2), 0), Ok(AppendDecision::Append));
