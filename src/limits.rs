@@ -4,6 +4,8 @@
 
 use std::io;
 
+use crate::sys;
+
 /// rlim_t is u64 on 64-bit Linux but not on every target.
 #[allow(clippy::unnecessary_cast)]
 fn to_u64(v: libc::rlim_t) -> u64 {
@@ -12,21 +14,13 @@ fn to_u64(v: libc::rlim_t) -> u64 {
 
 /// The open-file limits (soft, hard).
 pub fn nofile() -> io::Result<(u64, u64)> {
-    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit only writes the struct we pass.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let lim = sys::nofile_limit()?;
     Ok((to_u64(lim.rlim_cur), to_u64(lim.rlim_max)))
 }
 
 /// Raises the soft open-file limit to the hard limit. Returns (soft before, soft now).
 pub fn raise_nofile() -> io::Result<(u64, u64)> {
-    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit only writes the struct we pass.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let mut lim = sys::nofile_limit()?;
     let before = to_u64(lim.rlim_cur);
     // An unlimited hard limit still cannot take the soft one past the kernel's fs.nr_open.
     let target = if lim.rlim_max == libc::RLIM_INFINITY {
@@ -41,10 +35,7 @@ pub fn raise_nofile() -> io::Result<(u64, u64)> {
         return Ok((before, before));
     }
     lim.rlim_cur = target;
-    // SAFETY: setrlimit only reads the struct we pass.
-    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    sys::set_nofile_limit(&lim)?;
     Ok((before, to_u64(lim.rlim_cur)))
 }
 

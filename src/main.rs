@@ -1,5 +1,9 @@
 //! `kaas serve`: a Kafka-compatible broker.
 
+// Nothing a client or the disk controls may panic the broker: no unwrap()/expect() outside the
+// tests (a poisoned lock is taken with `unwrap_or_else(PoisonError::into_inner)`).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 

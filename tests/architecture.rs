@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 const MAX_LINES: usize = 850;
 
 /// Top-level layers, lowest first; a layer may import only from layers before it.
-const LAYERS: &[&str] = &["error_code", "store", "config", "limits", "metrics", "actors", "protocol", "server"];
+const LAYERS: &[&str] = &["sys", "error_code", "store", "config", "limits", "metrics", "actors", "protocol", "server"];
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in fs::read_dir(dir).expect("src is readable") {
@@ -258,4 +258,24 @@ fn wire_codes_only_at_the_wire_edge() {
     // The scanner sees one when there is one.
     assert_eq!(result_error_types("fn f() -> Result<Option<Vec<u8>>, i16> {}"), vec!["i16"]);
     assert_eq!(result_error_types("type R = Result<(u8, i16), E>;"), vec!["E"]);
+}
+
+/// `unsafe` lives in `sys` (the system calls std does not wrap) and in the one `BufMut` impl of
+/// `protocol::outgoing`, each with its SAFETY comment; nowhere else.
+#[test]
+fn unsafe_only_in_sys() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let allowed = [src.join("sys.rs"), src.join("protocol").join("outgoing.rs")];
+    let mut found = Vec::new();
+    for f in files.iter().filter(|f| !allowed.contains(f)) {
+        let code = code_of(&fs::read_to_string(f).expect("source is readable"));
+        if code.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == "unsafe") {
+            found.push(f.strip_prefix(&src).expect("under src").display().to_string());
+        }
+    }
+    assert!(found.is_empty(), "unsafe outside src/sys.rs: {found:#?}");
+    let outgoing = code_of(&fs::read_to_string(&allowed[1]).expect("source is readable"));
+    assert_eq!(outgoing.matches("unsafe").count(), 3, "protocol::outgoing: only the BufMut impl is unsafe");
 }

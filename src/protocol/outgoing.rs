@@ -10,7 +10,7 @@
 
 use std::io;
 use std::ops::Range;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 
 use bytes::buf::UninitSlice;
 use bytes::{BufMut, Bytes, BytesMut};
@@ -23,6 +23,7 @@ use tokio::net::TcpStream;
 
 use super::frame::{put_head, FrameError};
 use crate::store::log::file_range::{is_stand_in, FileRange};
+use crate::sys;
 
 /// One piece of a response frame, in order.
 #[derive(Debug)]
@@ -79,19 +80,8 @@ impl Outgoing {
 }
 
 fn cork(sock: &TcpStream, on: bool) {
-    let v: libc::c_int = on.into();
-    // SAFETY: a valid socket descriptor and a c_int option value of the size given.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_CORK,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        tracing::debug!("TCP_CORK: {}", io::Error::last_os_error());
+    if let Err(e) = sys::set_tcp_cork(sock.as_fd(), on) {
+        tracing::debug!("TCP_CORK: {e}");
     }
 }
 
@@ -106,15 +96,8 @@ async fn send_file(sock: &TcpStream, r: &FileRange) -> io::Result<()> {
         }
         sock.writable().await?;
         let sent = sock.try_io(Interest::WRITABLE, || {
-            // SAFETY: both descriptors are open for the call (the socket is borrowed, the file
-            // is held by the range); `off` is a valid off_t the kernel advances.
-            let n =
-                unsafe { libc::sendfile(sock.as_raw_fd(), r.file.as_raw_fd(), &mut off, left.min(1 << 30) as usize) };
-            if n < 0 {
-                Err(io::Error::last_os_error())
-            } else {
-                Ok(n as usize)
-            }
+            // The socket is borrowed and the file held by the range for the call.
+            sys::sendfile(sock.as_fd(), &r.file, &mut off, left.min(1 << 30) as usize)
         });
         match sent {
             // The file ends before the range: it was truncated under us; never send other bytes.

@@ -25,30 +25,15 @@ pub fn create_dir_all_durable(dir: &Path) -> io::Result<()> {
 /// every partition recovery found durable, where an fsync per segment would flush the disk's
 /// cache once per partition (minutes for 100,000 of them).
 pub fn sync_filesystem(path: &Path) -> io::Result<()> {
-    use std::os::unix::io::AsRawFd;
-    let f = File::open(path)?;
-    // SAFETY: a valid descriptor for the duration of the call.
-    if unsafe { libc::syncfs(f.as_raw_fd()) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    crate::sys::syncfs(&File::open(path)?)
 }
 
 /// Whether syncfs(2) on the file system holding `path` makes its files durable. FUSE file
 /// systems (lazyfs in the tests, several cluster file systems) only pass it to the daemon when
 /// it asks for it (virtiofs), so there each file is fsynced instead.
 pub fn syncfs_flushes(path: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
     const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return false };
-    // SAFETY: statfs only writes into the zeroed struct we pass; the path is NUL-terminated.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
-        return false;
-    }
-    #[allow(clippy::unnecessary_cast)]
-    let kind = st.f_type as i64;
-    kind != FUSE_SUPER_MAGIC
+    crate::sys::filesystem_type(path).is_ok_and(|kind| kind != FUSE_SUPER_MAGIC)
 }
 
 pub fn sync_dir(dir: &Path) -> io::Result<()> {

@@ -13,43 +13,19 @@ use std::io;
 mod imp {
     use std::fs::File;
     use std::io;
-    use std::os::unix::io::AsRawFd;
 
-    /// `len` 0 reaches the end of the file, however it grows.
-    fn range(kind: libc::c_short, start: i64, len: i64) -> libc::flock {
-        // SAFETY: flock is a plain C struct; all-zero is a valid value (l_pid must be 0 for OFD).
-        let mut fl: libc::flock = unsafe { std::mem::zeroed() };
-        fl.l_type = kind;
-        fl.l_whence = libc::SEEK_SET as libc::c_short;
-        fl.l_start = start;
-        fl.l_len = len;
-        fl
-    }
-
-    fn set(file: &File, mut fl: libc::flock) -> io::Result<bool> {
-        // SAFETY: a valid descriptor and a valid flock struct that outlives the call.
-        let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &mut fl) };
-        if rc == 0 {
-            return Ok(true);
-        }
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EAGAIN) | Some(libc::EACCES) => Ok(false),
-            _ => Err(e),
-        }
-    }
+    use crate::sys;
 
     pub fn try_lock(file: &File, start: i64, len: i64) -> io::Result<bool> {
-        set(file, range(libc::F_WRLCK as libc::c_short, start, len))
+        match sys::ofd_lock(file, false, libc::F_WRLCK as libc::c_short, start, len) {
+            Ok(_) => Ok(true),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EACCES)) => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     pub fn locked_by_another(file: &File, start: i64, len: i64) -> io::Result<bool> {
-        let mut fl = range(libc::F_WRLCK as libc::c_short, start, len);
-        // SAFETY: as above; F_OFD_GETLK only writes into `fl`.
-        let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_GETLK, &mut fl) };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        let fl = sys::ofd_lock(file, true, libc::F_WRLCK as libc::c_short, start, len)?;
         Ok(fl.l_type != libc::F_UNLCK as libc::c_short)
     }
 }

@@ -25,13 +25,7 @@ fn dir_size(dir: &PathBuf) -> i64 {
 
 /// (total, usable) bytes of the file system holding `dir` (-1 each when unknown).
 fn space(dir: &std::path::Path) -> (i64, i64) {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else { return (-1, -1) };
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `path` is a valid C string and `st` a properly sized out-parameter.
-    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
-        return (-1, -1);
-    }
+    let Ok(st) = crate::sys::statvfs(dir) else { return (-1, -1) };
     let frag = st.f_frsize as u128;
     let clamp = |blocks: u128| i64::try_from(blocks * frag).unwrap_or(i64::MAX);
     (clamp(st.f_blocks as u128), clamp(st.f_bavail as u128))

@@ -352,26 +352,17 @@ impl Segment {
 /// pwritev(2) of `parts` at `pos`, continued after short writes: one system call for a batch
 /// whose header the broker patched and whose records stay in the request's buffer.
 fn write_all_at_vectored(file: &File, parts: &[&[u8]], mut pos: u64) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
     let mut parts: Vec<&[u8]> = parts.iter().copied().filter(|p| !p.is_empty()).collect();
     while !parts.is_empty() {
-        let iov: Vec<libc::iovec> =
-            parts.iter().map(|p| libc::iovec { iov_base: p.as_ptr() as *mut libc::c_void, iov_len: p.len() }).collect();
-        let off = libc::off_t::try_from(pos).map_err(|_| std::io::Error::other("file position out of range"))?;
-        let count = libc::c_int::try_from(iov.len()).unwrap_or(libc::c_int::MAX);
-        // SAFETY: every iovec points into a slice borrowed for the call; the file is open.
-        let n = unsafe { libc::pwritev(file.as_raw_fd(), iov.as_ptr(), count, off) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
+        let n = match crate::sys::pwritev(file, &parts, pos) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
         if n == 0 {
             return Err(std::io::Error::from(std::io::ErrorKind::WriteZero));
         }
-        let mut n = n as usize;
+        let mut n = n;
         pos += n as u64;
         while let Some(first) = parts.first_mut() {
             if n < first.len() {
