@@ -299,9 +299,7 @@ impl Settings {
                 ),
             ));
         }
-        if self.group_consumer_max_size < 1 {
-            return Err(ConfigError::Invalid("group_consumer_max_size", "0".into()));
-        }
+        at_least("group_consumer_max_size", self.group_consumer_max_size, 1)?;
         let known = |n: &String| crate::store::group::consumer::Assignor::from_name(n).is_some();
         if self.group_consumer_assignors.is_empty() || !self.group_consumer_assignors.iter().all(known) {
             return Err(ConfigError::Invalid(
@@ -318,123 +316,48 @@ impl Settings {
                 ),
             ));
         }
-        if self.num_partitions < 1 {
-            return Err(ConfigError::Invalid("num_partitions", self.num_partitions.to_string()));
-        }
-        if self.max_request_bytes < 64 {
-            return Err(ConfigError::Invalid("max_request_bytes", self.max_request_bytes.to_string()));
-        }
-        if self.max_inflight_requests == 0 {
-            return Err(ConfigError::Invalid("max_inflight_requests", "0".into()));
-        }
+        // Kafka's bounds where Kafka has the setting (an INT is at most i32::MAX).
+        let int_max = i32::MAX as usize;
+        at_least("num_partitions", self.num_partitions, 1)?;
+        in_range("max_request_bytes", self.max_request_bytes, 64, int_max)?;
+        at_least("max_inflight_requests", self.max_inflight_requests, 1)?;
         // Kafka 4.x's log.segment.bytes: an INT, at least 1 MiB.
-        if !(MIN_SEGMENT_BYTES as u64..=i32::MAX as u64).contains(&self.segment_bytes) {
-            return Err(ConfigError::Invalid(
-                "segment_bytes",
-                format!("{} (must be in [{MIN_SEGMENT_BYTES}, {}])", self.segment_bytes, i32::MAX),
-            ));
-        }
-        // Kafka's log.retention.ms: at least -1 (-1 = keep forever).
-        if self.retention_ms < -1 {
-            return Err(ConfigError::Invalid("retention_ms", format!("{} (must be >= -1)", self.retention_ms)));
-        }
-        // Kafka's message.max.bytes is an INT of at least 0; a batch must also fit in a request.
-        if self.max_message_bytes > i32::MAX as usize || self.max_message_bytes > self.max_request_bytes {
-            return Err(ConfigError::Invalid(
-                "max_message_bytes",
-                format!("{} (must be <= max_request_bytes and <= {})", self.max_message_bytes, i32::MAX),
-            ));
-        }
-        if self.queued_max_response_bytes < 1024 {
-            return Err(ConfigError::Invalid("queued_max_response_bytes", self.queued_max_response_bytes.to_string()));
-        }
-        if self.max_request_bytes > i32::MAX as usize {
-            return Err(ConfigError::Invalid(
-                "max_request_bytes",
-                format!("{} (must be <= {})", self.max_request_bytes, i32::MAX),
-            ));
-        }
+        in_range("segment_bytes", self.segment_bytes, MIN_SEGMENT_BYTES as u64, i32::MAX as u64)?;
+        // Kafka's log.retention.ms: -1 keeps for ever.
+        at_least("retention_ms", self.retention_ms, -1)?;
+        // Kafka's message.max.bytes is an INT; a batch must also fit in a request.
+        in_range("max_message_bytes", self.max_message_bytes, 0, self.max_request_bytes.min(int_max))?;
+        at_least("queued_max_response_bytes", self.queued_max_response_bytes, 1024)?;
         // Kafka's fetch.max.bytes: at least 1024, an INT.
-        if !(1024..=i32::MAX as usize).contains(&self.fetch_max_bytes) {
-            return Err(ConfigError::Invalid("fetch_max_bytes", self.fetch_max_bytes.to_string()));
-        }
-        // Kafka's log.retention.check.interval.ms and producer.id.expiration.ms: at least 1.
-        if self.retention_check_interval_ms == 0 {
-            return Err(ConfigError::Invalid("retention_check_interval_ms", "0".into()));
-        }
-        if self.producer_id_expiration_ms < 1 {
-            return Err(ConfigError::Invalid("producer_id_expiration_ms", self.producer_id_expiration_ms.to_string()));
-        }
-        if self.transaction_max_timeout_ms < 1 {
-            return Err(ConfigError::Invalid(
-                "transaction_max_timeout_ms",
-                self.transaction_max_timeout_ms.to_string(),
-            ));
-        }
-        if self.transactional_id_expiration_ms < 1 {
-            return Err(ConfigError::Invalid(
-                "transactional_id_expiration_ms",
-                self.transactional_id_expiration_ms.to_string(),
-            ));
-        }
-        if self.sync_threads == 0 {
-            return Err(ConfigError::Invalid("sync_threads", "0".into()));
-        }
+        in_range("fetch_max_bytes", self.fetch_max_bytes, 1024, int_max)?;
+        // Kafka's log.retention.check.interval.ms, producer.id.expiration.ms,
+        // transaction.max.timeout.ms, transactional.id.expiration.ms: at least 1.
+        at_least("retention_check_interval_ms", self.retention_check_interval_ms, 1)?;
+        at_least("producer_id_expiration_ms", self.producer_id_expiration_ms, 1)?;
+        at_least("transaction_max_timeout_ms", self.transaction_max_timeout_ms, 1)?;
+        at_least("transactional_id_expiration_ms", self.transactional_id_expiration_ms, 1)?;
+        at_least("sync_threads", self.sync_threads, 1)?;
         // Auto-created topics must fit under an explicit partition limit.
-        if i64::from(self.num_partitions) > i64::from(self.max_partitions) {
-            return Err(ConfigError::Invalid(
-                "max_partitions",
-                format!("{} (below num_partitions = {})", self.max_partitions, self.num_partitions),
-            ));
-        }
-        if self.txn_shards == 0 {
-            return Err(ConfigError::Invalid("txn_shards", "0".into()));
-        }
-        if !(0..=1).contains(&self.group_version) {
-            return Err(ConfigError::Invalid("group_version", self.group_version.to_string()));
-        }
-        if !(1..=2).contains(&self.transaction_version) {
-            return Err(ConfigError::Invalid("transaction_version", self.transaction_version.to_string()));
-        }
-        if !(1..=2).contains(&self.write_txn_markers_max_version) {
-            let why = format!("{} (must be 1 or 2)", self.write_txn_markers_max_version);
-            return Err(ConfigError::Invalid("write_txn_markers_max_version", why));
-        }
+        at_least("max_partitions", i64::from(self.max_partitions), i64::from(self.num_partitions))?;
+        in_range("txn_shards", self.txn_shards, 1, MAX_TXN_SHARDS)?;
+        in_range("group_version", self.group_version, 0, 1)?;
+        in_range("transaction_version", self.transaction_version, 1, 2)?;
+        in_range("write_txn_markers_max_version", self.write_txn_markers_max_version, 1, 2)?;
         // Each broker owns a 2^40 producer-id range below the transaction shards' ranges at 2^50.
-        if !(0..=MAX_NODE_ID).contains(&self.node_id) {
-            let why = format!("{} (must be 0..={MAX_NODE_ID})", self.node_id);
-            return Err(ConfigError::Invalid("node_id", why));
-        }
-        if self.txn_shards > MAX_TXN_SHARDS {
-            let why = format!("{} (at most {MAX_TXN_SHARDS})", self.txn_shards);
-            return Err(ConfigError::Invalid("txn_shards", why));
-        }
-        if self.max_connections == 0 || self.max_connections_per_ip == 0 {
-            return Err(ConfigError::Invalid("max_connections", "0".into()));
-        }
-        if self.queued_max_request_bytes < self.max_request_bytes {
-            let why =
-                format!("{} is below max_request_bytes {}", self.queued_max_request_bytes, self.max_request_bytes);
-            return Err(ConfigError::Invalid("queued_max_request_bytes", why));
-        }
-        if self.queued_max_response_bytes < 1024 {
-            return Err(ConfigError::Invalid("queued_max_response_bytes", self.queued_max_response_bytes.to_string()));
-        }
-        if self.max_request_bytes > i32::MAX as usize {
-            return Err(ConfigError::Invalid("max_request_bytes", self.max_request_bytes.to_string()));
-        }
+        in_range("node_id", self.node_id, 0, MAX_NODE_ID)?;
+        at_least("max_connections", self.max_connections, 1)?;
+        at_least("max_connections_per_ip", self.max_connections_per_ip, 1)?;
+        // One request of the largest size must fit in the pool.
+        at_least("queued_max_request_bytes", self.queued_max_request_bytes, self.max_request_bytes)?;
         // Kafka: ValidString.in("CreateTime", "LogAppendTime"), atLeast(0).
         if !matches!(self.log_message_timestamp_type.as_str(), "CreateTime" | "LogAppendTime") {
-            return Err(ConfigError::Invalid("log_message_timestamp_type", self.log_message_timestamp_type.clone()));
+            let why = format!("{} (known: CreateTime, LogAppendTime)", self.log_message_timestamp_type);
+            return Err(ConfigError::Invalid("log_message_timestamp_type", why));
         }
-        if self.log_message_timestamp_before_max_ms < 0 || self.log_message_timestamp_after_max_ms < 0 {
-            return Err(ConfigError::Invalid("log_message_timestamp_*_max_ms", "negative".into()));
-        }
+        at_least("log_message_timestamp_before_max_ms", self.log_message_timestamp_before_max_ms, 0)?;
+        at_least("log_message_timestamp_after_max_ms", self.log_message_timestamp_after_max_ms, 0)?;
         // Below this the poll would mostly re-read unchanged files.
-        if self.fence_poll_interval_ms < 10 {
-            let why = format!("{} (must be >= 10)", self.fence_poll_interval_ms);
-            return Err(ConfigError::Invalid("fence_poll_interval_ms", why));
-        }
+        at_least("fence_poll_interval_ms", self.fence_poll_interval_ms, 10)?;
         Ok(())
     }
 
@@ -477,6 +400,27 @@ impl Settings {
             n
         }
     }
+}
+
+/// `value` of setting `name` must be at least `min`.
+fn at_least<T: PartialOrd + std::fmt::Display>(name: &'static str, value: T, min: T) -> Result<(), ConfigError> {
+    if value < min {
+        return Err(ConfigError::Invalid(name, format!("{value} (must be >= {min})")));
+    }
+    Ok(())
+}
+
+/// `value` of setting `name` must be in `[min, max]`.
+fn in_range<T: PartialOrd + std::fmt::Display>(
+    name: &'static str,
+    value: T,
+    min: T,
+    max: T,
+) -> Result<(), ConfigError> {
+    if value < min || value > max {
+        return Err(ConfigError::Invalid(name, format!("{value} (must be in [{min}, {max}])")));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -155,29 +155,13 @@ impl Broker {
             a.spawn_fn(mark_state_thread);
         }
         let metrics = Metrics::new();
-        // Its own thread (not one of the partition threads above, nor a state thread).
-        let mut metrics_arbiter = None;
-        if !settings.metrics_listen.is_empty() {
-            // Bound now: a bad address stops the start. Served on a thread of its own.
-            let listener =
-                metrics_http::bind(&settings.metrics_listen).map_err(|e| ServerError::Startup(e.to_string()))?;
-            let arbiter = Arbiter::new();
-            let m = metrics.clone();
-            arbiter.spawn_fn(move || {
-                actix_rt::spawn(metrics_http::serve(listener, m, HttpLimits::default()));
-            });
-            tracing::info!(metrics_listen = %settings.metrics_listen, "serving Prometheus metrics at /metrics");
-            metrics_arbiter = Some(arbiter);
-        }
+        let metrics_arbiter = serve_metrics(settings, &metrics)?;
         if settings.debug_skip_fsync {
             tracing::error!("debug_skip_fsync is set: the log is never fsynced, acknowledged records can be lost on a power loss (test hook only)");
         }
         let data_dir = &settings.data_dir;
         crate::store::durable::create_dir_all_durable(data_dir)
             .map_err(|e| ServerError::Startup(format!("creating {}: {e}", data_dir.display())))?;
-        let group = (settings.group_commit_min_partitions > 0 && crate::store::durable::syncfs_flushes(data_dir))
-            .then(|| GroupCommit { dir: data_dir.clone(), min_partitions: settings.group_commit_min_partitions });
-        tracing::debug!(group_commit_by_syncfs = group.is_some(), "fsync threads");
         let started = std::time::Instant::now();
         let (host, port) = settings.advertised();
         let local = ownership::Broker { node_id: settings.node_id, host, port, rack: None };
@@ -193,14 +177,7 @@ impl Broker {
             }
             None => None,
         };
-        let syncer = Syncer::start(
-            settings.sync_threads,
-            MAILBOX_CAPACITY * 4,
-            settings.debug_skip_fsync,
-            group,
-            metrics.clone(),
-            fence.clone(),
-        );
+        let syncer = start_syncer(settings, &metrics, &fence);
         let live = leases::live_brokers(&settings.data_dir, &local).map_err(|e| ServerError::Startup(e.to_string()))?;
         let live_ids: Vec<i32> = live.iter().map(|b| b.node_id).collect();
         let mut table = Ownership::member(local.clone());
@@ -371,4 +348,37 @@ async fn serve(
     }
     tracing::info!("stopped cleanly");
     Ok(())
+}
+
+/// The Prometheus endpoint, when `metrics_listen` is set: bound now (a bad address stops the
+/// start) and served on a thread of its own (not a partition thread, nor a state thread).
+fn serve_metrics(settings: &Settings, metrics: &Metrics) -> Result<Option<Arbiter>, ServerError> {
+    if settings.metrics_listen.is_empty() {
+        return Ok(None);
+    }
+    let listener = metrics_http::bind(&settings.metrics_listen).map_err(|e| ServerError::Startup(e.to_string()))?;
+    let arbiter = Arbiter::new();
+    let m = metrics.clone();
+    arbiter.spawn_fn(move || {
+        actix_rt::spawn(metrics_http::serve(listener, m, HttpLimits::default()));
+    });
+    tracing::info!(metrics_listen = %settings.metrics_listen, "serving Prometheus metrics at /metrics");
+    Ok(Some(arbiter))
+}
+
+/// The fsync threads; several partitions waiting at once are flushed by one syncfs where the
+/// file system makes that durable (`group_commit_min_partitions`).
+fn start_syncer(settings: &Settings, metrics: &Metrics, fence: &SelfFence) -> Syncer {
+    let data_dir = &settings.data_dir;
+    let group = (settings.group_commit_min_partitions > 0 && crate::store::durable::syncfs_flushes(data_dir))
+        .then(|| GroupCommit { dir: data_dir.clone(), min_partitions: settings.group_commit_min_partitions });
+    tracing::debug!(group_commit_by_syncfs = group.is_some(), "fsync threads");
+    Syncer::start(
+        settings.sync_threads,
+        MAILBOX_CAPACITY * 4,
+        settings.debug_skip_fsync,
+        group,
+        metrics.clone(),
+        fence.clone(),
+    )
 }

@@ -17,8 +17,8 @@ use actix::{
 
 use super::directory::Directory;
 use super::group_coordinator::GroupCoordinator;
+use super::local_actor::LocalActor;
 use super::messages::{HandOver, SendPeerMarker};
-use super::slot::Slot;
 use super::txn_coordinator::{TxnCoordinator, TxnSettings};
 use crate::config::Settings;
 use crate::metrics::Metrics;
@@ -40,10 +40,10 @@ pub struct PlaceCoordinators {
     pub expired: Vec<(i32, u64)>,
 }
 
-/// The coordinators' local actors (each slot empty while a peer, or nobody, runs it).
+/// The coordinators' local actors (each cell empty while a peer, or nobody, runs it).
 pub struct Coordinators {
-    pub txn: Arc<Vec<Slot<TxnCoordinator>>>,
-    pub groups: Slot<GroupCoordinator>,
+    pub txn: Arc<Vec<LocalActor<TxnCoordinator>>>,
+    pub groups: LocalActor<GroupCoordinator>,
     held: HashMap<CoordinatorUnit, HeldLease>,
     /// Units being handed over: their actor is finishing; the lease goes once it has stopped.
     releasing: HashSet<CoordinatorUnit>,
@@ -77,10 +77,10 @@ impl Coordinators {
         fence: SelfFence,
         keep_own: bool,
     ) -> Coordinators {
-        let txn = Arc::new((0..settings.txn_shards).map(|_| Slot::default()).collect());
+        let txn = Arc::new((0..settings.txn_shards).map(|_| LocalActor::default()).collect());
         Coordinators {
             txn,
-            groups: Slot::default(),
+            groups: LocalActor::default(),
             held: HashMap::new(),
             releasing: HashSet::new(),
             directory,
@@ -208,7 +208,7 @@ impl Coordinators {
                     fence: self.fence.clone(),
                     epoch,
                 };
-                let Some(slot) = usize::try_from(shard).ok().and_then(|i| self.txn.get(i)) else {
+                let Some(cell) = usize::try_from(shard).ok().and_then(|i| self.txn.get(i)) else {
                     return Err(format!("no transaction shard {shard}"));
                 };
                 let c = TxnCoordinator::open(
@@ -220,7 +220,7 @@ impl Coordinators {
                     txn_settings,
                     self.metrics.clone(),
                 )?;
-                slot.set(Some(TxnCoordinator::start_in_arbiter(&self.arbiter, move |_| c)));
+                cell.set(Some(TxnCoordinator::start_in_arbiter(&self.arbiter, move |_| c)));
             }
         }
         Ok(())
@@ -240,7 +240,7 @@ impl Coordinators {
         }
     }
 
-    /// Empties the unit's slot (new calls see NOT_COORDINATOR) and returns the actor's answer
+    /// Empties the unit's cell (new calls see NOT_COORDINATOR) and returns the actor's answer
     /// to HandOver, which comes once its writes are flushed and it has stopped taking calls.
     fn stop(&mut self, unit: CoordinatorUnit) -> impl std::future::Future<Output = ()> + 'static {
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -249,7 +249,7 @@ impl Coordinators {
             CoordinatorUnit::Txn(n) => usize::try_from(n)
                 .ok()
                 .and_then(|i| self.txn.get(i))
-                .and_then(|slot| slot.set(None))
+                .and_then(|cell| cell.set(None))
                 .map(|a: Addr<TxnCoordinator>| a.do_send(HandOver { reply: tx })),
         };
         async move {

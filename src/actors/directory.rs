@@ -33,7 +33,7 @@ impl<A> Location<A> {
         match self {
             Location::Local(_) => Placement::Local,
             Location::Peer(_) => Placement::Peer,
-            Location::Offline => Placement::Nobody,
+            Location::Offline => Placement::Offline,
         }
     }
 

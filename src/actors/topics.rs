@@ -13,9 +13,9 @@ use std::time::Duration;
 use actix::{Actor, Addr, ArbiterHandle, Context, Handler, Message, ResponseActFuture, WrapFuture};
 use uuid::Uuid;
 
+use super::local_actor::LocalActor;
 use super::messages::*;
 use super::partition::{LeaderMeters, LeaderTimers, PartitionLeader};
-use super::slot::Slot;
 use super::syncer::Syncer;
 use crate::config::Settings;
 use crate::error_code::ResponseError;
@@ -44,8 +44,8 @@ use opening::open_logs;
 #[derive(Debug, Clone)]
 pub struct TopicHandle {
     pub meta: TopicMeta,
-    /// One slot per served partition; empty while a peer (or nobody) leads it.
-    pub partitions: Arc<Vec<Slot<PartitionLeader>>>,
+    /// One cell per served partition; empty while a peer (or nobody) leads it.
+    pub partitions: Arc<Vec<LocalActor<PartitionLeader>>>,
     /// What Produce checks, shared by every copy of the handle so an alter reaches them all.
     limits: Arc<RwLock<ProduceLimits>>,
     /// Set when partitions were added (CreatePartitions): handles cached per connection then
@@ -55,9 +55,9 @@ pub struct TopicHandle {
 
 impl TopicHandle {
     fn new(meta: TopicMeta, defaults: &BrokerDefaults) -> TopicHandle {
-        let slots = (0..meta.partitions).map(|_| Slot::default()).collect();
+        let cells = (0..meta.partitions).map(|_| LocalActor::default()).collect();
         let limits = Arc::new(RwLock::new(topic_config::produce_limits(defaults, &meta.configs)));
-        TopicHandle { meta, partitions: Arc::new(slots), limits, superseded: Arc::default() }
+        TopicHandle { meta, partitions: Arc::new(cells), limits, superseded: Arc::default() }
     }
 
     /// The topic's current batch size limit and timestamp rules.
@@ -76,11 +76,11 @@ impl TopicHandle {
 
     /// The leader of partition `p` while this broker leads it.
     pub fn leader(&self, p: i32) -> Option<Addr<PartitionLeader>> {
-        usize::try_from(p).ok().and_then(|i| self.partitions.get(i)).and_then(Slot::get)
+        usize::try_from(p).ok().and_then(|i| self.partitions.get(i)).and_then(LocalActor::get)
     }
 
     pub(super) fn leaders(&self) -> Vec<Addr<PartitionLeader>> {
-        self.partitions.iter().filter_map(Slot::get).collect()
+        self.partitions.iter().filter_map(LocalActor::get).collect()
     }
 }
 
@@ -292,9 +292,9 @@ impl TopicRegistry {
     /// Returns the leaders that were running, for the caller to stop.
     fn forget_partitions(&mut self, h: &TopicHandle) -> RunningLeaders {
         let mut running = Vec::new();
-        for (p, slot) in h.partitions.iter().enumerate() {
+        for (p, cell) in h.partitions.iter().enumerate() {
             let p = i32::try_from(p).unwrap_or(i32::MAX);
-            if let Some(leader) = slot.set(None) {
+            if let Some(leader) = cell.set(None) {
                 running.push((p, leader));
             }
             self.held.remove(&(h.meta.name.clone(), p));
@@ -340,8 +340,8 @@ impl TopicRegistry {
         for (producer_id, epoch) in self.fences.current(now_ms()) {
             addr.do_send(FenceEpoch { producer_id, epoch });
         }
-        if let Some(slot) = usize::try_from(p).ok().and_then(|i| h.partitions.get(i)) {
-            slot.set(Some(addr));
+        if let Some(cell) = usize::try_from(p).ok().and_then(|i| h.partitions.get(i)) {
+            cell.set(Some(addr));
         }
         self.held.insert((name.clone(), p), lease);
         self.table_mut()

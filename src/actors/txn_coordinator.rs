@@ -14,8 +14,8 @@ use tokio::sync::oneshot;
 
 use super::directory::{Directory, Location};
 use super::group_coordinator::GroupCoordinator;
+use super::local_actor::LocalActor;
 use super::messages::*;
-use super::slot::Slot;
 use crate::error_code::ResponseError;
 use crate::metrics::Metrics;
 use crate::store::clock::{monotonic_ms, now_ms};
@@ -50,7 +50,7 @@ pub struct TxnCoordinator {
     entries: HashMap<String, TxnEntry>,
     ids: ProducerIdAllocator,
     directory: Directory,
-    groups: Slot<GroupCoordinator>,
+    groups: LocalActor<GroupCoordinator>,
     /// Where markers for partitions a peer leads go; None: they wait until led here.
     peers: Option<Recipient<SendPeerMarker>>,
     settings: TxnSettings,
@@ -69,7 +69,7 @@ impl TxnCoordinator {
         data_dir: &Path,
         shard: u32,
         directory: Directory,
-        groups: Slot<GroupCoordinator>,
+        groups: LocalActor<GroupCoordinator>,
         peers: Option<Recipient<SendPeerMarker>>,
         settings: TxnSettings,
         metrics: Metrics,
@@ -271,7 +271,7 @@ async fn wait(backoff_ms: u64) -> u64 {
 #[derive(Clone)]
 struct Targets {
     directory: Directory,
-    groups: Slot<GroupCoordinator>,
+    groups: LocalActor<GroupCoordinator>,
     peers: Option<Recipient<SendPeerMarker>>,
 }
 
@@ -280,110 +280,134 @@ struct Targets {
 /// (eos-rules 50), deleted partitions answer UNKNOWN_TOPIC_OR_PARTITION and are dropped (rule 41).
 async fn write_markers(targets: Targets, coordinator_epoch: i32, batch: MarkerBatch) -> Vec<i16> {
     let MarkerBatch { producer_id, epoch, commit, partitions, txn_version } = batch;
-    let mut waits = Vec::new();
-    for (topic, partition) in partitions {
-        let Targets { directory, groups, peers } = targets.clone();
-        // What a peer leading the partition (or running its group coordinator) is sent.
+    let waits = partitions.into_iter().map(|(topic, partition)| {
+        // What a peer leading the partition (or running its group coordinator) is sent; its
+        // fields are what a local leader or group coordinator is told too.
         let marker = PeerMarker {
             producer_id,
             producer_epoch: epoch,
             commit,
             coordinator_epoch,
             transaction_version: txn_version,
-            topic: topic.clone(),
+            topic,
             partition,
         };
-        waits.push(async move {
-            let mut backoff_ms = core::MARKER_FIRST_BACKOFF_MS;
-            loop {
-                if let MarkerTarget::GroupOffsets(offsets) = core::marker_target(&topic, partition) {
-                    // Like any marker it is retried until it is on disk: by the group
-                    // coordinator here, or by the peer running it (WriteTxnMarkers).
-                    let code = match directory.locate(&Owned::GroupShard(offsets), || groups.get()) {
-                        Location::Local(g) => {
-                            let (tx, rx) = oneshot::channel();
-                            let msg = CompleteTxnOffsets {
-                                offsets_partition: offsets,
-                                producer_id,
-                                producer_epoch: epoch,
-                                coordinator_epoch,
-                                txn_version,
-                                commit,
-                                reply: tx,
-                            };
-                            match g.send(msg).await {
-                                Ok(()) => rx.await.unwrap_or(ResponseError::UnknownServerError.code()),
-                                Err(_) => ResponseError::CoordinatorNotAvailable.code(),
-                            }
-                        }
-                        Location::Peer(b) => match &peers {
-                            Some(peers) => send_to_peer(peers, b, marker.clone()).await,
-                            None => ResponseError::CoordinatorNotAvailable.code(),
-                        },
-                        Location::Offline => ResponseError::CoordinatorNotAvailable.code(),
-                    };
-                    // A peer's NOT_LEADER_OR_FOLLOWER (the group coordinator moved) is retried
-                    // like its other retriable codes (eos-rules 50).
-                    if core::peer_marker_outcome(code) != MarkerOutcome::Retry {
-                        return code;
-                    }
-                    tracing::warn!(offsets, code, "offsets marker not written, retrying");
-                    backoff_ms = wait(backoff_ms).await;
-                    continue;
-                }
-                let Ok(handle) = directory.topic(&topic, false).await else {
-                    return ResponseError::UnknownTopicOrPartition.code();
-                };
-                if partition < 0 || partition >= handle.meta.partitions {
-                    return ResponseError::UnknownTopicOrPartition.code();
-                }
-                let leader = match directory.leader(&handle, partition) {
-                    Location::Local(leader) => leader,
-                    Location::Peer(b) => {
-                        let Some(peers) = &peers else {
-                            tracing::warn!(%topic, partition, leader = b.node_id, "no peer link: marker waits to be led here");
-                            backoff_ms = wait(backoff_ms).await;
-                            continue;
-                        };
-                        // eos-rules 41, 43, 45, 48: WriteTxnMarkers to the peer, with the shard's
-                        // coordinator epoch and the entry's transaction version.
-                        let code = send_to_peer(peers, b.clone(), marker.clone()).await;
-                        // eos-rules 50, as for a local leader's answer but with the peer's codes.
-                        if core::peer_marker_outcome(code) != MarkerOutcome::Retry {
-                            return code;
-                        }
-                        tracing::warn!(%topic, partition, leader = b.node_id, code, "marker not written by the peer, retrying");
-                        backoff_ms = wait(backoff_ms).await;
-                        continue;
-                    }
-                    Location::Offline => {
-                        tracing::warn!(%topic, partition, "marker for a partition nobody leads, retrying");
-                        backoff_ms = wait(backoff_ms).await;
-                        continue;
-                    }
-                };
-                let (tx, rx) = oneshot::channel();
-                let msg = WriteMarkers {
-                    producer_id,
-                    producer_epoch: epoch,
-                    commit,
-                    coordinator_epoch,
-                    txn_version,
-                    reply: tx,
-                };
-                let code = match leader.send(msg).await {
-                    Ok(()) => rx.await.unwrap_or(ResponseError::UnknownServerError.code()),
-                    Err(_) => ResponseError::UnknownServerError.code(),
-                };
-                if core::marker_outcome(code) != MarkerOutcome::Retry {
-                    return code;
-                }
-                tracing::warn!(%topic, partition, code, "marker not written, retrying");
-                backoff_ms = wait(backoff_ms).await;
-            }
-        });
-    }
+        write_marker(targets.clone(), marker)
+    });
     futures::future::join_all(waits).await
+}
+
+/// What one attempt at writing a marker came to.
+enum Attempt {
+    /// The partition's final answer (written, or refused for good).
+    Done(i16),
+    /// Resent after a backoff (eos-rules 50).
+    Retry,
+}
+
+/// One partition's marker, resent until it is on disk or refused for good (eos-rules 50).
+async fn write_marker(targets: Targets, marker: PeerMarker) -> i16 {
+    let mut backoff_ms = core::MARKER_FIRST_BACKOFF_MS;
+    loop {
+        let attempt = match core::marker_target(&marker.topic, marker.partition) {
+            MarkerTarget::GroupOffsets(offsets) => offsets_marker(&targets, offsets, &marker).await,
+            MarkerTarget::Leader => partition_marker(&targets, &marker).await,
+        };
+        match attempt {
+            Attempt::Done(code) => return code,
+            Attempt::Retry => backoff_ms = wait(backoff_ms).await,
+        }
+    }
+}
+
+/// eos-rules 59: a `__consumer_offsets` partition's marker completes the transaction's pending
+/// offsets at the group coordinator, here or at the peer running it (WriteTxnMarkers); like any
+/// marker it is retried until it is on disk.
+async fn offsets_marker(targets: &Targets, offsets: i32, m: &PeerMarker) -> Attempt {
+    let code = match targets.directory.locate(&Owned::GroupShard(offsets), || targets.groups.get()) {
+        Location::Local(g) => {
+            let (tx, rx) = oneshot::channel();
+            let msg = CompleteTxnOffsets {
+                offsets_partition: offsets,
+                producer_id: m.producer_id,
+                producer_epoch: m.producer_epoch,
+                coordinator_epoch: m.coordinator_epoch,
+                txn_version: m.transaction_version,
+                commit: m.commit,
+                reply: tx,
+            };
+            match g.send(msg).await {
+                Ok(()) => rx.await.unwrap_or(ResponseError::UnknownServerError.code()),
+                Err(_) => ResponseError::CoordinatorNotAvailable.code(),
+            }
+        }
+        Location::Peer(b) => match &targets.peers {
+            Some(peers) => send_to_peer(peers, b, m.clone()).await,
+            None => ResponseError::CoordinatorNotAvailable.code(),
+        },
+        Location::Offline => ResponseError::CoordinatorNotAvailable.code(),
+    };
+    // A peer's NOT_LEADER_OR_FOLLOWER (the group coordinator moved) is retried like its other
+    // retriable codes (eos-rules 50).
+    if core::peer_marker_outcome(code) != MarkerOutcome::Retry {
+        return Attempt::Done(code);
+    }
+    tracing::warn!(offsets, code, "offsets marker not written, retrying");
+    Attempt::Retry
+}
+
+/// eos-rules 41: the partition's leader writes the marker, here or at a peer (WriteTxnMarkers);
+/// a deleted partition answers UNKNOWN_TOPIC_OR_PARTITION and is dropped.
+async fn partition_marker(targets: &Targets, m: &PeerMarker) -> Attempt {
+    let (topic, partition) = (&m.topic, m.partition);
+    let Ok(handle) = targets.directory.topic(topic, false).await else {
+        return Attempt::Done(ResponseError::UnknownTopicOrPartition.code());
+    };
+    if partition < 0 || partition >= handle.meta.partitions {
+        return Attempt::Done(ResponseError::UnknownTopicOrPartition.code());
+    }
+    match targets.directory.leader(&handle, partition) {
+        Location::Local(leader) => {
+            let (tx, rx) = oneshot::channel();
+            let msg = WriteMarkers {
+                producer_id: m.producer_id,
+                producer_epoch: m.producer_epoch,
+                commit: m.commit,
+                coordinator_epoch: m.coordinator_epoch,
+                txn_version: m.transaction_version,
+                reply: tx,
+            };
+            let code = match leader.send(msg).await {
+                Ok(()) => rx.await.unwrap_or(ResponseError::UnknownServerError.code()),
+                Err(_) => ResponseError::UnknownServerError.code(),
+            };
+            if core::marker_outcome(code) != MarkerOutcome::Retry {
+                return Attempt::Done(code);
+            }
+            tracing::warn!(%topic, partition, code, "marker not written, retrying");
+            Attempt::Retry
+        }
+        Location::Peer(b) => {
+            let Some(peers) = &targets.peers else {
+                tracing::warn!(%topic, partition, leader = b.node_id, "no peer link: marker waits to be led here");
+                return Attempt::Retry;
+            };
+            // eos-rules 41, 43, 45, 48: WriteTxnMarkers to the peer, with the shard's coordinator
+            // epoch and the entry's transaction version.
+            let node = b.node_id;
+            let code = send_to_peer(peers, b, m.clone()).await;
+            // eos-rules 50, as for a local leader's answer but with the peer's codes.
+            if core::peer_marker_outcome(code) != MarkerOutcome::Retry {
+                return Attempt::Done(code);
+            }
+            tracing::warn!(%topic, partition, leader = node, code, "marker not written by the peer, retrying");
+            Attempt::Retry
+        }
+        Location::Offline => {
+            tracing::warn!(%topic, partition, "marker for a partition nobody leads, retrying");
+            Attempt::Retry
+        }
+    }
 }
 
 /// One marker through the peer link: the peer's code for the partition, or the code a failed

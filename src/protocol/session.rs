@@ -11,11 +11,11 @@ use actix::Addr;
 
 use crate::actors::directory::{Directory, Location};
 use crate::actors::group_coordinator::GroupCoordinator;
+use crate::actors::local_actor::LocalActor;
 use crate::actors::messages::{
     GroupCall, GroupError, GroupOp, GroupResponse, TopicPartition, TxnAnswer, TxnCall, TxnError, TxnOp, VerifyTxn,
 };
 use crate::actors::partition::PartitionLeader;
-use crate::actors::slot::Slot;
 use crate::actors::topics::TopicHandle;
 use crate::actors::txn_coordinator::TxnCoordinator;
 use crate::config::Settings;
@@ -37,8 +37,8 @@ pub struct Actors {
     pub directory: Directory,
     /// Transaction-coordinator shards, indexed by `coordinator_key::txn_shard(transactional_id)`;
     /// empty while a peer runs the coordinators.
-    pub txn: Arc<Vec<Slot<TxnCoordinator>>>,
-    pub groups: Slot<GroupCoordinator>,
+    pub txn: Arc<Vec<LocalActor<TxnCoordinator>>>,
+    pub groups: LocalActor<GroupCoordinator>,
     /// Broker-wide bytes of Fetch responses in memory (`queued_max_response_bytes`).
     pub responses: ResponseBudget,
     /// Broker-wide KIP-227 fetch sessions (`max_incremental_fetch_session_cache_slots`).
@@ -51,8 +51,8 @@ pub struct Actors {
 
 pub struct Session {
     pub directory: Directory,
-    pub txn: Arc<Vec<Slot<TxnCoordinator>>>,
-    pub groups: Slot<GroupCoordinator>,
+    pub txn: Arc<Vec<LocalActor<TxnCoordinator>>>,
+    pub groups: LocalActor<GroupCoordinator>,
     pub responses: ResponseBudget,
     pub fetch_sessions: FetchSessions,
     pub peers: Addr<PeerLinks>,
@@ -88,7 +88,7 @@ impl Session {
     pub fn coordinator(&self, transactional_id: &str) -> Location<Addr<TxnCoordinator>> {
         let shard = txn_shard(transactional_id, self.txn.len());
         let what = Owned::TxnShard(u32::try_from(shard).unwrap_or(u32::MAX));
-        self.directory.locate(&what, || self.txn.get(shard).and_then(Slot::get))
+        self.directory.locate(&what, || self.txn.get(shard).and_then(LocalActor::get))
     }
 
     /// Where the group coordinator of `group_id` is (its `__consumer_offsets` partition's owner).

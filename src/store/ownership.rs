@@ -84,7 +84,7 @@ impl Ownership {
         } else if self.owner(what).is_some() {
             Placement::Peer
         } else {
-            Placement::Nobody
+            Placement::Offline
         }
     }
 
@@ -136,7 +136,7 @@ pub enum Placement {
     /// A live peer serves it: the client re-routes after refreshing its metadata.
     Peer,
     /// No live broker serves it right now.
-    Nobody,
+    Offline,
 }
 
 /// The answer for a request to partition `partition` of a topic with `partitions` partitions of
@@ -159,7 +159,7 @@ pub fn route_partition(
     match placement {
         Placement::Local => Ok(()),
         Placement::Peer => Err(ResponseError::NotLeaderOrFollower),
-        Placement::Nobody => Err(ResponseError::NotLeaderOrFollower),
+        Placement::Offline => Err(ResponseError::NotLeaderOrFollower),
     }
 }
 
@@ -183,7 +183,7 @@ pub fn route_group(placement: Placement) -> Result<(), GroupError> {
     match placement {
         Placement::Local => Ok(()),
         Placement::Peer => Err(GroupError::NotCoordinator),
-        Placement::Nobody => Err(GroupError::CoordinatorNotAvailable),
+        Placement::Offline => Err(GroupError::CoordinatorNotAvailable),
     }
 }
 
@@ -193,7 +193,7 @@ pub fn route_group(placement: Placement) -> Result<(), GroupError> {
 pub fn route_txn(placement: Placement) -> Result<(), TxnError> {
     match placement {
         Placement::Local => Ok(()),
-        Placement::Peer | Placement::Nobody => Err(TxnError::NotCoordinator),
+        Placement::Peer | Placement::Offline => Err(TxnError::NotCoordinator),
     }
 }
 
@@ -292,29 +292,29 @@ mod tests {
     fn rule_44_a_partition_nobody_leads_is_not_leader_or_follower_as_in_kafka() {
         // A hand-over or a failover: Kafka's ReplicaManager answers 6 on every broker that does
         // not lead the partition; LEADER_NOT_AVAILABLE is Metadata's alone.
-        assert_eq!(route_partition(0, 1, 1, Placement::Nobody), Err(ResponseError::NotLeaderOrFollower));
+        assert_eq!(route_partition(0, 1, 1, Placement::Offline), Err(ResponseError::NotLeaderOrFollower));
     }
 
     #[test]
     fn a_group_elsewhere_is_not_coordinator_and_nowhere_is_coordinator_not_available() {
         assert_eq!(route_group(Placement::Local), Ok(()));
         assert_eq!(route_group(Placement::Peer), Err(GroupError::NotCoordinator));
-        assert_eq!(route_group(Placement::Nobody), Err(GroupError::CoordinatorNotAvailable));
+        assert_eq!(route_group(Placement::Offline), Err(GroupError::CoordinatorNotAvailable));
     }
 
     #[test]
     fn rule_6_a_transactional_id_coordinated_elsewhere_is_not_coordinator() {
         assert_eq!(route_txn(Placement::Local), Ok(()));
         assert_eq!(route_txn(Placement::Peer), Err(TxnError::NotCoordinator));
-        assert_eq!(route_txn(Placement::Nobody), Err(TxnError::NotCoordinator));
+        assert_eq!(route_txn(Placement::Offline), Err(TxnError::NotCoordinator));
     }
 
     #[test]
     fn placement_follows_the_lease_and_the_live_brokers() {
         let mut o = Ownership::member(broker(2));
-        assert_eq!(o.placement(&part(0)), Placement::Nobody);
+        assert_eq!(o.placement(&part(0)), Placement::Offline);
         o.grant(part(0), Lease { node_id: 1, epoch: 1 });
-        assert_eq!(o.placement(&part(0)), Placement::Nobody, "broker 1 is not live");
+        assert_eq!(o.placement(&part(0)), Placement::Offline, "broker 1 is not live");
         o.set_peers([broker(1)]);
         assert_eq!(o.placement(&part(0)), Placement::Peer);
         o.grant(part(0), Lease { node_id: 2, epoch: 2 });

@@ -119,8 +119,8 @@ impl TopicRegistry {
         }
         for (p, leader, lease) in leaders {
             let addr = self.spawn_leader(leader);
-            if let Some(slot) = usize::try_from(p).ok().and_then(|i| handle.partitions.get(i)) {
-                slot.set(Some(addr));
+            if let Some(cell) = usize::try_from(p).ok().and_then(|i| handle.partitions.get(i)) {
+                cell.set(Some(addr));
             }
             let epoch = lease.record.epoch;
             self.held.insert((meta.name.clone(), p), lease);

@@ -46,8 +46,8 @@ impl Handler<DeleteTopic> for TopicRegistry {
             self.held.remove(&(handle.meta.name.clone(), p));
             self.table_mut().revoke(&Owned::Partition { topic: handle.meta.name.clone(), partition: p });
         }
-        for slot in handle.partitions.iter() {
-            slot.set(None);
+        for cell in handle.partitions.iter() {
+            cell.set(None);
         }
         let meta = handle.meta.clone();
         // The leaders stop first (their files close); then the files are removed on the

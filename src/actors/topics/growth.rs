@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use actix::{Context, Handler};
 
-use super::{PartitionLeader, Slot, TopicHandle, TopicRegistry};
+use super::{LocalActor, PartitionLeader, TopicHandle, TopicRegistry};
 use crate::actors::messages::{CreatePartitions, TopicFailure};
 use crate::error_code::ResponseError;
 use crate::store::create_partitions::{self as rules, CreatePartitionsError};
@@ -26,14 +26,14 @@ fn storage(what: &str, e: impl std::fmt::Display) -> TopicFailure {
 
 impl TopicHandle {
     /// The handle of the topic with `meta.partitions` partitions: the existing partitions keep
-    /// their slots (their leaders serve on untouched), the new ones start empty; this handle is
+    /// their cells (their leaders serve on untouched), the new ones start empty; this handle is
     /// superseded.
     fn grown(&self, meta: TopicMeta) -> TopicHandle {
-        let mut slots: Vec<Slot<PartitionLeader>> = self.partitions.iter().cloned().collect();
+        let mut cells: Vec<LocalActor<PartitionLeader>> = self.partitions.iter().cloned().collect();
         let count = usize::try_from(meta.partitions).unwrap_or(0);
-        slots.resize_with(count.max(slots.len()), Slot::default);
+        cells.resize_with(count.max(cells.len()), LocalActor::default);
         self.superseded.store(true, Ordering::Release);
-        TopicHandle { meta, partitions: Arc::new(slots), limits: self.limits.clone(), superseded: Arc::default() }
+        TopicHandle { meta, partitions: Arc::new(cells), limits: self.limits.clone(), superseded: Arc::default() }
     }
 }
 

@@ -28,7 +28,8 @@ use crate::store::topics::is_internal;
 use crate::store::txn::{produce_verification_error, ImplicitAddRetry, TopicPartition};
 use crate::store::validate::{self, RecordError, TimestampPolicy};
 
-enum Slot {
+/// What one partition of a Produce answers, or will once its append is durable.
+enum PartitionAnswer {
     Done(AppendAck),
     /// Refused by the record validator: Kafka answers with the log start offset and, for
     /// record-level errors, error_message and record_errors (v8+).
@@ -37,14 +38,14 @@ enum Slot {
     Waiting(oneshot::Receiver<AppendAck>, Option<i64>),
 }
 
-fn err(code: i16) -> Slot {
+fn err(code: i16) -> PartitionAnswer {
     // eos-rules 22: LogStartOffset is -1 for these (the partition was never consulted).
-    Slot::Done(AppendAck { error_code: code, base_offset: -1, log_append_time: -1, log_start_offset: -1 })
+    PartitionAnswer::Done(AppendAck { error_code: code, base_offset: -1, log_append_time: -1, log_start_offset: -1 })
 }
 
 /// Kafka's LogValidator on the batch, then the append. The records are walked by streaming
 /// decompression (bounded memory, see store::records), never decoded whole.
-async fn validate_and_append(s: &Session, name: &str, ready: Ready, acks: i16) -> Slot {
+async fn validate_and_append(s: &Session, name: &str, ready: Ready, acks: i16) -> PartitionAnswer {
     let Ready { leader, header, records, verified, timestamp, partition } = ready;
     let leader = &leader;
     let now = now_ms();
@@ -57,7 +58,7 @@ async fn validate_and_append(s: &Session, name: &str, ready: Ready, acks: i16) -
             let ack =
                 AppendAck { error_code: e.code(), base_offset: -1, log_append_time: -1, log_start_offset: log_start };
             let details = e.record_errors().map(|(m, errors)| (m.to_string(), errors.to_vec()));
-            return Slot::Rejected(ack, details);
+            return PartitionAnswer::Rejected(ack, details);
         }
     };
     // The records stay in the request's buffer; only the header is copied, to be patched.
@@ -76,7 +77,7 @@ async fn validate_and_append(s: &Session, name: &str, ready: Ready, acks: i16) -
     let reply = if acks == 0 { None } else { Some(tx) };
     let msg = Append { data, header, verified, reply };
     if enqueue(leader, msg).await {
-        Slot::Waiting(rx, validated.log_append_time)
+        PartitionAnswer::Waiting(rx, validated.log_append_time)
     } else {
         s.evict(name);
         err(ResponseError::UnknownTopicOrPartition.code())
@@ -105,7 +106,7 @@ struct Ready {
 }
 
 enum Prepared {
-    Done(Slot),
+    Done(PartitionAnswer),
     Ready(Ready),
 }
 
@@ -176,76 +177,85 @@ pub async fn dispatch(
     }
     let mut topics = Vec::with_capacity(prepared.len());
     for (name, parts) in prepared {
-        let mut slots = Vec::with_capacity(parts.len());
+        let mut answers = Vec::with_capacity(parts.len());
         for (index, part) in parts {
-            let slot = match part {
-                Prepared::Done(slot) => slot,
+            let answer = match part {
+                Prepared::Done(answer) => answer,
                 Prepared::Ready(r) => validate_and_append(&s, &name, r, acks).await,
             };
-            slots.push((index, slot));
+            answers.push((index, answer));
         }
-        topics.push((name, slots));
+        topics.push((name, answers));
     }
     async move {
         if acks == 0 {
             return None;
         }
         let mut resp = ProduceResponse::default();
-        for (name, slots) in topics {
-            let acks = join_all(slots.into_iter().map(|(index, slot)| async move {
-                let (ack, details) = match slot {
-                    Slot::Done(a) => (a, None),
-                    Slot::Rejected(a, details) => (a, details),
-                    // The leader went away mid-append (topic deleted or shutdown).
-                    Slot::Waiting(rx, append_time) => {
-                        let mut a = rx.await.unwrap_or(AppendAck {
-                            error_code: ResponseError::UnknownTopicOrPartition.code(),
-                            base_offset: -1,
-                            log_append_time: -1,
-                            log_start_offset: -1,
-                        });
-                        // Kafka answers the LogAppendTime it stamped (-1 under CreateTime); a
-                        // duplicate already carries its original batch's time.
-                        if a.error_code == 0 && a.log_append_time == -1 {
-                            a.log_append_time = append_time.unwrap_or(-1);
-                        }
-                        (a, None)
-                    }
-                };
-                (index, ack, details)
+        for (name, answers) in topics {
+            let partitions = join_all(answers.into_iter().map(|(index, answer)| async move {
+                let (ack, details) = settled(answer).await;
+                partition_response(version, index, ack, details)
             }))
             .await;
             let mut t = TopicProduceResponse::default();
             t.name = TopicName(str_bytes(&name));
-            t.partition_responses = acks
-                .into_iter()
-                .map(|(index, a, details)| {
-                    let mut p = PartitionProduceResponse::default();
-                    p.index = index;
-                    p.error_code = a.error_code;
-                    p.base_offset = a.base_offset;
-                    p.log_append_time_ms = a.log_append_time;
-                    p.log_start_offset = a.log_start_offset;
-                    // record_errors and error_message exist from Produce v8 (KIP-467).
-                    if let Some((message, errors)) = details.filter(|_| version >= 8) {
-                        p.error_message = Some(str_bytes(&message));
-                        p.record_errors = errors
-                            .into_iter()
-                            .map(|e| {
-                                BatchIndexAndErrorMessage::default()
-                                    .with_batch_index(e.batch_index)
-                                    .with_batch_index_error_message(Some(str_bytes(&e.message)))
-                            })
-                            .collect();
-                    }
-                    p
-                })
-                .collect();
+            t.partition_responses = partitions;
             resp.responses.push(t);
         }
         Some(resp)
     }
     .boxed_local()
+}
+
+/// A partition's answer once its append is durable (or failed).
+async fn settled(answer: PartitionAnswer) -> (AppendAck, Option<(String, Vec<RecordError>)>) {
+    match answer {
+        PartitionAnswer::Done(a) => (a, None),
+        PartitionAnswer::Rejected(a, details) => (a, details),
+        PartitionAnswer::Waiting(rx, append_time) => {
+            // The leader went away mid-append (topic deleted or shutdown).
+            let mut a = rx.await.unwrap_or(AppendAck {
+                error_code: ResponseError::UnknownTopicOrPartition.code(),
+                base_offset: -1,
+                log_append_time: -1,
+                log_start_offset: -1,
+            });
+            // Kafka answers the LogAppendTime it stamped (-1 under CreateTime); a duplicate
+            // already carries its original batch's time.
+            if a.error_code == 0 && a.log_append_time == -1 {
+                a.log_append_time = append_time.unwrap_or(-1);
+            }
+            (a, None)
+        }
+    }
+}
+
+fn partition_response(
+    version: i16,
+    index: i32,
+    a: AppendAck,
+    details: Option<(String, Vec<RecordError>)>,
+) -> PartitionProduceResponse {
+    let mut p = PartitionProduceResponse::default();
+    p.index = index;
+    p.error_code = a.error_code;
+    p.base_offset = a.base_offset;
+    p.log_append_time_ms = a.log_append_time;
+    p.log_start_offset = a.log_start_offset;
+    // record_errors and error_message exist from Produce v8 (KIP-467).
+    if let Some((message, errors)) = details.filter(|_| version >= 8) {
+        p.error_message = Some(str_bytes(&message));
+        p.record_errors = errors
+            .into_iter()
+            .map(|e| {
+                BatchIndexAndErrorMessage::default()
+                    .with_batch_index(e.batch_index)
+                    .with_batch_index_error_message(Some(str_bytes(&e.message)))
+            })
+            .collect();
+    }
+    p
 }
 
 /// Puts the message in the leader's bounded mailbox, waiting while it is full so that the

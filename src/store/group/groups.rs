@@ -132,7 +132,7 @@ impl Groups {
     /// A membership request under `token`. Only JoinGroup creates a group: SyncGroup, Heartbeat
     /// and LeaveGroup for an unknown group are answered (UNKNOWN_MEMBER_ID, as Kafka) by a
     /// scratch group that is not kept. A new member's id is `<client id>-<unique()>`. A consumer
-    /// group takes them from its classic members (mixed mode, [`super::mixed`]).
+    /// group takes them from its classic members (mixed mode, [`super::mixed_mode`]).
     pub fn call(
         &mut self,
         now_ms: u64,

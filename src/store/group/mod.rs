@@ -8,11 +8,12 @@
 //! * [`offsets`]: OffsetCommit / OffsetFetch / OffsetDelete and offset expiration;
 //!   [`txn_commit`]: TxnOffsetCommit's pending offsets (eos-rules 56-59);
 //! * [`admin`]: ListGroups / DescribeGroups / DeleteGroups;
-//! * [`consumer`]: the consumer group protocol (KIP-848), and [`consumer_groups`] its place
-//!   among the groups;
-//! * [`consumer_protocol`]: the consumer protocol's Subscription, as far as the coordinator reads it;
-//! * [`migration`]: the online upgrade / downgrade between the protocols (KIP-848), and
-//!   [`mixed`]: classic members inside a consumer group (mixed mode) and the conversions;
+//! * [`consumer`]: a consumer group (the KIP-848 protocol), and [`consumer_dispatch`]: which group
+//!   is which type and the requests that go to a consumer group;
+//! * [`subscription`]: Kafka's ConsumerProtocol, the Subscription and Assignment bytes of a
+//!   classic member, as far as the coordinator reads them;
+//! * [`protocol_migration`]: the online upgrade / downgrade between the protocols (KIP-848), and
+//!   [`mixed_mode`]: classic members inside a consumer group (mixed mode) and the conversions;
 //! * [`groups`]: every group of the coordinator, which group a request goes to, what changed;
 //! * [`stored`]: what a classic group keeps of its membership across a restart.
 //!
@@ -31,33 +32,33 @@ use std::collections::{BTreeMap, BTreeSet};
 
 pub mod admin;
 pub mod consumer;
-pub mod consumer_groups;
-pub mod consumer_protocol;
+pub mod consumer_dispatch;
 pub mod groups;
 pub mod join;
 pub mod membership;
-pub mod migration;
-pub mod mixed;
+pub mod mixed_mode;
 pub mod offsets;
 pub mod offsets_producers;
+pub mod protocol_migration;
 pub mod rebalance;
 pub mod stored;
+pub mod subscription;
 pub mod txn_commit;
 
 #[cfg(test)]
 mod tests;
 
 pub use admin::{GroupDescription, MemberDescription};
-pub use consumer_groups::GroupType;
-pub use consumer_protocol::subscribed_topics;
+pub use consumer_dispatch::GroupType;
 pub use groups::{unwritten, Expired, GroupAdminAnswer, GroupAdminOp, GroupOp, Groups};
 pub use membership::{
     JoinMember, JoinRequest, JoinResponse, LeaveMember, LeaveMemberResponse, LeaveResponse, Member, MemberAnswer,
     Response, SyncRequest, SyncResponse,
 };
-pub use migration::MigrationPolicy;
 pub use offsets::{FetchedOffset, OffsetCommit, OffsetEntry, OffsetStore, PartitionOffsets};
+pub use protocol_migration::MigrationPolicy;
 pub use stored::{StoredMember, StoredMembership};
+pub use subscription::subscribed_topics;
 pub use txn_commit::{txn_commit_member, PendingTxn};
 
 macro_rules! group_errors {

@@ -24,7 +24,7 @@ use uuid::Uuid;
 use crate::error_code::ResponseError;
 
 pub mod assignor;
-pub mod classic;
+pub mod classic_members;
 pub mod commit;
 pub mod describe;
 pub mod heartbeat;

@@ -1,13 +1,13 @@
 //! Unit tests of the group core, one file per area; shared builders here.
 
 mod admin;
-mod consumer_protocol;
 mod groups;
 mod membership;
-mod mixed;
+mod mixed_mode;
 mod offsets;
 mod rebalance;
 mod stored;
+mod subscription;
 mod txn_commit;
 
 use super::GroupState::*;

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::*;
 use crate::store::group::consumer::{Assignment, ConsumerGroup, HeartbeatRequest, MemberState, TopicImage, TopicInfo};
-use crate::store::group::consumer_protocol::{deserialize_assignment, deserialize_subscription, serialize_assignment};
+use crate::store::group::subscription::{deserialize_assignment, deserialize_subscription, serialize_assignment};
 
 const T: Uuid = Uuid::from_u128(7);
 

@@ -13,7 +13,7 @@ use super::consumer::{
     LEAVE_EPOCH, LEAVE_STATIC_EPOCH,
 };
 use super::groups::consumer_config_for;
-use super::migration::OnConsumerJoin;
+use super::protocol_migration::OnConsumerJoin;
 use super::{Group, GroupError, Groups};
 
 /// A group's protocol (ListGroups v5 `GroupType`).
@@ -84,7 +84,7 @@ impl Groups {
     }
 
     /// The consumer group a non-leave heartbeat may use (Kafka's getOrMaybeCreateConsumerGroup,
-    /// the rules of [`super::migration`]): created by a join (epoch 0); an Empty classic group
+    /// the rules of [`super::protocol_migration`]): created by a join (epoch 0); an Empty classic group
     /// is replaced by a new consumer group, its offsets kept (rule 1); a classic group with
     /// members is converted online when validateOnlineUpgrade passes, else GROUP_ID_NOT_FOUND
     /// with Kafka's message (rule 2); a heartbeat that is not a join on a classic group is
@@ -197,9 +197,9 @@ impl Groups {
         changed.into_iter().map(|(id, _)| id).collect()
     }
 
-    /// A classic JoinGroup on an Empty consumer group ([`super::migration`] rule 3): it is
+    /// A classic JoinGroup on an Empty consumer group ([`super::protocol_migration`] rule 3): it is
     /// replaced by a classic group, its offsets kept. (A consumer group with members takes the
-    /// member as a classic member, rule 4, in [`super::mixed`].)
+    /// member as a classic member, rule 4, in [`super::mixed_mode`].)
     pub(super) fn classic_join_allowed(&mut self, group_id: &str) -> Result<(), GroupError> {
         match self.consumer.get(group_id) {
             Some(g) if !g.is_empty() => Err(GroupError::InconsistentGroupProtocol),

@@ -1,34 +1,34 @@
 //! A local actor that comes and goes as this broker takes and gives up what it serves on the
-//! shared disk (a partition, the coordinators). Handles cached per connection share the slot,
+//! shared disk (a partition, the coordinators). Handles cached per connection share the cell,
 //! so they see a takeover or a hand-over without asking the registry again.
 
 use std::sync::{Arc, PoisonError, RwLock};
 
 use actix::{Actor, Addr};
 
-pub struct Slot<A: Actor>(Arc<RwLock<Option<Addr<A>>>>);
+pub struct LocalActor<A: Actor>(Arc<RwLock<Option<Addr<A>>>>);
 
-impl<A: Actor> std::fmt::Debug for Slot<A> {
+impl<A: Actor> std::fmt::Debug for LocalActor<A> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.get().is_some() { "Slot(local)" } else { "Slot(empty)" })
+        f.write_str(if self.get().is_some() { "LocalActor(local)" } else { "LocalActor(empty)" })
     }
 }
 
-impl<A: Actor> Clone for Slot<A> {
+impl<A: Actor> Clone for LocalActor<A> {
     fn clone(&self) -> Self {
-        Slot(self.0.clone())
+        LocalActor(self.0.clone())
     }
 }
 
-impl<A: Actor> Default for Slot<A> {
+impl<A: Actor> Default for LocalActor<A> {
     fn default() -> Self {
-        Slot(Arc::new(RwLock::new(None)))
+        LocalActor(Arc::new(RwLock::new(None)))
     }
 }
 
-impl<A: Actor> Slot<A> {
-    pub fn holding(addr: Addr<A>) -> Slot<A> {
-        Slot(Arc::new(RwLock::new(Some(addr))))
+impl<A: Actor> LocalActor<A> {
+    pub fn holding(addr: Addr<A>) -> LocalActor<A> {
+        LocalActor(Arc::new(RwLock::new(Some(addr))))
     }
 
     /// The actor, while this broker serves it. A panic while the lock was held stops the broker

@@ -3,13 +3,13 @@
 //! (`convertToConsumerGroup`, `ConsumerGroup.fromClassicGroup`) and the online downgrade when
 //! only classic members are left (`validateOnlineDowngradeWithFencedMembers`,
 //! `convertToClassicGroup`, `ClassicGroup.fromConsumerGroup`). The per-member rules are in
-//! [`super::consumer::classic`].
+//! [`super::consumer::classic_members`].
 
-use super::consumer::classic::{by_id, named, CONSUMER_PROTOCOL_TYPE};
+use super::consumer::classic_members::{by_id, named, CONSUMER_PROTOCOL_TYPE};
 use super::consumer::{ClassicMemberMetadata, ConsumerGroup, ConsumerMember, MemberState, TopicImage};
-use super::consumer_protocol::{deserialize_assignment, deserialize_subscription, serialize_assignment};
 use super::groups::consumer_config_for;
 use super::membership::{reply, JoinResponse, LeaveResponse, Member, MemberAnswer, Response, SyncResponse};
+use super::subscription::{deserialize_assignment, deserialize_subscription, serialize_assignment};
 use super::{Group, GroupError, GroupOp, GroupState, Groups};
 
 /// Why a classic group with members could not be converted (Kafka's convertToConsumerGroup

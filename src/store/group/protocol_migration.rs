@@ -24,7 +24,7 @@
 //!    and the classic group max size allows, the group becomes a classic group and rebalances.
 //!
 //! Rules 1-5 are Kafka's; the classic members of rules 2, 4 and 5 are served by
-//! [`super::mixed`] and [`super::consumer::classic`].
+//! [`super::mixed_mode`] and [`super::consumer::classic_members`].
 
 use super::{Group, GroupState};
 

@@ -18,8 +18,8 @@
 
 use super::reconcile::reconcile;
 use super::*;
-use crate::store::group::consumer_protocol::{deserialize_subscription, serialize_assignment};
 use crate::store::group::membership::{JoinRequest, JoinResponse, LeaveMember, LeaveMemberResponse, SyncRequest};
+use crate::store::group::subscription::{deserialize_subscription, serialize_assignment, Subscription};
 use crate::store::group::{GroupError, SyncResponse};
 
 /// The classic protocol type a consumer group serves (Kafka's ConsumerProtocol.PROTOCOL_TYPE).
@@ -108,58 +108,13 @@ impl ConsumerGroup {
         let (protocol_name, metadata) = req.protocols.first().ok_or(GroupError::InconsistentGroupProtocol)?;
         // Kafka: a Subscription it cannot read is an IllegalStateException (UNKNOWN_SERVER_ERROR).
         let subscription = deserialize_subscription(metadata).map_err(|_| GroupError::UnknownServerError)?;
-        let mut replaced = false;
-        let member = match req.group_instance_id.as_deref() {
-            Some(instance) => match self.static_members.get(instance).cloned() {
-                Some(held) if held == member_id => self.members.get(&held).cloned(),
-                // A new instance of the static member (unknown member id) replaces it, whichever
-                // protocol the earlier one used (Kafka's getOrMaybeSubscribeStaticConsumerGroupMember).
-                Some(held) if unknown => {
-                    replaced = true;
-                    let old = self.members.remove(&held);
-                    if let Some(old) = &old {
-                        self.release_partitions(old);
-                    }
-                    if let Some(t) = self.target.remove(&held) {
-                        self.target.insert(member_id.to_string(), t);
-                    }
-                    old.map(|mut m| {
-                        m.member_id = member_id.to_string();
-                        m.assigned = Assignment::new();
-                        m.pending_revocation = Assignment::new();
-                        m
-                    })
-                }
-                Some(_) => return Err(GroupError::FencedInstanceId),
-                None => None,
-            },
-            None => self.members.get(member_id).cloned(),
-        };
+        let (member, replaced) = self.classic_joining_member(req, member_id, unknown)?;
         if !replaced && member.as_ref().is_some_and(|m| !m.uses_classic_protocol()) {
             return Err(GroupError::UnknownMemberId);
         }
         let joining = member.is_none() || !self.members.contains_key(member_id);
         let member = member.unwrap_or_else(|| ConsumerMember::new(member_id.to_string()));
-        let mut updated = member.clone();
-        updated.instance_id = req.group_instance_id.clone();
-        if subscription.rack_id.is_some() {
-            updated.rack_id = subscription.rack_id.clone();
-        }
-        if req.rebalance_timeout_ms > 0 {
-            updated.rebalance_timeout_ms = req.rebalance_timeout_ms;
-        }
-        updated.server_assignor = None;
-        let mut names = subscription.topics.clone();
-        names.sort();
-        names.dedup();
-        updated.subscribed_topic_names = names;
-        updated.subscribed_topic_regex = None;
-        updated.client_id = req.client_id.clone();
-        updated.client_host = req.client_host.clone();
-        updated.classic = Some(ClassicMemberMetadata {
-            session_timeout_ms: req.session_timeout_ms,
-            protocols: req.protocols.clone(),
-        });
+        let updated = joined_as(&member, req, &subscription);
         let subscription_changed = updated.subscribed_topic_names != member.subscribed_topic_names
             || updated.subscribed_topic_regex != member.subscribed_topic_regex;
         self.put_member(updated.clone());
@@ -202,6 +157,42 @@ impl ConsumerGroup {
         };
         self.put_member(next);
         Ok(response)
+    }
+
+    /// The member a classic JoinGroup is for, and whether it replaced a static member: the
+    /// member itself, a new instance of a static member (unknown member id) that takes its
+    /// place whichever protocol the earlier one used (Kafka's
+    /// getOrMaybeSubscribeStaticConsumerGroupMember), or none yet.
+    fn classic_joining_member(
+        &mut self,
+        req: &JoinRequest,
+        member_id: &str,
+        unknown: bool,
+    ) -> Result<(Option<ConsumerMember>, bool), GroupError> {
+        let Some(instance) = req.group_instance_id.as_deref() else {
+            return Ok((self.members.get(member_id).cloned(), false));
+        };
+        match self.static_members.get(instance).cloned() {
+            Some(held) if held == member_id => Ok((self.members.get(&held).cloned(), false)),
+            Some(held) if unknown => {
+                let old = self.members.remove(&held);
+                if let Some(old) = &old {
+                    self.release_partitions(old);
+                }
+                if let Some(t) = self.target.remove(&held) {
+                    self.target.insert(member_id.to_string(), t);
+                }
+                let replacement = old.map(|mut m| {
+                    m.member_id = member_id.to_string();
+                    m.assigned = Assignment::new();
+                    m.pending_revocation = Assignment::new();
+                    m
+                });
+                Ok((replacement, true))
+            }
+            Some(_) => Err(GroupError::FencedInstanceId),
+            None => Ok((None, false)),
+        }
     }
 
     /// SyncGroup of a classic member: its assigned partitions (Kafka's prepareAssignment).
@@ -335,4 +326,28 @@ impl ConsumerGroup {
     pub fn only_classic_members_left(&self) -> bool {
         !self.members.is_empty() && self.members.values().all(ConsumerMember::uses_classic_protocol)
     }
+}
+
+/// `member` as a classic JoinGroup describes it: its subscription (from the first protocol's
+/// ConsumerProtocol Subscription), rack, timeouts, client and protocols.
+fn joined_as(member: &ConsumerMember, req: &JoinRequest, subscription: &Subscription) -> ConsumerMember {
+    let mut updated = member.clone();
+    updated.instance_id = req.group_instance_id.clone();
+    if subscription.rack_id.is_some() {
+        updated.rack_id = subscription.rack_id.clone();
+    }
+    if req.rebalance_timeout_ms > 0 {
+        updated.rebalance_timeout_ms = req.rebalance_timeout_ms;
+    }
+    updated.server_assignor = None;
+    let mut names = subscription.topics.clone();
+    names.sort();
+    names.dedup();
+    updated.subscribed_topic_names = names;
+    updated.subscribed_topic_regex = None;
+    updated.client_id = req.client_id.clone();
+    updated.client_host = req.client_host.clone();
+    updated.classic =
+        Some(ClassicMemberMetadata { session_timeout_ms: req.session_timeout_ms, protocols: req.protocols.clone() });
+    updated
 }
