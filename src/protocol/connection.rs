@@ -24,7 +24,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 use super::frame::{encode_response, read_frame, FrameError, RequestPool};
-use super::handlers::api_versions;
+use super::handlers::cluster::api_versions;
 use super::outgoing::{encode_fetch_parts, Outgoing};
 use super::response_budget::Charge;
 use super::versions::Offered;

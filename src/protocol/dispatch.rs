@@ -105,7 +105,7 @@ pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
         }
     }
     let v = d.header.request_api_version;
-    use handlers::*;
+    use handlers::{admin::*, cluster::*, groups::*, records::*, txn::*};
     let request = match d.request {
         Request::WriteTxnMarkers(markers) => {
             return async move {

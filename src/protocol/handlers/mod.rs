@@ -1,46 +1,8 @@
-//! One file per Kafka API: request in, response out, the work done by messages to actors.
+//! One file per Kafka API (request in, response out, the work done by messages to actors),
+//! grouped as Kafka groups its APIs.
 
-pub mod add_offsets_to_txn;
-pub mod add_partitions_to_txn;
-pub mod alter_configs;
-pub mod api_versions;
-pub mod consumer_group_describe;
-pub mod consumer_group_heartbeat;
-pub mod create_partitions;
-pub mod create_topics;
-pub mod delete_groups;
-pub mod delete_records;
-pub mod delete_topics;
-pub mod describe_client_quotas;
-pub mod describe_cluster;
-pub mod describe_configs;
-pub mod describe_groups;
-pub mod describe_log_dirs;
-pub mod describe_producers;
-pub mod describe_quorum;
-pub mod describe_topic_partitions;
-pub mod describe_transactions;
-pub mod describe_user_scram_credentials;
-pub mod elect_leaders;
-pub mod end_txn;
-pub mod fetch;
-pub mod find_coordinator;
-pub mod heartbeat;
-pub mod incremental_alter_configs;
-pub mod init_producer_id;
-pub mod join_group;
-pub mod leave_group;
-pub mod list_config_resources;
-pub mod list_groups;
-pub mod list_offsets;
-pub mod list_partition_reassignments;
-pub mod list_transactions;
-pub mod metadata;
-pub mod offset_commit;
-pub mod offset_delete;
-pub mod offset_fetch;
-pub mod offset_for_leader_epoch;
-pub mod produce;
-pub mod sync_group;
-pub mod txn_offset_commit;
-pub mod write_txn_markers;
+pub mod admin;
+pub mod cluster;
+pub mod groups;
+pub mod records;
+pub mod txn;
