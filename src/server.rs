@@ -33,12 +33,12 @@ use crate::protocol::peer_link::{PeerLinkConfig, PeerLinks};
 use crate::protocol::response_budget::ResponseBudget;
 use crate::protocol::session::{Actors, Session};
 use crate::store::cluster::fence::SelfFence;
+use crate::store::cluster::fence_log::FenceLog;
 use crate::store::cluster::liveness::Freshness;
-use crate::store::fence_log::FenceLog;
+use crate::store::durable::create_atomic;
 use crate::store::leases;
 use crate::store::ownership::{self, Ownership};
 use crate::store::producer_ids::ProducerIdAllocator;
-use crate::store::topics::create_atomic;
 
 #[derive(Debug, Error)]
 pub enum ServerError {

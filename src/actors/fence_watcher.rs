@@ -14,8 +14,8 @@ use actix::{Actor, ActorFutureExt, Addr, AsyncContext, Context, WrapFuture};
 
 use super::messages::FenceEpoch;
 use super::topics::TopicRegistry;
-use crate::store::fence_log::{fences_dir, fingerprint, read_peers, FenceLogError, PeerFences};
-use crate::store::fence_watch::{FenceWatch, WarnOnce};
+use crate::store::cluster::fence_log::{fences_dir, fingerprint, read_peers, FenceLogError, PeerFences};
+use crate::store::cluster::fence_watch::{FenceWatch, WarnOnce};
 
 pub struct FenceWatcher {
     data_dir: PathBuf,

@@ -5,7 +5,7 @@ use actix::{Actor, Context, Handler};
 
 use super::messages::AppendFence;
 use crate::store::clock::now_ms;
-use crate::store::fence_log::FenceLog;
+use crate::store::cluster::fence_log::FenceLog;
 
 pub struct FenceWriter {
     log: FenceLog,

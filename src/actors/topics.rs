@@ -21,7 +21,7 @@ use crate::config::Settings;
 use crate::error_code::ResponseError;
 use crate::metrics::Metrics;
 use crate::store::clock::now_ms;
-use crate::store::known_fences::KnownFences;
+use crate::store::cluster::known_fences::KnownFences;
 use crate::store::leases::HeldLease;
 use crate::store::log::file_cache::FileCache;
 use crate::store::log::{LogConfig, LogError};
@@ -476,7 +476,7 @@ impl Handler<FenceEpoch> for TopicRegistry {
     /// Fans a fence out to every partition leader of this broker: from now on each rejects the
     /// older epoch (eos-rules 9).
     fn handle(&mut self, msg: FenceEpoch, _: &mut Self::Context) {
-        // Kept for the partitions this broker starts leading later (store::known_fences).
+        // Kept for the partitions this broker starts leading later (store::cluster::known_fences).
         self.fences.record(msg.producer_id, msg.epoch, now_ms());
         for p in self.topics.values().flat_map(TopicHandle::leaders) {
             p.do_send(FenceEpoch { producer_id: msg.producer_id, epoch: msg.epoch });

@@ -10,10 +10,10 @@ use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::cluster::file_lock;
 use super::durable::create_dir_all_durable;
-use super::file_lock;
+use super::durable::write_atomic;
 use super::group_config::{GroupConfigError, GroupOverrides, MAX_GROUPS_WITH_CONFIGS};
-use super::topics::write_atomic;
 use crate::error_code::ResponseError;
 
 /// Every group's overrides.

@@ -18,12 +18,13 @@ use thiserror::Error;
 pub use super::cluster::claim::LeaseRecord;
 use super::cluster::claim::{self, Step};
 use super::cluster::fence::{self, SelfFence};
+use super::cluster::file_lock;
 use super::cluster::liveness::{self, Heartbeat};
 use super::durable::create_dir_all_durable;
-use super::file_lock;
+use super::durable::write_atomic;
 use super::ownership::Broker;
 use super::placement::CoordinatorUnit;
-use super::topics::{write_atomic, LeaseNames, TopicMeta};
+use super::topics::{LeaseNames, TopicMeta};
 use uuid::Uuid;
 
 #[derive(Debug, Error)]

@@ -1,4 +1,12 @@
-//! The functional core and the on-disk formats: no actors here.
+//! The functional core and the on-disk formats: no actors here, no sockets.
+//!
+//! The rules are plain functions and structs without I/O (`txn`, `group`, `producer_state`,
+//! `validate`, `ownership`, `placement`, `cluster::claim`, `cluster::fence_watch`, ...). The
+//! files are read and written by a few modules, each the one owner of its format: `log` (segment
+//! files), `partition` (a log with its producer state and snapshots), `topics` (topic files),
+//! `leases` and `cluster` (registrations, leases, fences, seals), `producer_ids`,
+//! `group_config_store`, and `durable` (the atomic, durable write of a small file, which they
+//! share, and the fsync helpers).
 
 pub mod admin;
 pub mod batch;
@@ -10,13 +18,9 @@ pub mod control;
 pub mod coordinator_key;
 pub mod create_partitions;
 pub mod durable;
-pub mod fence_log;
-pub mod fence_watch;
-pub mod file_lock;
 pub mod group;
 pub mod group_config;
 pub mod group_config_store;
-pub mod known_fences;
 pub mod leases;
 pub mod log;
 pub mod ownership;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::topics::write_atomic;
+use super::durable::write_atomic;
 
 pub const BLOCK_SIZE: i64 = 1000;
 const RANGE_BITS: u32 = 40;

@@ -2,10 +2,10 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::error_code::ResponseError;
+use crate::store::durable::{create_atomic, replace_durably, write_atomic};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use uuid::Uuid;
@@ -221,95 +221,6 @@ pub fn partition_dir(data_dir: &Path, topic: &str, partition: i32) -> PathBuf {
     data_dir.join("topics").join(format!("{topic}-{partition}"))
 }
 
-/// Writes `bytes` to `path` atomically and durably (tmp file, fsync, rename, fsync dir).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    crate::store::durable::create_dir_all_durable(path.parent().unwrap_or(Path::new(".")))?;
-    replace_durably(path, bytes)
-}
-
-/// `write_atomic` for a file in a directory that must already exist (a partition's): when the
-/// directory is gone (its topic was deleted while the write waited on the blocking pool) the
-/// write fails with NotFound instead of creating the directory again.
-pub fn replace_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = sync_tmp(path, bytes)?;
-    if let Err(e) = std::fs::rename(&tmp, path) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    crate::store::durable::sync_dir(path.parent().unwrap_or(Path::new(".")))
-}
-
-/// Replaces `path` with `bytes` atomically (tmp file, rename) without fsyncing: for files that
-/// only save work after a power loss (a recovery point, a producer snapshot), where losing the
-/// new version, or finding an empty one, only means replaying more of the log. A broker with
-/// 100,000 partitions then stops in seconds.
-pub fn write_replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = unique_tmp(path);
-    let mut f = File::create(&tmp)?;
-    f.write_all(bytes)?;
-    drop(f);
-    std::fs::rename(&tmp, path)
-}
-
-/// Writes and syncs `bytes` under a private name beside `path` (its directory made durably
-/// first); returns the directory and that name.
-fn write_synced_tmp<'a>(path: &'a Path, bytes: &[u8]) -> std::io::Result<(&'a Path, PathBuf)> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    crate::store::durable::create_dir_all_durable(dir)?;
-    Ok((dir, sync_tmp(path, bytes)?))
-}
-
-/// Writes and syncs `bytes` under a private name beside `path`; returns that name.
-fn sync_tmp(path: &Path, bytes: &[u8]) -> std::io::Result<PathBuf> {
-    let tmp = unique_tmp(path);
-    let mut f = File::create(&tmp)?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    Ok(tmp)
-}
-
-/// A temporary name beside `path` that no other process (brokers share the directory) or
-/// thread uses: `.<name>.<pid>.<n>.tmp`, which no reader takes for a data file.
-fn unique_tmp(path: &Path) -> PathBuf {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    path.with_file_name(format!(".{name}.{}.{n}.tmp", std::process::id()))
-}
-
-/// `create_atomic` without the rename: false also when this file system has no hard links.
-pub fn create_linked(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
-    let (dir, tmp) = write_synced_tmp(path, bytes)?;
-    let linked = std::fs::hard_link(&tmp, path).is_ok();
-    let _ = std::fs::remove_file(&tmp);
-    if linked {
-        crate::store::durable::sync_dir(dir)?;
-    }
-    Ok(linked)
-}
-
-/// Writes `bytes` to `path` only if nothing is there, atomically across the brokers sharing the
-/// directory: the content is written and synced under a private name, then linked into place
-/// (link(2) refuses an existing name, on NFS too). False when another writer was first. On a file
-/// system without hard links the file is renamed into place when absent, which is atomic for its
-/// content but not exclusive between brokers starting at the same instant.
-pub fn create_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
-    let (dir, tmp) = write_synced_tmp(path, bytes)?;
-    let created = match std::fs::hard_link(&tmp, path) {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-        Err(_) if path.exists() => Ok(false),
-        // No hard links here (some FUSE file systems): rename, which keeps the content atomic.
-        Err(_) => std::fs::rename(&tmp, path).map(|()| true),
-    };
-    let _ = std::fs::remove_file(&tmp);
-    if created? {
-        crate::store::durable::sync_dir(dir)?;
-        return Ok(true);
-    }
-    Ok(false)
-}
-
 pub fn load_all(data_dir: &Path) -> Result<Vec<TopicMeta>, TopicError> {
     let dir = topics_dir(data_dir);
     crate::store::durable::create_dir_all_durable(&dir)?;
@@ -388,7 +299,7 @@ impl TopicsLock {
         let file = std::fs::OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&path)?;
         let deadline = std::time::Instant::now() + wait;
         loop {
-            if crate::store::file_lock::try_lock(&file)? {
+            if crate::store::cluster::file_lock::try_lock(&file)? {
                 return Ok(Some(TopicsLock { _file: file }));
             }
             if std::time::Instant::now() >= deadline {
@@ -733,16 +644,5 @@ mod tests {
         let meta: TopicMeta = serde_json::from_slice(old).unwrap();
         assert!(meta.added.is_empty());
         assert_eq!(meta.placed_on_for(1), &[0, 1]);
-    }
-
-    #[test]
-    fn create_atomic_writes_once_and_leaves_no_temporary_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("x.json");
-        assert!(create_atomic(&path, b"first").unwrap());
-        assert!(!create_atomic(&path, b"second").unwrap(), "the name is taken");
-        assert_eq!(std::fs::read(&path).unwrap(), b"first");
-        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert_eq!(names.len(), 1, "{names:?}");
     }
 }

@@ -136,14 +136,14 @@ pub fn claim(lease: &Path, record: LeaseRecord) -> std::io::Result<bool> {
         return Ok(false);
     }
     // The hint, not synced: a reader that finds an older one (or none) follows the claims up.
-    crate::store::topics::write_replace(lease, &bytes)?;
+    crate::store::durable::write_replace(lease, &bytes)?;
     Ok(true)
 }
 
 /// Creates `path` with `bytes` unless it exists, exclusively between brokers, durably.
 fn exclusive_create(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
     use std::io::Write;
-    if crate::store::topics::create_linked(path, bytes)? {
+    if crate::store::durable::create_linked(path, bytes)? {
         return Ok(true);
     }
     if path.exists() {

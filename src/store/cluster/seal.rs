@@ -88,7 +88,7 @@ impl Seal {
     /// epoch is written or served.
     pub fn write(&self, dir: &Path) -> std::io::Result<()> {
         let bytes = serde_json::to_vec(self).map_err(std::io::Error::other)?;
-        crate::store::topics::replace_durably(&dir.join(seal_name(self.epoch)), &bytes)
+        crate::store::durable::replace_durably(&dir.join(seal_name(self.epoch)), &bytes)
     }
 }
 

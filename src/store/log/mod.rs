@@ -158,7 +158,7 @@ impl Log {
         if self.recovery_point == Some(offset) {
             return Ok(());
         }
-        crate::store::topics::write_replace(
+        crate::store::durable::write_replace(
             &recovery_point_path(&self.dir, self.leader_epoch),
             offset.to_string().as_bytes(),
         )?;

@@ -53,7 +53,7 @@ impl LogStartFile {
         if offset <= *written {
             return Ok(());
         }
-        crate::store::topics::replace_durably(&self.path, offset.to_string().as_bytes())?;
+        crate::store::durable::replace_durably(&self.path, offset.to_string().as_bytes())?;
         *written = offset;
         Ok(())
     }

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use super::Partition;
+use crate::store::durable::{replace_durably, write_replace};
 use crate::store::producer_state::{CompletedTxn, ProducerStateTable};
-use crate::store::topics::{replace_durably, write_replace};
 
 /// See `Partition::checkpoint_at_stop`.
 pub const STOP_CHECKPOINT_BYTES: u64 = 1 << 20;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use super::topics::write_atomic;
+use crate::store::durable::write_atomic;
 
 #[derive(Debug, Error)]
 pub enum FenceLogError {

@@ -1,5 +1,5 @@
 //! The fence watcher's core (the shared-disk cluster): given the peers' fence files read
-//! in one poll (store::fence_log::read_peers), which (producer id, epoch) fences this broker's
+//! in one poll (store::cluster::fence_log::read_peers), which (producer id, epoch) fences this broker's
 //! partitions must apply now. Pure: actors::fence_watcher reads the files and sends the fences.
 //!
 //! A fence is applied once; a later higher epoch for the same producer is applied once more; a
@@ -102,7 +102,7 @@ impl WarnOnce {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::fence_log::{fences_dir, fingerprint, read_peers, FenceLog};
+    use crate::store::cluster::fence_log::{fences_dir, fingerprint, read_peers, FenceLog};
 
     const DAY: i64 = 86_400_000;
 
