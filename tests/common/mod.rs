@@ -428,6 +428,31 @@ impl Client {
     }
 }
 
+/// One Produce (acks=all) of `records` to `topic`'s `partition`, transactional when `txn` is
+/// set, sent at `version`: the whole answer.
+pub fn produce_one(
+    c: &mut Client,
+    version: i16,
+    txn: Option<kafka_protocol::messages::TransactionalId>,
+    topic: kafka_protocol::messages::TopicName,
+    partition: i32,
+    records: Bytes,
+) -> kafka_protocol::messages::ProduceResponse {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    let mut p = PartitionProduceData::default();
+    p.index = partition;
+    p.records = Some(records);
+    let mut t = TopicProduceData::default();
+    t.name = topic;
+    t.partition_data = vec![p];
+    let mut req = kafka_protocol::messages::ProduceRequest::default();
+    req.transactional_id = txn;
+    req.acks = -1;
+    req.timeout_ms = 30_000;
+    req.topic_data = vec![t];
+    c.call(ApiKey::Produce, version, req)
+}
+
 /// A real v2 batch of `n` records (as a producer builds it). With `base_sequence < 0` and
 /// `n > 1` kafka-protocol's encoder writes `n` one-record batches instead (it only groups
 /// consecutive sequences), which a broker refuses as INVALID_RECORD: use one record there.

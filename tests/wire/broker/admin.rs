@@ -8,7 +8,6 @@ use common::{batch, create_topic, Broker, Client};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
@@ -33,17 +32,7 @@ fn metadata(c: &mut Client, topics: Option<&[&str]>) -> MetadataResponse {
 
 /// The error code of one Produce v9 (acks=all) of `records` to partition 0 of `topic`.
 fn produce(c: &mut Client, topic: &str, records: bytes::Bytes) -> i16 {
-    let mut p = PartitionProduceData::default();
-    p.index = 0;
-    p.records = Some(records);
-    let mut td = TopicProduceData::default();
-    td.name = name(topic);
-    td.partition_data = vec![p];
-    let mut req = ProduceRequest::default();
-    req.acks = -1;
-    req.timeout_ms = 5_000;
-    req.topic_data = vec![td];
-    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
+    let resp = common::produce_one(c, 9, None, name(topic), 0, records);
     resp.responses[0].partition_responses[0].error_code
 }
 

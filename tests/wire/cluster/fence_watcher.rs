@@ -10,7 +10,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use common::{batch, create_topic, Broker, Client};
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
@@ -33,18 +32,7 @@ fn init_pid(c: &mut Client) -> i64 {
 }
 
 fn produce(c: &mut Client, records: Bytes) -> i16 {
-    let mut p = PartitionProduceData::default();
-    p.index = 0;
-    p.records = Some(records);
-    let mut t = TopicProduceData::default();
-    t.name = topic_name(TOPIC);
-    t.partition_data = vec![p];
-    let mut req = ProduceRequest::default();
-    req.transactional_id = None;
-    req.acks = -1;
-    req.timeout_ms = 30_000;
-    req.topic_data = vec![t];
-    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
+    let resp = common::produce_one(c, 9, None, topic_name(TOPIC), 0, records);
     resp.responses[0].partition_responses[0].error_code
 }
 

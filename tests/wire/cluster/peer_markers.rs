@@ -23,7 +23,6 @@ use kaas::store::ownership::{self, Lease, Owned};
 use kaas::store::txn::{peer_marker_outcome, peer_send_code, MarkerOutcome};
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
@@ -68,18 +67,7 @@ fn open_transaction(c: &mut Client) -> (i64, i16) {
     let add: AddPartitionsToTxnResponse =
         c.call(ApiKey::AddPartitionsToTxn, 3, add_partition_req("wire-txn", pid, epoch));
     assert_eq!(add.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code, 0);
-    let mut p = PartitionProduceData::default();
-    p.index = 0;
-    p.records = Some(txn_batch(pid, epoch, 0, 3, "peer"));
-    let mut t = TopicProduceData::default();
-    t.name = name(TOPIC);
-    t.partition_data = vec![p];
-    let mut req = ProduceRequest::default();
-    req.transactional_id = Some(txn_id("wire-txn"));
-    req.acks = -1;
-    req.timeout_ms = 30_000;
-    req.topic_data = vec![t];
-    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
+    let resp = common::produce_one(c, 9, Some(txn_id("wire-txn")), name(TOPIC), 0, txn_batch(pid, epoch, 0, 3, "peer"));
     assert_eq!(resp.responses[0].partition_responses[0].error_code, 0);
     (pid, epoch)
 }

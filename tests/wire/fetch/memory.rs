@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use common::{batch, create_topic, vm_hwm_kib, Broker, Client};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Encodable, StrBytes};
 
@@ -20,17 +19,7 @@ const TOPIC: &str = "big";
 const FETCH_VERSION: i16 = 12;
 
 fn produce(c: &mut Client, records: Bytes) {
-    let mut p = PartitionProduceData::default();
-    p.index = 0;
-    p.records = Some(records);
-    let mut t = TopicProduceData::default();
-    t.name = TopicName(StrBytes::from_static_str(TOPIC));
-    t.partition_data = vec![p];
-    let mut req = ProduceRequest::default();
-    req.acks = -1;
-    req.timeout_ms = 30_000;
-    req.topic_data = vec![t];
-    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
+    let resp = common::produce_one(c, 9, None, TopicName(StrBytes::from_static_str(TOPIC)), 0, records);
     assert_eq!(resp.responses[0].partition_responses[0].error_code, 0);
 }
 

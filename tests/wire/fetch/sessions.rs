@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use common::{batch, create_topic, Broker, Client};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
@@ -27,17 +26,7 @@ fn produce(c: &mut Client, topic: &str, n: usize) {
 }
 
 fn produce_one(c: &mut Client, topic: &str) {
-    let mut p = PartitionProduceData::default();
-    p.index = 0;
-    p.records = Some(batch(-1, -1, -1, 1, "v"));
-    let mut t = TopicProduceData::default();
-    t.name = name(topic);
-    t.partition_data = vec![p];
-    let mut req = ProduceRequest::default();
-    req.acks = -1;
-    req.timeout_ms = 30_000;
-    req.topic_data = vec![t];
-    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
+    let resp = common::produce_one(c, 9, None, name(topic), 0, batch(-1, -1, -1, 1, "v"));
     assert_eq!(resp.responses[0].partition_responses[0].error_code, 0);
 }
 

@@ -9,7 +9,6 @@ use std::io::Write;
 use bytes::Bytes;
 use common::{batch, create_topic, vm_hwm_kib, Broker, Client};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::produce_response::PartitionProduceResponse;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
@@ -22,17 +21,7 @@ fn topic_name(s: &str) -> TopicName {
 }
 
 fn produce(c: &mut Client, topic: &str, records: Bytes) -> PartitionProduceResponse {
-    let mut p = PartitionProduceData::default();
-    p.index = 0;
-    p.records = Some(records);
-    let mut t = TopicProduceData::default();
-    t.name = topic_name(topic);
-    t.partition_data = vec![p];
-    let mut req = ProduceRequest::default();
-    req.acks = -1;
-    req.timeout_ms = 30_000;
-    req.topic_data = vec![t];
-    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
+    let resp = common::produce_one(c, 9, None, topic_name(topic), 0, records);
     resp.responses[0].partition_responses[0].clone()
 }
 

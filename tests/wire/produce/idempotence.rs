@@ -5,7 +5,6 @@ use crate::common;
 use bytes::Bytes;
 use common::{batch, create_topic, Broker, Client};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
@@ -24,18 +23,7 @@ fn init_pid(c: &mut Client) -> i64 {
 
 /// (error code, base offset, log start offset)
 fn produce(c: &mut Client, topic: &str, records: Bytes) -> (i16, i64, i64) {
-    let mut p = PartitionProduceData::default();
-    p.index = 0;
-    p.records = Some(records);
-    let mut t = TopicProduceData::default();
-    t.name = topic_name(topic);
-    t.partition_data = vec![p];
-    let mut req = ProduceRequest::default();
-    req.transactional_id = None;
-    req.acks = -1;
-    req.timeout_ms = 30_000;
-    req.topic_data = vec![t];
-    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
+    let resp = common::produce_one(c, 9, None, topic_name(topic), 0, records);
     let p = &resp.responses[0].partition_responses[0];
     (p.error_code, p.base_offset, p.log_start_offset)
 }

@@ -17,7 +17,6 @@ use kafka_protocol::messages::incremental_alter_configs_request::{
     AlterConfigsResource as IncResource, AlterableConfig,
 };
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
@@ -129,16 +128,7 @@ fn big_batch(size: usize) -> Bytes {
 
 /// (error code, log append time) of one acks=all Produce v9.
 fn produce(c: &mut Client, topic: &str, records: Bytes) -> (i16, i64) {
-    let mut p = PartitionProduceData::default();
-    p.records = Some(records);
-    let mut t = TopicProduceData::default();
-    t.name = TopicName(s(topic));
-    t.partition_data = vec![p];
-    let mut req = ProduceRequest::default();
-    req.acks = -1;
-    req.timeout_ms = 10_000;
-    req.topic_data = vec![t];
-    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
+    let resp = common::produce_one(c, 9, None, TopicName(s(topic)), 0, records);
     let r = &resp.responses[0].partition_responses[0];
     (r.error_code, r.log_append_time_ms)
 }

@@ -79,18 +79,7 @@ fn leaders(c: &mut Client, topic: &str) -> BTreeMap<i32, i32> {
 
 /// (error, base offset) of an idempotent produce of `n` records to `topic`-`partition`.
 fn produce(c: &mut Client, topic: &str, partition: i32, pid: i64, seq: i32, n: usize) -> (i16, i64) {
-    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-    let mut p = PartitionProduceData::default();
-    p.index = partition;
-    p.records = Some(batch(pid, 0, seq, n, "v"));
-    let mut td = TopicProduceData::default();
-    td.name = cluster::name(topic);
-    td.partition_data = vec![p];
-    let mut req = ProduceRequest::default();
-    req.acks = -1;
-    req.timeout_ms = 30_000;
-    req.topic_data = vec![td];
-    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
+    let resp = common::produce_one(c, 9, None, cluster::name(topic), partition, batch(pid, 0, seq, n, "v"));
     let r = &resp.responses[0].partition_responses[0];
     (r.error_code, r.base_offset)
 }

@@ -8,7 +8,6 @@ use crate::common;
 use common::{batch, Broker, Client};
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
@@ -58,17 +57,7 @@ fn create(c: &mut Client, n: &str, partitions: i32, configs: &[(&str, &str)]) ->
 
 /// (error code, base offset) of one non-idempotent single-record produce.
 fn produce(c: &mut Client, t: &str, partition: i32) -> (i16, i64) {
-    let mut p = PartitionProduceData::default();
-    p.index = partition;
-    p.records = Some(batch(-1, -1, -1, 1, "v"));
-    let mut td = TopicProduceData::default();
-    td.name = name(t);
-    td.partition_data = vec![p];
-    let mut req = ProduceRequest::default();
-    req.acks = -1;
-    req.timeout_ms = 30_000;
-    req.topic_data = vec![td];
-    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
+    let resp = common::produce_one(c, 9, None, name(t), partition, batch(-1, -1, -1, 1, "v"));
     let r = &resp.responses[0].partition_responses[0];
     (r.error_code, r.base_offset)
 }

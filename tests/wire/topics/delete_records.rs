@@ -15,7 +15,6 @@ use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableT
 use kafka_protocol::messages::delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
@@ -49,17 +48,7 @@ fn create(c: &mut Client, topic: &str, configs: &[(&str, &str)]) {
 
 /// (error code, log start offset) of one produce to partition 0.
 fn produce(c: &mut Client, topic: &str, records: Bytes) -> (i16, i64) {
-    let mut p = PartitionProduceData::default();
-    p.index = 0;
-    p.records = Some(records);
-    let mut t = TopicProduceData::default();
-    t.name = name(topic);
-    t.partition_data = vec![p];
-    let mut req = ProduceRequest::default();
-    req.acks = -1;
-    req.timeout_ms = 30_000;
-    req.topic_data = vec![t];
-    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
+    let resp = common::produce_one(c, 9, None, name(topic), 0, records);
     let p = &resp.responses[0].partition_responses[0];
     (p.error_code, p.log_start_offset)
 }

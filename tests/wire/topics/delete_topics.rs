@@ -9,7 +9,6 @@ use crate::common;
 use common::fetch::{fetch_request, records};
 use common::{batch, create_topic, Broker, Client};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
@@ -20,17 +19,7 @@ fn name() -> TopicName {
 }
 
 fn produce(c: &mut Client, seq: i32) {
-    let mut p = PartitionProduceData::default();
-    p.index = 0;
-    p.records = Some(batch(11, 0, seq, 100, &"v".repeat(1000)));
-    let mut t = TopicProduceData::default();
-    t.name = name();
-    t.partition_data = vec![p];
-    let mut req = ProduceRequest::default();
-    req.acks = -1;
-    req.timeout_ms = 10_000;
-    req.topic_data = vec![t];
-    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, req);
+    let resp = common::produce_one(c, 9, None, name(), 0, batch(11, 0, seq, 100, &"v".repeat(1000)));
     assert_eq!(resp.responses[0].partition_responses[0].error_code, 0);
 }
 

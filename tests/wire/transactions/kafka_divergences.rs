@@ -9,7 +9,6 @@ use bytes::Bytes;
 use common::{create_topic_with, txn_batch, Broker, Client};
 use kaas::protocol::txn_markers_codec::{encode_request, MarkerTopic, TxnMarker};
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, StrBytes};
 
@@ -73,18 +72,8 @@ impl Txn<'_> {
 
     /// Transactional Produce v8 of one batch; (error, base offset).
     fn produce(&mut self, partition: i32, records: Bytes) -> (i16, i64) {
-        let mut p = PartitionProduceData::default();
-        p.index = partition;
-        p.records = Some(records);
-        let mut t = TopicProduceData::default();
-        t.name = TopicName(StrBytes::from_static_str(TOPIC));
-        t.partition_data = vec![p];
-        let mut req = ProduceRequest::default();
-        req.transactional_id = Some(self.txn_id());
-        req.acks = -1;
-        req.timeout_ms = 30_000;
-        req.topic_data = vec![t];
-        let resp: ProduceResponse = self.c.call(ApiKey::Produce, 8, req);
+        let txn = Some(self.txn_id());
+        let resp = common::produce_one(self.c, 8, txn, TopicName(StrBytes::from_static_str(TOPIC)), partition, records);
         let p = &resp.responses[0].partition_responses[0];
         (p.error_code, p.base_offset)
     }
