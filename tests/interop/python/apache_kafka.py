@@ -31,6 +31,10 @@ def _java(heap, cls, *args):
 
 
 class ApacheKafka:
+    # Every node launched during the current test: conftest's autouse fixture kills those still
+    # running when the test ends, whether it passed or not.
+    launched = []
+
     def __init__(self, data_dir: Path, node_id=1, port=None, controller_port=None, extra=()):
         self.data_dir = Path(data_dir)
         self.node_id = node_id
@@ -102,6 +106,7 @@ class ApacheKafka:
                 ["java", "-Xms512m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true", LOG4J,
                  "-Dkaas.log.level=INFO", "-cp", CP, "kafka.Kafka", str(self.data_dir / "server.properties")],
                 stdout=log, stderr=subprocess.STDOUT)
+        ApacheKafka.launched.append(self)
         return self
 
     def wait_listening(self, timeout=90):

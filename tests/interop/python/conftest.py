@@ -208,8 +208,13 @@ def stop_all(brokers):
 @pytest.fixture(autouse=True)
 def _brokers_checked():
     """Stops and checks (Broker.stop) every broker the test built and did not stop itself."""
+    import apache_kafka  # here: it imports this module
     Broker.created.clear()
+    apache_kafka.ApacheKafka.launched.clear()
     yield
+    # Apache Kafka reference nodes a failed test left running: a leaked JVM loads the tests after.
+    apache_kafka.stop_all(apache_kafka.ApacheKafka.launched)
+    apache_kafka.ApacheKafka.launched.clear()
     brokers = list(Broker.created)
     Broker.created.clear()
     failures = stop_all(brokers)
