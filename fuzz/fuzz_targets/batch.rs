@@ -146,9 +146,6 @@ impl Partition {
             Verify::Made(g) => Verified::Guard(*g as u64),
             Verify::Tv2Added => Verified::Tv2Added,
         };
-        if ProducerStateTable::check_client_batch_shape(&header).is_err() {
-            return;
-        }
         if self.producers.check_verification(&header, verified).is_err() {
             return;
         }

@@ -8,7 +8,7 @@
 
 use bytes::Bytes;
 use kaas::protocol::frame::{encode_response, MIN_REQUEST_LEN};
-use kaas::protocol::handlers::api_versions;
+use kaas::protocol::handlers::cluster::api_versions;
 use kaas::protocol::{decode, Request};
 use kaas::store::batch;
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};

@@ -25,7 +25,7 @@ use futures::stream::FuturesOrdered;
 use futures::{FutureExt, StreamExt};
 use kaas::config::Settings;
 use kaas::protocol::frame::{encode_response, read_frame, RequestPool};
-use kaas::protocol::handlers::api_versions;
+use kaas::protocol::handlers::cluster::api_versions;
 use kaas::protocol::{decode, dispatch, Decoded, Request, RequestError};
 use kaas::server::Broker;
 use kaas::store::batch::{BatchHeader, HEADER_LEN};
