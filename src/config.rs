@@ -458,6 +458,47 @@ mod tests {
         assert!(load_toml("when_fenced = \"restart\"\n").is_err());
     }
 
+    /// The backticked words of a table cell.
+    fn backticked(cell: &str) -> Vec<&str> {
+        cell.split('`').skip(1).step_by(2).collect()
+    }
+
+    /// How docs/configuration.md writes a default.
+    fn as_documented(v: &serde_json::Value) -> String {
+        match v {
+            serde_json::Value::String(s) if s.is_empty() => "\"\"".to_string(),
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Array(items) => {
+                format!("[{}]", items.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", "))
+            }
+            other => other.to_string(),
+        }
+    }
+
+    /// docs/configuration.md's settings table names every setting, no other, each with the
+    /// default `Settings::default()` has (a row whose default is not code, "= `listen`", says
+    /// how it is derived).
+    #[test]
+    fn the_documented_settings_are_the_settings() {
+        let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/configuration.md")).unwrap();
+        let table = doc.split("\n## Settings\n").nth(1).unwrap().split("\n## ").next().unwrap();
+        let defaults = serde_json::to_value(Settings::default()).unwrap();
+        let fields = defaults.as_object().unwrap();
+        let mut documented = std::collections::BTreeSet::new();
+        for row in table.lines().filter(|l| l.starts_with("| `")) {
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            for key in backticked(cells[1]) {
+                let value = fields.get(key).unwrap_or_else(|| panic!("documented setting {key} does not exist"));
+                if cells[2].starts_with('`') {
+                    assert_eq!(backticked(cells[2])[0], as_documented(value), "the documented default of {key}");
+                }
+                documented.insert(key.to_string());
+            }
+        }
+        let settings: std::collections::BTreeSet<String> = fields.keys().cloned().collect();
+        assert_eq!(documented, settings, "settings missing from docs/configuration.md");
+    }
+
     #[test]
     fn invalid_values_are_refused() {
         assert!(refused("num_partitions = 0\n", "num_partitions"));
