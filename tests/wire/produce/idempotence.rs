@@ -12,7 +12,7 @@ fn topic_name(s: &str) -> TopicName {
     TopicName(StrBytes::from_string(s.to_string()))
 }
 
-fn init_pid(c: &mut Client) -> i64 {
+pub(crate) fn init_pid(c: &mut Client) -> i64 {
     let mut req = InitProducerIdRequest::default();
     req.transactional_id = None;
     req.transaction_timeout_ms = i32::MAX;
@@ -22,13 +22,13 @@ fn init_pid(c: &mut Client) -> i64 {
 }
 
 /// (error code, base offset, log start offset)
-fn produce(c: &mut Client, topic: &str, records: Bytes) -> (i16, i64, i64) {
+pub(crate) fn produce(c: &mut Client, topic: &str, records: Bytes) -> (i16, i64, i64) {
     let resp = common::produce_one(c, 9, None, topic_name(topic), 0, records);
     let p = &resp.responses[0].partition_responses[0];
     (p.error_code, p.base_offset, p.log_start_offset)
 }
 
-fn latest_offset(c: &mut Client, topic: &str) -> i64 {
+pub(crate) fn latest_offset(c: &mut Client, topic: &str) -> i64 {
     let mut p = ListOffsetsPartition::default();
     p.partition_index = 0;
     p.timestamp = -1;
@@ -113,47 +113,8 @@ fn duplicates_are_recognised_from_a_periodic_snapshot_after_a_crash() {
     assert_eq!(produce(&mut c, "snap", batch(pid, 0, 20, 1, "gap")).0, 45);
 }
 
-fn fetch_error(c: &mut Client, topic: &str, offset: i64) -> i16 {
+pub(crate) fn fetch_error(c: &mut Client, topic: &str, offset: i64) -> i16 {
     let req = common::fetch::fetch_request(topic, 0, offset, 0);
     let resp: FetchResponse = c.call(ApiKey::Fetch, 11, req);
     resp.responses[0].partitions[0].error_code
-}
-
-/// Time retention takes an idle partition's last (active) segment too, as Kafka's does (it rolls
-/// a new empty one at the log end first): the log start moves to the end, the offsets below are
-/// OFFSET_OUT_OF_RANGE, the file goes from the disk, offsets go on from the end, also after a
-/// crash. The idempotent producer's state stays (Kafka keeps producers until
-/// producer.id.expiration.ms, not until their records expire): its next sequence is taken and a
-/// retry of a batch whose records expired is still answered as the duplicate it is.
-#[test]
-fn time_retention_expires_an_idle_partition_and_keeps_its_producers() {
-    // The test batches are stamped in 2023: past the default 7 days of retention.ms.
-    let mut broker = Broker::start_with_env(&[("KAAS_RETENTION_CHECK_INTERVAL_MS", "100")]);
-    let mut c = broker.client();
-    create_topic(&mut c, "idle");
-    let pid = init_pid(&mut c);
-    assert_eq!(produce(&mut c, "idle", batch(pid, 0, 0, 3, "a")).0, 0);
-    assert_eq!(produce(&mut c, "idle", batch(pid, 0, 3, 2, "b")).0, 0);
-    let first_segment = broker.data_dir().join("topics").join("idle-0").join("00000000000000000000.log");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while first_segment.exists() {
-        assert!(std::time::Instant::now() < deadline, "the expired active segment is still on disk");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    const OFFSET_OUT_OF_RANGE: i16 = 1;
-    assert_eq!(fetch_error(&mut c, "idle", 0), OFFSET_OUT_OF_RANGE);
-    assert_eq!(fetch_error(&mut c, "idle", 5), 0);
-    assert_eq!(latest_offset(&mut c, "idle"), 5);
-    // eos-rules 19: the retry of an expired batch is still a duplicate (its original offsets).
-    assert_eq!(produce(&mut c, "idle", batch(pid, 0, 3, 2, "b")), (0, 3, 5));
-    // eos-rules 15/16: the next sequence goes on; a gap is still out of order.
-    assert_eq!(produce(&mut c, "idle", batch(pid, 0, 5, 1, "c")), (0, 5, 5));
-    assert_eq!(produce(&mut c, "idle", batch(pid, 0, 9, 1, "gap")).0, 45);
-
-    broker.crash_and_restart();
-    let mut c = broker.client();
-    let (err, base, log_start) = produce(&mut c, "idle", batch(pid, 0, 6, 1, "d"));
-    assert_eq!((err, base), (0, 6), "offsets are never given out twice");
-    assert!(log_start >= 5, "the log start survived the crash: {log_start}");
-    broker.finish();
 }

@@ -1,4 +1,4 @@
 //! Produce: idempotence across crashes, and batches a hostile client sends.
 
 mod hostile_batches;
-mod idempotence;
+pub(crate) mod idempotence;

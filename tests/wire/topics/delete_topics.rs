@@ -12,19 +12,19 @@ use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
-const TOPIC: &str = "doomed";
+pub(crate) const TOPIC: &str = "doomed";
 
 fn name() -> TopicName {
     TopicName(StrBytes::from_static_str(TOPIC))
 }
 
-fn produce(c: &mut Client, seq: i32) {
+pub(crate) fn produce(c: &mut Client, seq: i32) {
     let resp = common::produce_one(c, 9, None, name(), 0, batch(11, 0, seq, 100, &"v".repeat(1000)));
     assert_eq!(resp.responses[0].partition_responses[0].error_code, 0);
 }
 
 /// Reads the partition from offset 0, which opens its oldest segments.
-fn fetch_from_start(c: &mut Client) {
+pub(crate) fn fetch_from_start(c: &mut Client) {
     let mut p = FetchPartition::default();
     p.partition = 0;
     p.fetch_offset = 0;
@@ -41,7 +41,7 @@ fn fetch_from_start(c: &mut Client) {
 }
 
 /// The broker's open descriptors whose files were deleted.
-fn deleted_open_files(pid: u32) -> Vec<String> {
+pub(crate) fn deleted_open_files(pid: u32) -> Vec<String> {
     let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).expect("/proc/<pid>/fd");
     fds.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
         .map(|target| target.to_string_lossy().into_owned())
@@ -118,48 +118,5 @@ fn a_deleted_topic_leaves_no_open_file_behind() {
     assert!(!dir.join(format!("{TOPIC}-0")).exists(), "the partition directory is gone");
     let left = deleted_open_files(broker.pid());
     assert!(left.is_empty(), "descriptors of deleted files still open: {left:?}");
-    broker.finish();
-}
-
-/// The segment files of a partition's log, oldest first.
-fn segment_files(broker: &Broker) -> Vec<String> {
-    let dir = broker.data_dir().join("topics").join(format!("{TOPIC}-0"));
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .expect("partition dir")
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".log"))
-        .collect();
-    names.sort();
-    names
-}
-
-#[test]
-fn retention_removes_segment_files_and_keeps_none_open() {
-    let broker = Broker::start_with_env(&[
-        ("KAAS_SEGMENT_BYTES", "1048576"),
-        ("KAAS_RETENTION_BYTES", "1048576"),
-        ("KAAS_RETENTION_CHECK_INTERVAL_MS", "100"),
-        // Size retention only: the test batches are stamped in 2023.
-        ("KAAS_RETENTION_MS", "-1"),
-    ]);
-    let mut c = broker.client();
-    create_topic(&mut c, TOPIC);
-    for i in 0..30 {
-        produce(&mut c, i * 100);
-    }
-    fetch_from_start(&mut c);
-    // About 3 MiB in 1 MiB segments against a 1 MiB limit: the oldest segments go, from the
-    // disk too (the files are removed off the partition's thread, so wait for them).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    loop {
-        let files = segment_files(&broker);
-        let left = deleted_open_files(broker.pid());
-        if files.len() <= 2 && !files.contains(&"00000000000000000000.log".to_string()) && left.is_empty() {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "segments {files:?}, deleted but open {left:?}");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
     broker.finish();
 }

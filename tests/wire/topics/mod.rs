@@ -1,9 +1,10 @@
-//! Topics: creation bounds, partitions added, records and topics deleted, topic configs, and
-//! Kafka's internal topics as clients see them.
+//! Topics: creation bounds, partitions added, records and topics deleted, retention, topic
+//! configs, and Kafka's internal topics as clients see them.
 
 mod configs;
 mod create_partitions;
 mod create_topics_bounds;
 mod delete_records;
-mod delete_topics;
+pub(crate) mod delete_topics;
 mod internal_topics;
+mod retention;
