@@ -387,6 +387,33 @@ impl Handler<DescribeConsumerGroups> for GroupCoordinator {
     }
 }
 
+/// eos-rules 59: the transaction marker of `__consumer_offsets` partition `offsets_partition` at
+/// the group coordinator `g` (the transaction's pending offsets become visible, or are dropped):
+/// its code, or None when the coordinator went away before answering (the sender retries,
+/// eos-rules 50). Shared by the transaction coordinator and the WriteTxnMarkers handler.
+pub async fn complete_txn_offsets(
+    g: &actix::Addr<GroupCoordinator>,
+    offsets_partition: i32,
+    producer_id: i64,
+    producer_epoch: i16,
+    coordinator_epoch: i32,
+    txn_version: i8,
+    commit: bool,
+) -> Option<i16> {
+    let (reply, rx) = tokio::sync::oneshot::channel();
+    let msg = CompleteTxnOffsets {
+        offsets_partition,
+        producer_id,
+        producer_epoch,
+        coordinator_epoch,
+        txn_version,
+        commit,
+        reply,
+    };
+    g.send(msg).await.ok()?;
+    rx.await.ok()
+}
+
 impl Actor for GroupCoordinator {
     type Context = Context<Self>;
 

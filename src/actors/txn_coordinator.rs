@@ -13,7 +13,7 @@ use actix::{Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler,
 use tokio::sync::oneshot;
 
 use super::directory::{Directory, Location};
-use super::group_coordinator::GroupCoordinator;
+use super::group_coordinator::{complete_txn_offsets, GroupCoordinator};
 use super::local_actor::LocalActor;
 use super::messages::*;
 use crate::error_code::ResponseError;
@@ -326,20 +326,10 @@ async fn write_marker(targets: Targets, marker: PeerMarker) -> i16 {
 async fn offsets_marker(targets: &Targets, offsets: i32, m: &PeerMarker) -> Attempt {
     let code = match targets.directory.locate(&Owned::GroupShard(offsets), || targets.groups.get()) {
         Location::Local(g) => {
-            let (tx, rx) = oneshot::channel();
-            let msg = CompleteTxnOffsets {
-                offsets_partition: offsets,
-                producer_id: m.producer_id,
-                producer_epoch: m.producer_epoch,
-                coordinator_epoch: m.coordinator_epoch,
-                txn_version: m.transaction_version,
-                commit: m.commit,
-                reply: tx,
-            };
-            match g.send(msg).await {
-                Ok(()) => rx.await.unwrap_or(ResponseError::UnknownServerError.code()),
-                Err(_) => ResponseError::CoordinatorNotAvailable.code(),
-            }
+            let (pid, epoch, coordinator_epoch) = (m.producer_id, m.producer_epoch, m.coordinator_epoch);
+            complete_txn_offsets(&g, offsets, pid, epoch, coordinator_epoch, m.transaction_version, m.commit)
+                .await
+                .unwrap_or(ResponseError::CoordinatorNotAvailable.code())
         }
         Location::Peer(b) => match &targets.peers {
             Some(peers) => send_to_peer(peers, b, m.clone()).await,

@@ -11,7 +11,8 @@ use kafka_protocol::messages::{ProducerId, TopicName, WriteTxnMarkersResponse};
 use tokio::sync::oneshot;
 
 use crate::actors::directory::Location;
-use crate::actors::messages::{CompleteTxnOffsets, WriteMarkers};
+use crate::actors::group_coordinator::complete_txn_offsets;
+use crate::actors::messages::WriteMarkers;
 use crate::error_code::ResponseError;
 use crate::protocol::txn_markers_codec::{MarkerTopic, TxnMarker};
 use crate::protocol::{str_bytes, Session};
@@ -80,20 +81,11 @@ async fn offsets_markers(s: &Session, version: i16, m: &TxnMarker, t: &MarkerTop
         } else {
             match s.directory.locate(&Owned::GroupShard(p), || s.groups.get()) {
                 Location::Local(g) => {
-                    let (tx, rx) = oneshot::channel();
-                    let msg = CompleteTxnOffsets {
-                        offsets_partition: p,
-                        producer_id: m.producer_id,
-                        producer_epoch: m.producer_epoch,
-                        coordinator_epoch: m.coordinator_epoch,
-                        txn_version: marker_txn_version(version, m.transaction_version),
-                        commit: m.commit,
-                        reply: tx,
-                    };
-                    match g.send(msg).await {
-                        Ok(()) => rx.await.unwrap_or(ResponseError::NotLeaderOrFollower.code()),
-                        Err(_) => ResponseError::NotLeaderOrFollower.code(),
-                    }
+                    let txn_version = marker_txn_version(version, m.transaction_version);
+                    let (pid, epoch, commit) = (m.producer_id, m.producer_epoch, m.commit);
+                    complete_txn_offsets(&g, p, pid, epoch, m.coordinator_epoch, txn_version, commit)
+                        .await
+                        .unwrap_or(ResponseError::NotLeaderOrFollower.code())
                 }
                 Location::Peer(_) | Location::Offline => ResponseError::NotLeaderOrFollower.code(),
             }
