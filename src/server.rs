@@ -84,8 +84,8 @@ struct SharedSettings {
 
 /// Records the shared settings at the first start and refuses a broker configured otherwise.
 fn check_shared_settings(settings: &Settings) -> Result<(), ServerError> {
-    let path = settings.data_dir.join("__cluster").join("settings.json");
-    let mine = SharedSettings { txn_shards: settings.txn_shards };
+    let path = settings.broker.data_dir.join("__cluster").join("settings.json");
+    let mine = SharedSettings { txn_shards: settings.transactions.txn_shards };
     let bytes = serde_json::to_vec(&mine).map_err(|e| ServerError::Startup(e.to_string()))?;
     create_atomic(&path, &bytes)?;
     let read = std::fs::read(&path).map_err(|e| e.to_string());
@@ -114,11 +114,11 @@ pub fn run(settings: Settings) -> Result<(), ServerError> {
         l.set_nonblocking(true)?;
         Ok(l)
     };
-    let listener =
-        bind(&settings.listen).map_err(|source| ServerError::Bind { addr: settings.listen.clone(), source })?;
+    let listener = bind(&settings.network.listen)
+        .map_err(|source| ServerError::Bind { addr: settings.network.listen.clone(), source })?;
     let settings = Arc::new(settings);
-    crate::store::durable::create_dir_all_durable(&settings.data_dir)?;
-    let cluster_id: Arc<str> = cluster_id(&settings.data_dir)?.into();
+    crate::store::durable::create_dir_all_durable(&settings.broker.data_dir)?;
+    let cluster_id: Arc<str> = cluster_id(&settings.broker.data_dir)?.into();
     let system = actix::System::new();
     system.block_on(serve(settings, cluster_id, listener))
 }
@@ -141,11 +141,11 @@ pub struct Broker {
 impl Broker {
     /// Recovers every partition and starts the actors. Must run inside an actix System.
     pub fn start(settings: &Arc<Settings>) -> Result<Broker, ServerError> {
-        crate::store::durable::create_dir_all_durable(&settings.data_dir.join("__cluster"))?;
-        let this_cluster: Arc<str> = cluster_id(&settings.data_dir)?.into();
+        crate::store::durable::create_dir_all_durable(&settings.broker.data_dir.join("__cluster"))?;
+        let this_cluster: Arc<str> = cluster_id(&settings.broker.data_dir)?.into();
         check_shared_settings(settings)?;
         let mut arbiters: Vec<Arbiter> =
-            (0..Settings::threads(settings.partition_threads)).map(|_| Arbiter::new()).collect();
+            (0..Settings::threads(settings.broker.partition_threads)).map(|_| Arbiter::new()).collect();
         let cluster_arbiter = Arbiter::new();
         let coordinator_arbiter = Arbiter::new();
         let peer_arbiter = Arbiter::new();
@@ -156,29 +156,30 @@ impl Broker {
         }
         let metrics = Metrics::new();
         let metrics_arbiter = serve_metrics(settings, &metrics)?;
-        if settings.debug_skip_fsync {
+        if settings.log.debug_skip_fsync {
             tracing::error!("debug_skip_fsync is set: the log is never fsynced, acknowledged records can be lost on a power loss (test hook only)");
         }
-        let data_dir = &settings.data_dir;
+        let data_dir = &settings.broker.data_dir;
         crate::store::durable::create_dir_all_durable(data_dir)
             .map_err(|e| ServerError::Startup(format!("creating {}: {e}", data_dir.display())))?;
         let started = std::time::Instant::now();
         let (host, port) = settings.advertised();
-        let local = ownership::Broker { node_id: settings.node_id, host, port, rack: None };
+        let local = ownership::Broker { node_id: settings.broker.node_id, host, port, rack: None };
         // Joining the cluster of brokers sharing the data directory (a cluster of one, alone).
         let mut registration =
-            leases::register(&settings.data_dir, &local).map_err(|e| ServerError::Startup(e.to_string()))?;
-        let fence = SelfFence::new(&settings.data_dir, settings.node_id, registration.incarnation());
-        let freshness = Freshness::new(Duration::from_millis(settings.broker_session_timeout_ms));
+            leases::register(&settings.broker.data_dir, &local).map_err(|e| ServerError::Startup(e.to_string()))?;
+        let fence = SelfFence::new(&settings.broker.data_dir, settings.broker.node_id, registration.incarnation());
+        let freshness = Freshness::new(Duration::from_millis(settings.cluster.broker_session_timeout_ms));
         let heartbeats = match registration.heartbeat.take() {
             Some(writer) => {
-                let every = Duration::from_millis(settings.broker_heartbeat_interval_ms);
+                let every = Duration::from_millis(settings.cluster.broker_heartbeat_interval_ms);
                 Some(Heartbeats::start(writer, every, freshness.clone(), fence.clone())?)
             }
             None => None,
         };
         let syncer = start_syncer(settings, &metrics, &fence);
-        let live = leases::live_brokers(&settings.data_dir, &local).map_err(|e| ServerError::Startup(e.to_string()))?;
+        let live =
+            leases::live_brokers(&settings.broker.data_dir, &local).map_err(|e| ServerError::Startup(e.to_string()))?;
         let live_ids: Vec<i32> = live.iter().map(|b| b.node_id).collect();
         let mut table = Ownership::member(local.clone());
         table.set_peers(live);
@@ -194,24 +195,27 @@ impl Broker {
         )
         .map_err(ServerError::Startup)?;
         let topics = TopicRegistry::start_in_arbiter(&cluster_arbiter.handle(), move |_| registry);
-        let allocator = ProducerIdAllocator::open(&settings.data_dir, settings.node_id, registration.incarnation())
-            .map_err(|e| ServerError::Startup(format!("producer ids: {e}")))?;
+        let allocator =
+            ProducerIdAllocator::open(&settings.broker.data_dir, settings.broker.node_id, registration.incarnation())
+                .map_err(|e| ServerError::Startup(format!("producer ids: {e}")))?;
         let id_fence = fence.clone();
         let producer_ids =
             ProducerIds::start_in_arbiter(&cluster_arbiter.handle(), move |_| ProducerIds::new(allocator, id_fence));
-        let fence_log = FenceLog::open(&settings.data_dir, settings.node_id)
+        let fence_log = FenceLog::open(&settings.broker.data_dir, settings.broker.node_id)
             .map_err(|e| ServerError::Startup(format!("fence log: {e}")))?;
-        let max_age = settings.producer_id_expiration_ms;
+        let max_age = settings.transactions.producer_id_expiration_ms;
         let fences =
             FenceWriter::start_in_arbiter(&cluster_arbiter.handle(), move |_| FenceWriter::new(fence_log, max_age));
         // eos-rules 43, 50: markers for partitions peers lead, over the wire, on their own thread.
-        let link_config =
-            PeerLinkConfig { max_version: settings.write_txn_markers_max_version, ..PeerLinkConfig::default() };
+        let link_config = PeerLinkConfig {
+            max_version: settings.transactions.write_txn_markers_max_version,
+            ..PeerLinkConfig::default()
+        };
         let peer_links = PeerLinks::start_in_arbiter(&peer_arbiter.handle(), move |_| PeerLinks::new(link_config));
         let peers = peer_links.clone().recipient();
         // Peers' fences reach the local leaders through the registry, never our own fence file.
-        let (data_dir, node_id, registry) = (settings.data_dir.clone(), settings.node_id, topics.clone());
-        let poll = std::time::Duration::from_millis(settings.fence_poll_interval_ms);
+        let (data_dir, node_id, registry) = (settings.broker.data_dir.clone(), settings.broker.node_id, topics.clone());
+        let poll = std::time::Duration::from_millis(settings.cluster.fence_poll_interval_ms);
         let fence_watcher = FenceWatcher::start_in_arbiter(&cluster_arbiter.handle(), move |_| {
             FenceWatcher::new(data_dir, node_id, poll, registry)
         });
@@ -239,8 +243,8 @@ impl Broker {
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "recovered partitions");
         arbiters.extend([cluster_arbiter, coordinator_arbiter, peer_arbiter]);
         arbiters.extend(metrics_arbiter);
-        let responses = ResponseBudget::new(settings.queued_max_response_bytes);
-        let fetch_sessions = FetchSessions::new(settings.max_incremental_fetch_session_cache_slots);
+        let responses = ResponseBudget::new(settings.network.queued_max_response_bytes);
+        let fetch_sessions = FetchSessions::new(settings.network.max_incremental_fetch_session_cache_slots);
         Ok(Broker {
             actors: Actors { directory, txn, groups, responses, fetch_sessions, peers: peer_links, metrics },
             arbiters,
@@ -290,18 +294,22 @@ async fn serve(
     let listener = TcpListener::from_std(listener)?;
     let broker = Broker::start(&settings)?;
     let conn_arbiters: Vec<Arbiter> =
-        (0..Settings::threads(settings.connection_threads)).map(|_| Arbiter::new()).collect();
+        (0..Settings::threads(settings.broker.connection_threads)).map(|_| Arbiter::new()).collect();
 
-    tracing::info!(listen = %settings.listen, data_dir = %settings.data_dir.display(), node_id = settings.node_id, "kaas is serving");
+    tracing::info!(listen = %settings.network.listen, data_dir = %settings.broker.data_dir.display(), node_id = settings.broker.node_id, "kaas is serving");
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut next = 0usize;
     let connections = broker.actors.metrics.connections().clone();
-    let quotas = ConnectionQuotas::counted_in(settings.max_connections, settings.max_connections_per_ip, connections);
+    let quotas = ConnectionQuotas::counted_in(
+        settings.network.max_connections,
+        settings.network.max_connections_per_ip,
+        connections,
+    );
     let limits = Limits {
-        max_frame: settings.max_request_bytes,
-        max_inflight: settings.max_inflight_requests,
-        max_idle: std::time::Duration::from_millis(settings.connections_max_idle_ms),
-        pool: RequestPool::new(settings.queued_max_request_bytes),
+        max_frame: settings.network.max_request_bytes,
+        max_inflight: settings.network.max_inflight_requests,
+        max_idle: std::time::Duration::from_millis(settings.network.connections_max_idle_ms),
+        pool: RequestPool::new(settings.network.queued_max_request_bytes),
     };
     loop {
         tokio::select! {
@@ -353,30 +361,31 @@ async fn serve(
 /// The Prometheus endpoint, when `metrics_listen` is set: bound now (a bad address stops the
 /// start) and served on a thread of its own (not a partition thread, nor a state thread).
 fn serve_metrics(settings: &Settings, metrics: &Metrics) -> Result<Option<Arbiter>, ServerError> {
-    if settings.metrics_listen.is_empty() {
+    if settings.broker.metrics_listen.is_empty() {
         return Ok(None);
     }
-    let listener = metrics_http::bind(&settings.metrics_listen).map_err(|e| ServerError::Startup(e.to_string()))?;
+    let listener =
+        metrics_http::bind(&settings.broker.metrics_listen).map_err(|e| ServerError::Startup(e.to_string()))?;
     let arbiter = Arbiter::new();
     let m = metrics.clone();
     arbiter.spawn_fn(move || {
         actix_rt::spawn(metrics_http::serve(listener, m, HttpLimits::default()));
     });
-    tracing::info!(metrics_listen = %settings.metrics_listen, "serving Prometheus metrics at /metrics");
+    tracing::info!(metrics_listen = %settings.broker.metrics_listen, "serving Prometheus metrics at /metrics");
     Ok(Some(arbiter))
 }
 
 /// The fsync threads; several partitions waiting at once are flushed by one syncfs where the
 /// file system makes that durable (`group_commit_min_partitions`).
 fn start_syncer(settings: &Settings, metrics: &Metrics, fence: &SelfFence) -> Syncer {
-    let data_dir = &settings.data_dir;
-    let group = (settings.group_commit_min_partitions > 0 && crate::store::durable::syncfs_flushes(data_dir))
-        .then(|| GroupCommit { dir: data_dir.clone(), min_partitions: settings.group_commit_min_partitions });
+    let data_dir = &settings.broker.data_dir;
+    let group = (settings.log.group_commit_min_partitions > 0 && crate::store::durable::syncfs_flushes(data_dir))
+        .then(|| GroupCommit { dir: data_dir.clone(), min_partitions: settings.log.group_commit_min_partitions });
     tracing::debug!(group_commit_by_syncfs = group.is_some(), "fsync threads");
     Syncer::start(
-        settings.sync_threads,
+        settings.log.sync_threads,
         MAILBOX_CAPACITY * 4,
-        settings.debug_skip_fsync,
+        settings.log.debug_skip_fsync,
         group,
         metrics.clone(),
         fence.clone(),

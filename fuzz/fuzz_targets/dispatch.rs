@@ -56,26 +56,25 @@ thread_local! {
 }
 
 fn settings(data_dir: PathBuf) -> Settings {
-    Settings {
-        data_dir,
-        max_request_bytes: MAX_REQUEST_BYTES,
-        partition_threads: 1,
-        connection_threads: 1,
-        sync_threads: 1,
-        txn_shards: 2,
-        group_initial_rebalance_delay_ms: 0,
-        // The binary derives it from the open-file limit (0 = auto); here a fixed limit the fuzz
-        // process's files can hold, so that the restart check can tell a broker that cannot
-        // start again (it found one creating 20,000 partitions before this limit existed).
-        max_partitions: 2_000,
-        // Small segments (Kafka's minimum) and retention keep the disk bounded and exercise roll
-        // and retention.
-        segment_bytes: 1024 * 1024,
-        retention_bytes: 4 * 1024 * 1024,
-        retention_check_interval_ms: 500,
-        transaction_abort_check_interval_ms: 200,
-        ..Settings::default()
-    }
+    let mut s = Settings::default();
+    s.broker.data_dir = data_dir;
+    s.network.max_request_bytes = MAX_REQUEST_BYTES;
+    s.broker.partition_threads = 1;
+    s.broker.connection_threads = 1;
+    s.log.sync_threads = 1;
+    s.transactions.txn_shards = 2;
+    s.groups.group_initial_rebalance_delay_ms = 0;
+    // The binary derives it from the open-file limit (0 = auto); here a fixed limit the fuzz
+    // process's files can hold, so that the restart check can tell a broker that cannot
+    // start again (it found one creating 20,000 partitions before this limit existed).
+    s.log.max_partitions = 2_000;
+    // Small segments (Kafka's minimum) and retention keep the disk bounded and exercise roll
+    // and retention.
+    s.log.segment_bytes = 1024 * 1024;
+    s.log.retention_bytes = 4 * 1024 * 1024;
+    s.log.retention_check_interval_ms = 500;
+    s.transactions.transaction_abort_check_interval_ms = 200;
+    s
 }
 
 impl Harness {
@@ -107,7 +106,7 @@ impl Harness {
         let broker = self
             .system
             .block_on(async move { Broker::start(&settings) })
-            .unwrap_or_else(|e| panic!("the broker does not start on {}: {e}", self.settings.data_dir.display()));
+            .unwrap_or_else(|e| panic!("the broker does not start on {}: {e}", self.settings.broker.data_dir.display()));
         self.broker = Some(broker);
     }
 
@@ -127,7 +126,7 @@ impl Harness {
         }
         self.stop();
         if self.runs % WIPE_EVERY == 0 {
-            let _ = std::fs::remove_dir_all(&self.settings.data_dir);
+            let _ = std::fs::remove_dir_all(&self.settings.broker.data_dir);
             self.generation += 1;
             self.settings = Arc::new(settings(self.base.join(self.generation.to_string())));
         }
@@ -140,7 +139,7 @@ impl Harness {
         let Some(broker) = &self.broker else { return };
         let session = broker.session(&self.settings, &self.cluster_id, "127.0.0.1".into());
         let mut input = data;
-        let pool = RequestPool::new(self.settings.queued_max_request_bytes);
+        let pool = RequestPool::new(self.settings.network.queued_max_request_bytes);
         self.system.block_on(async move {
             let mut pending = FuturesOrdered::new();
             // As the Connection actor does: dispatch in order, answers complete in any order.

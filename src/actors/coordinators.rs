@@ -77,7 +77,7 @@ impl Coordinators {
         fence: SelfFence,
         keep_own: bool,
     ) -> Coordinators {
-        let txn = Arc::new((0..settings.txn_shards).map(|_| LocalActor::default()).collect());
+        let txn = Arc::new((0..settings.transactions.txn_shards).map(|_| LocalActor::default()).collect());
         Coordinators {
             txn,
             groups: LocalActor::default(),
@@ -110,7 +110,7 @@ impl Coordinators {
     /// units it took could not be opened. Also run once at start-up, before the listener opens,
     /// so a single broker answers at once (and does not start without its coordinators).
     pub fn place(&mut self, live: &[i32], expired: &leases::Expired) -> (Vec<CoordinatorUnit>, Vec<String>) {
-        let me = self.settings.node_id;
+        let me = self.settings.broker.node_id;
         let mut handing_over = Vec::new();
         let mut failed = Vec::new();
         for unit in self.units() {
@@ -134,7 +134,7 @@ impl Coordinators {
                     Err(e) => failed.push(e),
                 }
             }
-            let path = leases::unit_lease_path(&self.settings.data_dir, unit);
+            let path = leases::unit_lease_path(&self.settings.broker.data_dir, unit);
             match leases::read_lease_at(&path).filter(|r| r.node_id != me && live.contains(&r.node_id)) {
                 Some(r) => self.table_grant(unit, r.node_id, r.epoch),
                 None => self.table_revoke(unit),
@@ -148,7 +148,7 @@ impl Coordinators {
     /// it cannot be opened (a coordinator that cannot read its state must not answer): the
     /// lease is let go and the next tick tries again.
     fn take(&mut self, unit: CoordinatorUnit, expired: &leases::Expired) -> Result<bool, String> {
-        let (dir, me) = (&self.settings.data_dir, self.settings.node_id);
+        let (dir, me) = (&self.settings.broker.data_dir, self.settings.broker.node_id);
         let path = leases::unit_lease_path(dir, unit);
         let lease =
             match leases::try_acquire_from(dir, &path, me, leases::unit_first_epoch(dir), self.keep_own, expired) {
@@ -178,33 +178,43 @@ impl Coordinators {
         match unit {
             CoordinatorUnit::Groups => {
                 let config = GroupConfig {
-                    initial_rebalance_delay_ms: s.group_initial_rebalance_delay_ms,
-                    offsets_retention_ms: s.offsets_retention_minutes.saturating_mul(60_000),
+                    initial_rebalance_delay_ms: s.groups.group_initial_rebalance_delay_ms,
+                    offsets_retention_ms: s.groups.offsets_retention_minutes.saturating_mul(60_000),
                     consumer: s.consumer_group_config(),
                     migration_policy: s.migration_policy().unwrap_or_default(),
-                    producer_id_expiration_ms: s.producer_id_expiration_ms,
+                    producer_id_expiration_ms: s.transactions.producer_id_expiration_ms,
                     ..GroupConfig::default()
                 };
-                let retention_check = Duration::from_millis(s.offsets_retention_check_interval_ms.max(10));
+                let retention_check = Duration::from_millis(s.groups.offsets_retention_check_interval_ms.max(10));
                 let topics = Some(self.directory.topics().clone().recipient());
                 // Kafka's server-side regexes match internal topics too (TopicRegexResolver).
                 let internal = INTERNAL_TOPICS
                     .iter()
                     .filter_map(|n| {
-                        let partitions = internal_partitions(n, s.txn_shards)?;
+                        let partitions = internal_partitions(n, s.transactions.txn_shards)?;
                         Some((n.to_string(), TopicInfo { id: internal_topic_id(&self.cluster_id, n), partitions }))
                     })
                     .collect();
                 let fence = self.fence.clone();
-                let g = GroupCoordinator::open(&s.data_dir, config, retention_check, topics, internal, fence, epoch)?;
+                let g = GroupCoordinator::open(
+                    &s.broker.data_dir,
+                    config,
+                    retention_check,
+                    topics,
+                    internal,
+                    fence,
+                    epoch,
+                )?;
                 self.groups.set(Some(GroupCoordinator::start_in_arbiter(&self.arbiter, move |_| g)));
             }
             CoordinatorUnit::Txn(shard) => {
                 let txn_settings = TxnSettings {
-                    max_timeout_ms: s.transaction_max_timeout_ms,
-                    expiration_ms: s.transactional_id_expiration_ms,
-                    abort_check_interval: Duration::from_millis(s.transaction_abort_check_interval_ms.max(10)),
-                    cluster_tv2: s.transaction_version >= 2,
+                    max_timeout_ms: s.transactions.transaction_max_timeout_ms,
+                    expiration_ms: s.transactions.transactional_id_expiration_ms,
+                    abort_check_interval: Duration::from_millis(
+                        s.transactions.transaction_abort_check_interval_ms.max(10),
+                    ),
+                    cluster_tv2: s.transactions.transaction_version >= 2,
                     fence: self.fence.clone(),
                     epoch,
                 };
@@ -212,7 +222,7 @@ impl Coordinators {
                     return Err(format!("no transaction shard {shard}"));
                 };
                 let c = TxnCoordinator::open(
-                    &s.data_dir,
+                    &s.broker.data_dir,
                     shard,
                     self.directory.clone(),
                     self.groups.clone(),

@@ -14,11 +14,11 @@ use super::messages::*;
 use crate::store::clock::now_ms;
 use crate::store::cluster::fence::SelfFence;
 use crate::store::cluster::state_dir;
+use crate::store::configs::group_store::{self, AllGroupConfigs};
 use crate::store::coordinator_key::offsets_partition;
 use crate::store::group::consumer::{ConsumerError, TopicImage, TopicInfo};
 use crate::store::group::offsets_producers::{key_bytes, key_from_bytes, OffsetsProducerKey, OffsetsProducers};
 use crate::store::group::{unwritten, GroupConfig, GroupError, GroupSnapshot, Groups, MemberAnswer};
-use crate::store::group_config_store::{self, AllGroupConfigs};
 use crate::store::topics::TopicMeta;
 
 pub struct GroupCoordinator {
@@ -115,7 +115,7 @@ impl GroupCoordinator {
                 serde_json::from_slice(&v).map_err(|e| format!("corrupt group {id} in {}: {e}", path.display()))?;
             groups.restore(id, snap, now_ms() as u64);
         }
-        match group_config_store::load(data_dir) {
+        match group_store::load(data_dir) {
             Ok(all) => groups.set_group_configs(all),
             Err(e) => tracing::error!("reading the group configs: {e}"),
         }
@@ -146,7 +146,7 @@ impl GroupCoordinator {
         }
         self.reading_configs = true;
         let dir = self.data_dir.clone();
-        let read = async move { tokio::task::spawn_blocking(move || group_config_store::load(&dir)).await };
+        let read = async move { tokio::task::spawn_blocking(move || group_store::load(&dir)).await };
         ctx.spawn(read.into_actor(self).map(|res, act, _| {
             act.reading_configs = false;
             match res {

@@ -60,7 +60,7 @@ impl Membership {
         fence: SelfFence,
         freshness: Freshness,
     ) -> Membership {
-        let liveness = Liveness::new(Duration::from_millis(settings.broker_session_timeout_ms));
+        let liveness = Liveness::new(Duration::from_millis(settings.cluster.broker_session_timeout_ms));
         Membership {
             settings,
             local,
@@ -82,7 +82,7 @@ impl Membership {
     fn stop_if_fenced(&self) {
         if let Err(e @ FenceError::Fenced { .. }) = self.fence.check() {
             tracing::error!("stopping: {e}");
-            if self.settings.when_fenced == WhenFenced::Rejoin {
+            if self.settings.cluster.when_fenced == WhenFenced::Rejoin {
                 rejoin();
             }
             std::process::exit(FENCED_EXIT_CODE);
@@ -91,7 +91,7 @@ impl Membership {
 
     fn tick(&mut self) {
         self.stop_if_fenced();
-        let timeout = Duration::from_millis(self.settings.broker_session_timeout_ms);
+        let timeout = Duration::from_millis(self.settings.cluster.broker_session_timeout_ms);
         let started = Instant::now();
         if let Some(gap) = self.last_tick.replace(started).map(|t| started.saturating_duration_since(t)) {
             if gap > timeout / 2 {
@@ -103,7 +103,7 @@ impl Membership {
         // The instant of judging is taken before the reading: a stall in between then makes
         // the peers look fresher, never expired (store::cluster::liveness).
         let now = Instant::now();
-        let peers = match leases::peers(&self.settings.data_dir, self.local.node_id) {
+        let peers = match leases::peers(&self.settings.broker.data_dir, self.local.node_id) {
             Ok(p) => p,
             Err(e) => return tracing::warn!("reading the brokers of the cluster: {e}"),
         };
@@ -151,7 +151,7 @@ impl Actor for Membership {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        let every = Duration::from_millis(self.settings.cluster_tick_ms.max(10));
+        let every = Duration::from_millis(self.settings.cluster.cluster_tick_ms.max(10));
         ctx.run_interval(every, |act, _| act.tick());
     }
 }

@@ -1,5 +1,5 @@
 //! Altering a topic's configs (AlterConfigs, IncrementalAlterConfigs) on the TopicRegistry: the
-//! topic file is read, changed by `store::topic_config::alter` and rewritten crash-safely on the
+//! topic file is read, changed by `store::configs::topic::alter` and rewritten crash-safely on the
 //! blocking pool; then this broker's handles and partition leaders take the new settings. Peers
 //! see the file at their next membership tick (`refresh_topics` calls `apply_configs`).
 
@@ -11,7 +11,7 @@ use actix::{ActorFutureExt, AsyncContext, Handler, Message, WrapFuture};
 use super::messages::{Reply, SetLogConfig};
 use super::topics::TopicRegistry;
 use crate::error_code::ResponseError;
-use crate::store::topic_config::{self, alter};
+use crate::store::configs::topic::{self as topic_config, alter};
 use crate::store::topics::{self, TopicMeta};
 
 /// What a request changes.
@@ -111,7 +111,7 @@ impl Handler<AlterTopicConfigs> for TopicRegistry {
             let _ = msg.reply.send(Err(unknown(&msg.name)));
             return;
         };
-        let data_dir = self.settings.data_dir.clone();
+        let data_dir = self.settings.broker.data_dir.clone();
         let (name, change, validate_only) = (msg.name.clone(), msg.change, msg.validate_only);
         let work = tokio::task::spawn_blocking(move || alter_on_disk(&data_dir, &name, id, &change, validate_only));
         let (name, reply) = (msg.name, msg.reply);

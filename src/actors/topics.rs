@@ -22,12 +22,12 @@ use crate::error_code::ResponseError;
 use crate::metrics::Metrics;
 use crate::store::clock::now_ms;
 use crate::store::cluster::known_fences::KnownFences;
+use crate::store::configs::topic::{self as topic_config, BrokerDefaults, ProduceLimits};
 use crate::store::leases::HeldLease;
 use crate::store::log::file_cache::FileCache;
 use crate::store::log::{LogConfig, LogError};
 use crate::store::ownership::{Lease, Owned, Ownership};
 use crate::store::partition::Partition;
-use crate::store::topic_config::{self, BrokerDefaults, ProduceLimits};
 use crate::store::topics::{self, TopicMeta};
 use kafka_protocol::error::ParseResponseErrorCode;
 
@@ -150,8 +150,8 @@ type HandingOver = Vec<((String, i32), Addr<PartitionLeader>)>;
 
 /// `max_open_segment_files`, with 0 (auto) resolved against the open-file limit.
 fn open_segment_files(settings: &Settings) -> usize {
-    if settings.max_open_segment_files > 0 {
-        return settings.max_open_segment_files;
+    if settings.log.max_open_segment_files > 0 {
+        return settings.log.max_open_segment_files;
     }
     let nofile = crate::limits::nofile().map(|(soft, _)| soft).unwrap_or(1024);
     crate::store::log::file_cache::auto_capacity(nofile)
@@ -182,9 +182,9 @@ impl TopicRegistry {
             files: Arc::new(FileCache::new(open_segment_files(&settings))),
             live,
             expired: Vec::new(),
-            budget: topics::StartupBudget::new(settings.max_partitions),
+            budget: topics::StartupBudget::new(settings.log.max_partitions),
             releasing: HashSet::new(),
-            fences: KnownFences::new(settings.producer_id_expiration_ms),
+            fences: KnownFences::new(settings.transactions.producer_id_expiration_ms),
             deleting: HashSet::new(),
             metrics,
             keep_own,
@@ -200,14 +200,14 @@ impl TopicRegistry {
     /// Reads the topics directory; returns the topics a peer deleted with the leaders this
     /// broker ran for them (stopped, then their directories removed, by the caller).
     fn refresh_topics(&mut self) -> Result<Vec<(String, Uuid, RunningLeaders)>, topics::TopicError> {
-        let on_disk = topics::load_all(&self.settings.data_dir)?;
+        let on_disk = topics::load_all(&self.settings.broker.data_dir)?;
         let names: HashSet<String> = on_disk.iter().map(|m| m.name.clone()).collect();
         let gone: Vec<String> = self.topics.keys().filter(|n| !names.contains(*n)).cloned().collect();
         let mut deleted = Vec::new();
         for name in gone {
             // A topic goes only through its delete record (store::topics::remove).
             let Some(known) = self.topics.get(&name) else { continue };
-            match topics::missing(&self.settings.data_dir, &known.meta)? {
+            match topics::missing(&self.settings.broker.data_dir, &known.meta)? {
                 topics::Missing::Deleted | topics::Missing::Replaced => {}
                 topics::Missing::Present => continue,
                 topics::Missing::Unexplained => {
@@ -254,7 +254,7 @@ impl TopicRegistry {
                 topic = %meta.name,
                 partitions = meta.partitions,
                 started = count,
-                max_partitions = self.settings.max_partitions,
+                max_partitions = self.settings.log.max_partitions,
                 "partitions past the broker's max_partitions are not served; raise max_partitions or delete the topic"
             );
         }
@@ -278,7 +278,7 @@ impl TopicRegistry {
         if self.deleting.contains(name) {
             return None;
         }
-        match topics::load_one(&self.settings.data_dir, name) {
+        match topics::load_one(&self.settings.broker.data_dir, name) {
             Ok(Some(meta)) => Some(self.register(meta)),
             Ok(None) => None,
             Err(e) => {
@@ -308,7 +308,7 @@ impl TopicRegistry {
     }
 
     fn local_node(&self) -> i32 {
-        self.settings.node_id
+        self.settings.broker.node_id
     }
 
     /// Opens partition `p` under `lease` and publishes its leader; a log that does not open is
@@ -362,14 +362,14 @@ impl TopicRegistry {
     /// A leader for partition `p` whose log could not be opened: it answers KAFKA_STORAGE_ERROR
     /// and leaves the files as they are until a restart opens them.
     fn offline_partition(&self, topic: &str, p: i32, log_config: &LogConfig) -> PartitionLeader {
-        let dir = topics::partition_dir(&self.settings.data_dir, topic, p);
+        let dir = topics::partition_dir(&self.settings.broker.data_dir, topic, p);
         self.leader(topic, p, Partition::offline(dir, log_config.clone()))
     }
 
     fn leader(&self, topic: &str, p: i32, partition: Partition) -> PartitionLeader {
         let timers = LeaderTimers {
-            retention_check: Duration::from_millis(self.settings.retention_check_interval_ms.max(100)),
-            producer_expiration_ms: self.settings.producer_id_expiration_ms,
+            retention_check: Duration::from_millis(self.settings.log.retention_check_interval_ms.max(100)),
+            producer_expiration_ms: self.settings.transactions.producer_id_expiration_ms,
         };
         let meters = LeaderMeters { topic: self.metrics.topic(topic), broker: self.metrics.clone() };
         PartitionLeader::new(format!("{topic}-{p}"), partition, self.syncer.clone(), timers, meters)
@@ -409,7 +409,7 @@ impl Handler<GetTopic> for TopicRegistry {
             return Ok(h);
         }
         // An internal topic is never made into a log (store::topics::INTERNAL_TOPICS).
-        if !(msg.auto_create && self.settings.auto_create_topics) || topics::is_internal(&msg.name) {
+        if !(msg.auto_create && self.settings.log.auto_create_topics) || topics::is_internal(&msg.name) {
             return Err(ResponseError::UnknownTopicOrPartition);
         }
         let create = CreateTopic { name: msg.name.clone(), partitions: -1, configs: Vec::new(), validate_only: false };

@@ -131,7 +131,7 @@ pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
         }
         RequestKind::ApiVersions(r) => {
             let offered = versions::Offered::from_settings(&session.settings);
-            let resp = api_versions::handle(v, session.settings.transaction_version, offered, r);
+            let resp = api_versions::handle(v, session.settings.transactions.transaction_version, offered, r);
             return async move { Some(ResponseKind::ApiVersions(resp).into()) }.boxed_local();
         }
         RequestKind::FindCoordinator(r) => {

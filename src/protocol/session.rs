@@ -103,7 +103,7 @@ impl Session {
     /// reads as an empty log; a regex subscription that names it (Kafka's server-side regexes
     /// match internal topics too) finds nothing to consume instead of an unknown topic.
     pub fn internal_partition(&self, topic: &str, p: i32) -> Option<Result<(), i16>> {
-        let n = internal_partitions(topic, self.settings.txn_shards)?;
+        let n = internal_partitions(topic, self.settings.transactions.txn_shards)?;
         if !(0..n).contains(&p) {
             return Some(Err(ResponseError::UnknownTopicOrPartition.code()));
         }
@@ -119,7 +119,7 @@ impl Session {
 
     /// What the consumer groups see of internal topic `name` (its id and partitions).
     pub fn internal_topic_info(&self, name: &str) -> Option<TopicInfo> {
-        let partitions = internal_partitions(name, self.settings.txn_shards)?;
+        let partitions = internal_partitions(name, self.settings.transactions.txn_shards)?;
         Some(TopicInfo { id: internal_topic_id(&self.cluster_id, name), partitions })
     }
 

@@ -71,9 +71,9 @@ impl Offered {
 
     pub fn from_settings(settings: &Settings) -> Offered {
         Offered {
-            tv2: settings.transaction_version >= 2,
-            write_txn_markers_max: settings.write_txn_markers_max_version,
-            group_version: settings.group_version,
+            tv2: settings.transactions.transaction_version >= 2,
+            write_txn_markers_max: settings.transactions.write_txn_markers_max_version,
+            group_version: settings.groups.group_version,
         }
     }
 

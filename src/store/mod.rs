@@ -10,17 +10,14 @@
 
 pub mod admin;
 pub mod batch;
-pub mod broker_config;
 pub mod clock;
 pub mod cluster;
-pub mod config_resources;
+pub mod configs;
 pub mod control;
 pub mod coordinator_key;
 pub mod create_partitions;
 pub mod durable;
 pub mod group;
-pub mod group_config;
-pub mod group_config_store;
 pub mod leases;
 pub mod log;
 pub mod ownership;
@@ -30,7 +27,6 @@ pub mod producer_ids;
 pub mod producer_state;
 pub mod quorum;
 pub mod records;
-pub mod topic_config;
 pub mod topics;
 pub mod txn;
 pub mod validate;

@@ -18,6 +18,21 @@ pub const PARTITIONS: i32 = 6;
 pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
 pub const TICK: &str = "200";
 
+/// The settings of a broker started in the test process (`kaas::server::Broker::start`) on
+/// `data_dir`: one thread each, `txn_shards` shards, room for 100 partitions, and no membership
+/// tick in between (the tests edit the ownership table themselves).
+pub fn in_process_settings(data_dir: &std::path::Path, txn_shards: usize) -> kaas::config::Settings {
+    let mut s = kaas::config::Settings::default();
+    s.broker.data_dir = data_dir.to_path_buf();
+    s.broker.partition_threads = 1;
+    s.broker.connection_threads = 1;
+    s.log.sync_threads = 1;
+    s.transactions.txn_shards = txn_shards;
+    s.log.max_partitions = 100;
+    s.cluster.cluster_tick_ms = 3_600_000;
+    s
+}
+
 pub fn name(s: &str) -> TopicName {
     TopicName(StrBytes::from_string(s.to_string()))
 }

@@ -7,10 +7,10 @@ use uuid::Uuid;
 use super::{open_logs, Acquired, TopicHandle, TopicRegistry};
 use crate::actors::messages::{CreateTopic, TopicFailure};
 use crate::error_code::ResponseError;
+use crate::store::configs::topic as topic_config;
 use crate::store::leases;
 use crate::store::ownership::{Lease, Owned};
 use crate::store::placement;
-use crate::store::topic_config;
 use crate::store::topics::{self, TopicMeta};
 
 impl TopicRegistry {
@@ -18,7 +18,7 @@ impl TopicRegistry {
     /// DeleteTopics deletes (its delete record, then its file, then the directories this broker
     /// made; a peer that started on some removes its own).
     fn roll_back(&self, meta: &TopicMeta, opened: &[i32]) {
-        if let Err(e) = topics::remove(&self.settings.data_dir, meta, opened) {
+        if let Err(e) = topics::remove(&self.settings.broker.data_dir, meta, opened) {
             tracing::error!(topic = %meta.name, "rolling back a failed creation: {e}");
         }
     }
@@ -36,7 +36,7 @@ impl TopicRegistry {
         // directories are then not left-overs to remove).
         if self.topics.contains_key(&msg.name)
             || topics::is_internal(&msg.name)
-            || topics::exists_on_disk(&self.settings.data_dir, &msg.name)
+            || topics::exists_on_disk(&self.settings.broker.data_dir, &msg.name)
         {
             return Err(fail(
                 ResponseError::TopicAlreadyExists.code(),
@@ -44,9 +44,10 @@ impl TopicRegistry {
             ));
         }
         let limit = |e: topics::LimitError| fail(e.code(), e.to_string());
-        let partitions = topics::resolve_partitions(msg.partitions, self.settings.num_partitions).map_err(limit)?;
+        let partitions = topics::resolve_partitions(msg.partitions, self.settings.log.num_partitions).map_err(limit)?;
         let configs = topic_config::validate(&msg.configs).map_err(|e| fail(e.code(), e.to_string()))?;
-        topics::check_broker_limit(self.partition_count(), partitions, self.settings.max_partitions).map_err(limit)?;
+        topics::check_broker_limit(self.partition_count(), partitions, self.settings.log.max_partitions)
+            .map_err(limit)?;
         let meta = TopicMeta {
             name: msg.name,
             id: Uuid::new_v4(),
@@ -60,7 +61,7 @@ impl TopicRegistry {
         if msg.validate_only {
             return Ok(meta);
         }
-        if let Err(e) = topics::save(&self.settings.data_dir, &meta) {
+        if let Err(e) = topics::save(&self.settings.broker.data_dir, &meta) {
             if let topics::TopicError::AlreadyExists(name) = e {
                 return Err(fail(ResponseError::TopicAlreadyExists.code(), format!("Topic '{name}' already exists.")));
             }
@@ -86,8 +87,8 @@ impl TopicRegistry {
         let mut acquired = Vec::new();
         for &p in &mine {
             let first = leases::first_lease(&meta, p);
-            let path = leases::partition_lease_path(&self.settings.data_dir, &meta, p);
-            match leases::try_acquire(&self.settings.data_dir, &path, me, first, true, &self.expired) {
+            let path = leases::partition_lease_path(&self.settings.broker.data_dir, &meta, p);
+            match leases::try_acquire(&self.settings.broker.data_dir, &path, me, first, true, &self.expired) {
                 Ok(Some(lease)) => {
                     let (topic, log_config) = (handle.clone(), log_config.clone());
                     acquired.push(Acquired { topic, partition: p, log_config, lease });
@@ -106,7 +107,7 @@ impl TopicRegistry {
         }
         let mut leaders = Vec::new();
         let mut failed = None;
-        for (a, opened) in open_logs(&self.settings.data_dir, acquired, false).into_iter().flatten() {
+        for (a, opened) in open_logs(&self.settings.broker.data_dir, acquired, false).into_iter().flatten() {
             match opened {
                 Ok(partition) => leaders.push((a.partition, self.leader(&meta.name, a.partition, partition), a.lease)),
                 Err(e) => failed = failed.or(Some((a.partition, e.to_string()))),

@@ -27,7 +27,7 @@ impl Handler<DeleteTopic> for TopicRegistry {
         let Some(handle) = name.and_then(|n| self.topics.remove(&n)) else {
             return Box::pin(async move { Err(missing) }.into_actor(self));
         };
-        let data_dir = self.settings.data_dir.clone();
+        let data_dir = self.settings.broker.data_dir.clone();
         self.deleting.insert(handle.meta.name.clone());
         let stops = handle.leaders();
         // The directories this broker removes once its leaders stopped: the partitions led here

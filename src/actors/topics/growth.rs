@@ -59,7 +59,7 @@ impl TopicRegistry {
     }
 
     fn create_partitions(&mut self, msg: CreatePartitions) -> Result<TopicMeta, TopicFailure> {
-        let data_dir = self.settings.data_dir.clone();
+        let data_dir = self.settings.broker.data_dir.clone();
         rules::check_not_internal(&msg.name).map_err(refused)?;
         if self.deleting.contains(&msg.name) {
             return Err(refused(CreatePartitionsError::UnknownTopic));
@@ -89,7 +89,8 @@ impl TopicRegistry {
         }
         let limit = |e| refused(CreatePartitionsError::Limit(e));
         topics::check_request_records(usize::try_from(additional).unwrap_or(usize::MAX)).map_err(limit)?;
-        topics::check_broker_limit(self.partition_count(), additional, self.settings.max_partitions).map_err(limit)?;
+        topics::check_broker_limit(self.partition_count(), additional, self.settings.log.max_partitions)
+            .map_err(limit)?;
         let grown = rules::grown(&on_disk, msg.count, &self.live);
         if msg.validate_only {
             return Ok(grown);

@@ -32,7 +32,7 @@ impl TopicRegistry {
     pub(super) fn start_acquired(&mut self, acquired: Vec<Acquired>) {
         Self::log_fenced(&acquired);
         let mut offline: HashMap<String, u64> = HashMap::new();
-        for (a, opened) in open_logs(&self.settings.data_dir, acquired, true).into_iter().flatten() {
+        for (a, opened) in open_logs(&self.settings.broker.data_dir, acquired, true).into_iter().flatten() {
             if self.start_partition(&a.topic, a.partition, &a.log_config, a.lease, opened) {
                 *offline.entry(a.topic.meta.name.clone()).or_default() += 1;
             }
@@ -82,8 +82,8 @@ impl TopicRegistry {
                 }
                 if desired == Some(me) {
                     match leases::try_acquire(
-                        &self.settings.data_dir,
-                        &leases::partition_lease_path(&self.settings.data_dir, &h.meta, p),
+                        &self.settings.broker.data_dir,
+                        &leases::partition_lease_path(&self.settings.broker.data_dir, &h.meta, p),
                         me,
                         leases::first_lease(&h.meta, p),
                         self.keep_own,
@@ -99,7 +99,7 @@ impl TopicRegistry {
                     }
                 }
                 // Led elsewhere (or not yet): the lease file says by whom.
-                let path = leases::partition_lease_path(&self.settings.data_dir, &h.meta, p);
+                let path = leases::partition_lease_path(&self.settings.broker.data_dir, &h.meta, p);
                 let record = leases::read_lease(&path, leases::first_lease(&h.meta, p));
                 let mut table = self.table_mut();
                 match record {
@@ -126,7 +126,7 @@ impl Handler<Rebalance> for TopicRegistry {
             tracing::warn!("reading the topic files: {e}");
             Vec::new()
         });
-        let data_dir = self.settings.data_dir.clone();
+        let data_dir = self.settings.broker.data_dir.clone();
         let (keys, leaving): (Vec<_>, Vec<_>) = self.claim_and_release().into_iter().unzip();
         let work = async move {
             let mut cleared = Vec::new();

@@ -10,9 +10,9 @@ use super::{
     subscribed_topics, FetchedOffset, Group, GroupConfig, GroupDescription, GroupError, GroupSnapshot, GroupState,
     GroupType, OffsetCommit,
 };
+use crate::store::configs::group::{consumer_timers, GroupDefaults};
+use crate::store::configs::group_store::AllGroupConfigs;
 use crate::store::coordinator_key::offsets_partition;
-use crate::store::group_config::{consumer_timers, GroupDefaults};
-use crate::store::group_config_store::AllGroupConfigs;
 
 /// A membership request of the classic protocol.
 #[derive(Debug, Clone)]
@@ -62,7 +62,7 @@ pub struct Groups {
     pub(super) image: TopicImage,
     /// Answers to parked classic requests that came out of a conversion ([`Groups::take_answers`]).
     pub(super) answers: Vec<MemberAnswer>,
-    /// Per-group config overrides (store::group_config_store).
+    /// Per-group config overrides (store::configs::group_store).
     pub(super) group_configs: AllGroupConfigs,
 }
 

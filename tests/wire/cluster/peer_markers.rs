@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 use actix::Actor;
 use common::{create_topic, txn_batch, Broker, Client};
 use kaas::actors::messages::{PeerMarker, PeerMarkerAnswer, PeerSendError, SendPeerMarker};
-use kaas::config::Settings;
 use kaas::protocol::peer_link::{PeerLinkConfig, PeerLinks};
 use kaas::protocol::txn_markers_codec::{encode_request, MarkerTopic, TxnMarker};
 use kaas::protocol::{dispatch, Decoded, Request, Session};
@@ -328,17 +327,7 @@ where
     F: std::future::Future<Output = T>,
 {
     let dir = tempfile::tempdir().expect("temp dir");
-    let settings = Arc::new(Settings {
-        data_dir: dir.path().to_path_buf(),
-        partition_threads: 1,
-        connection_threads: 1,
-        sync_threads: 1,
-        txn_shards: 2,
-        max_partitions: 100,
-        // The test edits the ownership table itself: no membership tick in between.
-        cluster_tick_ms: 3_600_000,
-        ..Settings::default()
-    });
+    let settings = Arc::new(common::cluster::in_process_settings(dir.path(), 2));
     let system = actix::System::new();
     let broker = system.block_on(async { kaas::server::Broker::start(&settings) }).expect("broker starts");
     let cluster_id: Arc<str> = "peer-markers".into();

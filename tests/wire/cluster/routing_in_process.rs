@@ -8,7 +8,6 @@ use crate::common;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use kaas::config::Settings;
 use kaas::protocol::{dispatch, Decoded, Request, Session};
 use kaas::server::Broker;
 use kaas::store::coordinator_key::{offsets_partition, txn_shard};
@@ -113,18 +112,7 @@ where
     F: std::future::Future<Output = ()>,
 {
     let dir = tempfile::tempdir().expect("temp dir");
-    let settings = Arc::new(Settings {
-        data_dir: dir.path().to_path_buf(),
-        partition_threads: 1,
-        connection_threads: 1,
-        sync_threads: 1,
-        txn_shards: SHARDS,
-        // 0 means "derive from the open-file limit", which the binary does at start-up.
-        max_partitions: 100,
-        // The tests edit the ownership table themselves: no membership tick in between.
-        cluster_tick_ms: 3_600_000,
-        ..Settings::default()
-    });
+    let settings = Arc::new(common::cluster::in_process_settings(dir.path(), SHARDS));
     let system = actix::System::new();
     let broker = system.block_on(async { Broker::start(&settings) }).expect("broker starts");
     let cluster_id: Arc<str> = "in-process".into();

@@ -1,4 +1,4 @@
-//! Group configs on the wire (store::group_config): DescribeConfigs of a GROUP lists Kafka 4.4's
+//! Group configs on the wire (store::configs::group): DescribeConfigs of a GROUP lists Kafka 4.4's
 //! non-internal group configs for any group name with the broker's values (DEFAULT_CONFIG), an
 //! empty name is INVALID_REQUEST; IncrementalAlterConfigs of a group sets and deletes the consumer
 //! group timers (GROUP_CONFIG, kept across a restart, applied to the group's heartbeats) and

@@ -17,7 +17,7 @@ pub async fn handle(s: Rc<Session>, version: i16, req: CreateTopicsRequest) -> C
     // Kafka's controller writes every record of one request as one bounded batch: past
     // MAX_RECORDS_PER_USER_OP the whole request fails with POLICY_VIOLATION and nothing is created.
     let records = req.topics.iter().fold(0usize, |sum, t| {
-        let partitions = if t.num_partitions == -1 { s.settings.num_partitions } else { t.num_partitions };
+        let partitions = if t.num_partitions == -1 { s.settings.log.num_partitions } else { t.num_partitions };
         sum.saturating_add(topics::creation_records(partitions, t.configs.len()))
     });
     if let Err(e) = topics::check_request_records(records) {

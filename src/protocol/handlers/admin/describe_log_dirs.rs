@@ -32,7 +32,7 @@ fn space(dir: &std::path::Path) -> (i64, i64) {
 }
 
 pub async fn handle(s: Rc<Session>, version: i16, req: DescribeLogDirsRequest) -> DescribeLogDirsResponse {
-    let data_dir = s.settings.data_dir.clone();
+    let data_dir = s.settings.broker.data_dir.clone();
     // The partitions asked about (all when null) that this broker leads.
     let metas = s.directory.topics().send(ListTopics).await.unwrap_or_default();
     let mut hosted: Vec<(String, Vec<i32>)> = Vec::new();

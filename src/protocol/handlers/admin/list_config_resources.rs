@@ -1,7 +1,7 @@
 //! ListConfigResources (key 74, KIP-1142; v0 was ListClientMetricsResources): the config
-//! resources of the types asked (store::config_resources::listed): the live brokers (BROKER and
+//! resources of the types asked (store::configs::resources::listed): the live brokers (BROKER and
 //! BROKER_LOGGER), every topic with the internal ones, the groups with configs set
-//! (store::group_config_store), and no client-metrics subscriptions (kaas has none).
+//! (store::configs::group_store), and no client-metrics subscriptions (kaas has none).
 
 use std::rc::Rc;
 
@@ -11,8 +11,8 @@ use kafka_protocol::messages::{ListConfigResourcesRequest, ListConfigResourcesRe
 use crate::actors::messages::ListTopics;
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
-use crate::store::config_resources::{listed, RESOURCE_GROUP, RESOURCE_TOPIC};
-use crate::store::group_config_store;
+use crate::store::configs::group_store;
+use crate::store::configs::resources::{listed, RESOURCE_GROUP, RESOURCE_TOPIC};
 use crate::store::topics::INTERNAL_TOPICS;
 
 pub async fn handle(s: Rc<Session>, version: i16, req: ListConfigResourcesRequest) -> ListConfigResourcesResponse {
@@ -34,8 +34,8 @@ pub async fn handle(s: Rc<Session>, version: i16, req: ListConfigResourcesReques
     let wants_groups = version >= 1 && (req.resource_types.is_empty() || req.resource_types.contains(&RESOURCE_GROUP));
     let mut groups = Vec::new();
     if wants_groups {
-        let dir = s.settings.data_dir.clone();
-        match tokio::task::spawn_blocking(move || group_config_store::load(&dir)).await {
+        let dir = s.settings.broker.data_dir.clone();
+        match tokio::task::spawn_blocking(move || group_store::load(&dir)).await {
             Ok(Ok(all)) => groups.extend(all.into_keys()),
             _ => {
                 resp.error_code = ResponseError::KafkaStorageError.code();

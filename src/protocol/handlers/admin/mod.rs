@@ -4,6 +4,7 @@
 //! ListPartitionReassignments).
 
 pub mod alter_configs;
+pub mod config_change;
 pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_topics;

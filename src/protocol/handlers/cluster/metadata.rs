@@ -41,7 +41,7 @@ pub(super) fn internal_entry(s: &Session, version: i16, name: &str) -> Option<Me
             Owned::GroupShard,
         ),
         TRANSACTION_STATE_TOPIC => {
-            let shards = i32::try_from(s.settings.txn_shards).unwrap_or(i32::MAX);
+            let shards = i32::try_from(s.settings.transactions.txn_shards).unwrap_or(i32::MAX);
             let owned = |p: i32| Owned::TxnShard(p.unsigned_abs());
             partitions_entry(s, name, internal_topic_id(&s.cluster_id, name), version, shards, owned)
         }

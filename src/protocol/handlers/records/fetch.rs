@@ -42,7 +42,7 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: FetchRequest) -> (FetchR
         Err(e) => return (session_error(e), Charge::none(), Vec::new()),
     };
     // The broker's fetch.max.bytes caps what a client may ask for (memory per response).
-    let cap = s.settings.fetch_max_bytes;
+    let cap = s.settings.network.fetch_max_bytes;
     let wanted: Vec<Wanted> = plan
         .partitions
         .iter()

@@ -6,7 +6,7 @@
 //! not be empty". A config no group overrides has the DEFAULT_CONFIG source and the broker's
 //! value; an override the GROUP_CONFIG source. kaas keeps per-group overrides of the consumer
 //! group protocol's timers, `consumer.session.timeout.ms` and `consumer.heartbeat.interval.ms`
-//! (store::group_config_store keeps them on the shared disk; the group coordinator applies them
+//! (store::configs::group_store keeps them on the shared disk; the group coordinator applies them
 //! at the next heartbeat), validated as Kafka's GroupConfig.validate does against the broker's
 //! bounds. `consumer.assignment.interval.ms` is 0 because kaas computes a new target assignment in
 //! the heartbeat that bumps the group epoch, and the share and streams group configs are Kafka's
@@ -18,22 +18,10 @@ use std::collections::BTreeMap;
 
 use thiserror::Error;
 
-use super::broker_config::{TYPE_BOOLEAN, TYPE_INT, TYPE_LIST, TYPE_LONG, TYPE_STRING};
-use super::topic_config::alter::{check_shape, AlterError, AlterOp, OP_APPEND, OP_DELETE, OP_SUBTRACT};
-use super::topic_config::describe::SOURCE_DEFAULT;
+use super::topic::alter::{check_shape, AlterError, AlterOp, OP_APPEND, OP_DELETE, OP_SUBTRACT};
+use super::{ConfigEntry, Synonym, SOURCE_DEFAULT, SOURCE_GROUP};
+use super::{TYPE_BOOLEAN, TYPE_INT, TYPE_LIST, TYPE_LONG, TYPE_STRING};
 use crate::error_code::ResponseError;
-
-/// One config of a group as DescribeConfigs gives it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GroupEntry {
-    pub name: &'static str,
-    /// None: Kafka's null (no value).
-    pub value: Option<String>,
-    pub config_type: i8,
-    pub source: i8,
-    /// The broker's value under an override (Kafka lists it as the DEFAULT_CONFIG synonym).
-    pub default: Option<String>,
-}
 
 /// The documentation DescribeConfigs gives a group config: what it means on kaas.
 pub fn group_doc(name: &str) -> &'static str {
@@ -55,9 +43,6 @@ pub fn group_doc(name: &str) -> &'static str {
         _ => "",
     }
 }
-
-/// Kafka's ConfigSource.GROUP_CONFIG: a value set on the group.
-pub const SOURCE_GROUP: i8 = 8;
 
 /// The group configs kaas stores per group.
 pub const SESSION_TIMEOUT: &str = "consumer.session.timeout.ms";
@@ -176,37 +161,35 @@ pub fn is_group_config(name: &str) -> bool {
         || INTERNAL.iter().any(|(n, _)| *n == name)
 }
 
+/// One group config: not read-only (Kafka can change it), its synonyms as Kafka's
+/// createGroupConfigEntry lists them: the group's value, then the broker's under an override.
+fn group_entry(name: &'static str, value: Option<String>, config_type: i8, broker: Option<String>) -> ConfigEntry {
+    let source = if broker.is_some() { SOURCE_GROUP } else { SOURCE_DEFAULT };
+    let mut synonyms = vec![Synonym { name: name.into(), value: value.clone(), source }];
+    if let Some(b) = broker {
+        synonyms.push(Synonym::new(name, b, SOURCE_DEFAULT));
+    }
+    ConfigEntry { name, value, source, config_type, read_only: false, synonyms, doc: group_doc(name).into() }
+}
+
 /// DescribeConfigs of group `name` with its `overrides`: every non-internal group config.
 pub fn describe_group(
     name: &str,
     defaults: GroupDefaults,
     overrides: Option<&GroupOverrides>,
-) -> Result<Vec<GroupEntry>, GroupConfigError> {
+) -> Result<Vec<ConfigEntry>, GroupConfigError> {
     if name.is_empty() {
         return Err(GroupConfigError::EmptyName);
     }
-    let entry = |name, value: Option<String>, config_type| GroupEntry {
-        name,
-        value,
-        config_type,
-        source: SOURCE_DEFAULT,
-        default: None,
-    };
     let stored = |name: &'static str, default: i32| match overrides.and_then(|o| o.get(name)) {
-        Some(v) => GroupEntry {
-            name,
-            value: Some(v.clone()),
-            config_type: TYPE_INT,
-            source: SOURCE_GROUP,
-            default: Some(default.to_string()),
-        },
-        None => entry(name, Some(default.to_string()), TYPE_INT),
+        Some(v) => group_entry(name, Some(v.clone()), TYPE_INT, Some(default.to_string())),
+        None => group_entry(name, Some(default.to_string()), TYPE_INT, None),
     };
     let mut out = vec![
         stored(SESSION_TIMEOUT, defaults.consumer_session_timeout_ms),
         stored(HEARTBEAT_INTERVAL, defaults.consumer_heartbeat_interval_ms),
     ];
-    out.extend(FIXED.iter().map(|(n, t, v)| entry(n, v.map(str::to_string), *t)));
+    out.extend(FIXED.iter().map(|(n, t, v)| group_entry(n, v.map(str::to_string), *t, None)));
     Ok(out)
 }
 
@@ -267,7 +250,7 @@ pub fn alter_group(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::topic_config::alter::OP_SET;
+    use crate::store::configs::topic::alter::OP_SET;
 
     const DEFAULTS: GroupDefaults =
         GroupDefaults { consumer_session_timeout_ms: 45_000, consumer_heartbeat_interval_ms: 5000 };
@@ -298,7 +281,9 @@ mod tests {
         let o = GroupOverrides::from([(SESSION_TIMEOUT.to_string(), "50000".to_string())]);
         let all = describe_group("g", DEFAULTS, Some(&o)).unwrap();
         let e = all.iter().find(|e| e.name == SESSION_TIMEOUT).unwrap();
-        assert_eq!((e.value.as_deref(), e.source, e.default.as_deref()), (Some("50000"), SOURCE_GROUP, Some("45000")));
+        assert_eq!((e.value.as_deref(), e.source), (Some("50000"), SOURCE_GROUP));
+        let synonyms: Vec<_> = e.synonyms.iter().map(|s| (s.value.as_deref(), s.source)).collect();
+        assert_eq!(synonyms, [(Some("50000"), SOURCE_GROUP), (Some("45000"), SOURCE_DEFAULT)]);
         assert_eq!(consumer_timers(Some(&o), DEFAULTS), (50_000, 5000));
     }
 

@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 
 use thiserror::Error;
 
-use super::log::LogConfig;
-use super::validate::TimestampPolicy;
 use crate::error_code::ResponseError;
+use crate::store::log::LogConfig;
+use crate::store::validate::TimestampPolicy;
 use table::{ConfigDef, Honour, Kind, Valid};
 
 /// Kafka 4.x `segment.bytes` minimum (KIP-1030 raised it from 14 to 1 MiB).

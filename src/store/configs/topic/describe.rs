@@ -3,57 +3,45 @@
 
 use std::collections::BTreeMap;
 
+use std::borrow::Cow;
+
+use super::super::{ConfigEntry, Synonym, SOURCE_DEFAULT, SOURCE_DYNAMIC_TOPIC, SOURCE_STATIC_BROKER};
 use super::table::{self, ConfigDef};
 use super::{check_value, BrokerDefaults};
-
-/// DescribeConfigs ConfigSource ids.
-pub const SOURCE_DYNAMIC_TOPIC: i8 = 1;
-pub const SOURCE_STATIC_BROKER: i8 = 4;
-pub const SOURCE_DEFAULT: i8 = 5;
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Synonym {
-    pub name: String,
-    pub value: String,
-    pub source: i8,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Described {
-    pub name: &'static str,
-    pub value: String,
-    pub source: i8,
-    pub config_type: i8,
-    /// Most specific first, as Kafka lists them.
-    pub synonyms: Vec<Synonym>,
-    pub doc: &'static str,
-}
 
 fn same(def: &ConfigDef, a: &str, b: &str) -> bool {
     a == b || check_value(def, a).ok() == check_value(def, b).ok()
 }
 
-fn describe_one(def: &'static ConfigDef, defaults: &BrokerDefaults, topic_value: Option<&String>) -> Described {
+fn describe_one(def: &'static ConfigDef, defaults: &BrokerDefaults, topic_value: Option<&String>) -> ConfigEntry {
     let mut synonyms = Vec::new();
     if let Some(v) = topic_value {
-        synonyms.push(Synonym { name: def.name.into(), value: v.clone(), source: SOURCE_DYNAMIC_TOPIC });
+        synonyms.push(Synonym::new(def.name, v.clone(), SOURCE_DYNAMIC_TOPIC));
     }
     // kaas's own setting shows as a static broker config where it differs from Kafka's default.
     let broker = defaults.value(def.name).filter(|v| !same(def, v, def.default));
     if let Some(v) = &broker {
         let name = def.synonym.unwrap_or(def.name).to_string();
-        synonyms.push(Synonym { name, value: v.clone(), source: SOURCE_STATIC_BROKER });
+        synonyms.push(Synonym::new(name, v.clone(), SOURCE_STATIC_BROKER));
     }
     // Kafka's retention.ms default derives from log.retention.hours, so it names no synonym.
     if let Some(name) = def.synonym.filter(|_| def.name != "retention.ms") {
-        synonyms.push(Synonym { name: name.into(), value: def.default.into(), source: SOURCE_DEFAULT });
+        synonyms.push(Synonym::new(name, def.default, SOURCE_DEFAULT));
     }
     let (value, source) = match (topic_value, broker) {
         (Some(v), _) => (v.clone(), SOURCE_DYNAMIC_TOPIC),
         (None, Some(v)) => (v, SOURCE_STATIC_BROKER),
         (None, None) => (def.default.to_string(), SOURCE_DEFAULT),
     };
-    Described { name: def.name, value, source, config_type: def.kind as i8, synonyms, doc: def.doc }
+    ConfigEntry {
+        name: def.name,
+        value: Some(value),
+        source,
+        config_type: def.kind as i8,
+        read_only: false,
+        synonyms,
+        doc: Cow::Borrowed(def.doc),
+    }
 }
 
 /// The configs Apache Kafka gives its internal topics when it creates them, which it then
@@ -82,7 +70,7 @@ pub fn internal_topic_configs(name: &str) -> Option<BTreeMap<String, String>> {
 }
 
 /// Every topic config of Kafka, in its order.
-pub fn describe_topic(defaults: &BrokerDefaults, configs: &BTreeMap<String, String>) -> Vec<Described> {
+pub fn describe_topic(defaults: &BrokerDefaults, configs: &BTreeMap<String, String>) -> Vec<ConfigEntry> {
     table::TOPIC_CONFIGS.iter().map(|d| describe_one(d, defaults, configs.get(d.name))).collect()
 }
 
@@ -90,7 +78,7 @@ pub fn describe_topic(defaults: &BrokerDefaults, configs: &BTreeMap<String, Stri
 mod tests {
     use super::*;
 
-    fn find<'a>(all: &'a [Described], name: &str) -> &'a Described {
+    fn find<'a>(all: &'a [ConfigEntry], name: &str) -> &'a ConfigEntry {
         all.iter().find(|d| d.name == name).unwrap()
     }
 
@@ -99,11 +87,8 @@ mod tests {
         let all = describe_topic(&BrokerDefaults::default(), &BTreeMap::new());
         assert_eq!(all.len(), 37);
         let d = find(&all, "max.message.bytes");
-        assert_eq!((d.value.as_str(), d.source, d.config_type), ("1048588", SOURCE_DEFAULT, 3));
-        assert_eq!(
-            d.synonyms,
-            vec![Synonym { name: "message.max.bytes".into(), value: "1048588".into(), source: SOURCE_DEFAULT }]
-        );
+        assert_eq!((d.value_str(), d.source, d.config_type), ("1048588", SOURCE_DEFAULT, 3));
+        assert_eq!(d.synonyms, vec![Synonym::new("message.max.bytes", "1048588", SOURCE_DEFAULT)]);
         assert!(find(&all, "retention.ms").synonyms.is_empty());
     }
 
@@ -111,7 +96,7 @@ mod tests {
     fn a_topic_value_is_dynamic_topic_config_listed_first() {
         let set = BTreeMap::from([("max.message.bytes".to_string(), "3000000".to_string())]);
         let d = find(&describe_topic(&BrokerDefaults::default(), &set), "max.message.bytes").clone();
-        assert_eq!((d.value.as_str(), d.source), ("3000000", SOURCE_DYNAMIC_TOPIC));
+        assert_eq!((d.value_str(), d.source), ("3000000", SOURCE_DYNAMIC_TOPIC));
         assert_eq!(d.synonyms.iter().map(|s| s.source).collect::<Vec<_>>(), [SOURCE_DYNAMIC_TOPIC, SOURCE_DEFAULT]);
     }
 
@@ -119,18 +104,15 @@ mod tests {
     fn a_broker_setting_other_than_kafkas_default_is_static_broker_config() {
         let defaults = BrokerDefaults { retention_ms: 1000, ..BrokerDefaults::default() };
         let d = find(&describe_topic(&defaults, &BTreeMap::new()), "retention.ms").clone();
-        assert_eq!((d.value.as_str(), d.source), ("1000", SOURCE_STATIC_BROKER));
-        assert_eq!(
-            d.synonyms,
-            vec![Synonym { name: "log.retention.ms".into(), value: "1000".into(), source: SOURCE_STATIC_BROKER }]
-        );
+        assert_eq!((d.value_str(), d.source), ("1000", SOURCE_STATIC_BROKER));
+        assert_eq!(d.synonyms, vec![Synonym::new("log.retention.ms", "1000", SOURCE_STATIC_BROKER)]);
     }
 
     #[test]
     fn internal_topics_show_the_configs_kafka_creates_them_with() {
         let offsets = internal_topic_configs("__consumer_offsets").unwrap();
         let all = describe_topic(&BrokerDefaults::default(), &offsets);
-        let shown = |all: &[Described], n: &str| (find(all, n).value.clone(), find(all, n).source);
+        let shown = |all: &[ConfigEntry], n: &str| (find(all, n).value_str().to_string(), find(all, n).source);
         assert_eq!(shown(&all, "cleanup.policy"), ("compact".into(), SOURCE_DYNAMIC_TOPIC));
         assert_eq!(shown(&all, "compression.type"), ("producer".into(), SOURCE_DYNAMIC_TOPIC));
         assert_eq!(shown(&all, "segment.bytes"), ("104857600".into(), SOURCE_DYNAMIC_TOPIC));

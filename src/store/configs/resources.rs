@@ -7,9 +7,9 @@ use std::collections::HashMap;
 
 use thiserror::Error;
 
-use super::topic_config::alter::{check_shape, AlterError, AlterOp, OP_APPEND, OP_DELETE, OP_SUBTRACT};
-use super::topics::is_internal;
+use super::topic::alter::{check_shape, AlterError, AlterOp, OP_APPEND, OP_DELETE, OP_SUBTRACT};
 use crate::error_code::ResponseError;
+use crate::store::topics::is_internal;
 
 /// ConfigResource.Type ids.
 pub const RESOURCE_TOPIC: i8 = 2;
@@ -150,7 +150,7 @@ pub fn listable_types(version: i16) -> &'static [i8] {
 /// ListConfigResources: the (name, type) of every config resource of the `requested` types (all
 /// listable ones when none is named), in Kafka's order: GROUP, CLIENT_METRICS, BROKER_LOGGER,
 /// BROKER, TOPIC. Kafka lists the groups and client-metrics subscriptions that have configs set:
-/// `groups` (store::group_config_store), and kaas has no client-metrics subscriptions. Every live broker is a BROKER and a BROKER_LOGGER
+/// `groups` (store::configs::group_store), and kaas has no client-metrics subscriptions. Every live broker is a BROKER and a BROKER_LOGGER
 /// resource; every topic, the internal ones included, a TOPIC. A type the version cannot list
 /// fails the whole request with UNSUPPORTED_VERSION, as Kafka answers.
 pub fn listed(
@@ -183,7 +183,7 @@ pub fn listed(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::topic_config::alter::OP_SET;
+    use crate::store::configs::topic::alter::OP_SET;
 
     fn op(name: &str, op: i8) -> AlterOp {
         AlterOp { name: name.into(), op, value: Some("1".into()) }

@@ -1,5 +1,5 @@
 //! Per-group config overrides on the shared disk: `<data>/__cluster/group_configs.json` (group id
-//! -> its overrides, store::group_config), read whole and rewritten crash-safely under the lock
+//! -> its overrides, store::configs::group), read whole and rewritten crash-safely under the lock
 //! file `group_configs.lock`, so brokers sharing the disk never interleave two changes. The
 //! group coordinator reads the file again while it has consumer groups (a change made on
 //! another broker reaches it within seconds); the broker that made a change tells its own
@@ -10,11 +10,11 @@ use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::cluster::file_lock;
-use super::durable::create_dir_all_durable;
-use super::durable::write_atomic;
-use super::group_config::{GroupConfigError, GroupOverrides, MAX_GROUPS_WITH_CONFIGS};
+use super::group::{GroupConfigError, GroupOverrides, MAX_GROUPS_WITH_CONFIGS};
 use crate::error_code::ResponseError;
+use crate::store::cluster::file_lock;
+use crate::store::durable::create_dir_all_durable;
+use crate::store::durable::write_atomic;
 
 /// Every group's overrides.
 pub type AllGroupConfigs = BTreeMap<String, GroupOverrides>;

@@ -1,0 +1,222 @@
+//! Typed settings: embedded defaults < TOML file < `KAAS_*` environment < command-line flags.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::store::log::file_cache::FileCache;
+use crate::store::log::LogConfig;
+
+mod declare;
+mod settings;
+
+pub use declare::{plain, settings_table, Bounds, Declared, KafkaConfig};
+pub use settings::{
+    BrokerSettings, ClusterSettings, GroupSettings, LogSettings, NetworkSettings, Settings, TransactionSettings,
+};
+
+pub use crate::store::producer_ids::{MAX_NODE_ID, MAX_TXN_SHARDS};
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("configuration: {0}")]
+    Load(#[from] config::ConfigError),
+    #[error("invalid setting {0}: {1}")]
+    Invalid(&'static str, String),
+}
+
+/// `when_fenced`: what a fenced broker does (actors::membership).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WhenFenced {
+    /// Start again in place (the same command line, a new process image and incarnation).
+    Rejoin,
+    /// Exit with code 75 (EX_TEMPFAIL) for a supervisor to restart.
+    Exit,
+}
+
+/// Values given on the command line; they win over everything else.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    pub data_dir: Option<PathBuf>,
+    pub listen: Option<String>,
+    pub node_id: Option<i32>,
+}
+
+impl Settings {
+    pub fn load(file: Option<&Path>, overrides: &Overrides) -> Result<Settings, ConfigError> {
+        let mut s = Settings::default();
+        if let Some(path) = file {
+            let source = config::File::from(path).format(config::FileFormat::Toml).required(true);
+            let values = config::Config::builder().add_source(source).build()?.cache.into_table()?;
+            // Kafka too warns of a config it does not know rather than refusing to start.
+            for (key, value) in values {
+                if !s.set(&key, value)? {
+                    tracing::warn!("{}: {key} is not a kaas setting (docs/configuration.md); ignored", path.display());
+                }
+            }
+        }
+        // `KAAS_*` variables of other tools (the tests' KAAS_BIN, ...) are not settings: only
+        // the settings' keys are taken.
+        let env = config::Environment::with_prefix("KAAS").prefix_separator("_").try_parsing(true);
+        for (key, value) in config::Config::builder().add_source(env).build()?.cache.into_table()? {
+            s.set(&key, value)?;
+        }
+        if let Some(d) = &overrides.data_dir {
+            s.broker.data_dir = d.clone();
+        }
+        if let Some(l) = &overrides.listen {
+            s.network.listen = l.clone();
+        }
+        if let Some(n) = overrides.node_id {
+            s.broker.node_id = n;
+        }
+        if s.log.max_partitions == 0 {
+            // Older releases documented 0 as "auto".
+            s.log.max_partitions = crate::store::topics::DEFAULT_MAX_PARTITIONS;
+        }
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// The consumer group protocol's settings (KIP-848).
+    pub fn consumer_group_config(&self) -> crate::store::group::consumer::ConsumerConfig {
+        use crate::store::group::consumer::{Assignor, ConsumerConfig};
+        let g = &self.groups;
+        let assignors: Vec<Assignor> =
+            g.group_consumer_assignors.iter().filter_map(|n| Assignor::from_name(n)).collect();
+        ConsumerConfig {
+            heartbeat_interval_ms: g.group_consumer_heartbeat_interval_ms,
+            session_timeout_ms: g.group_consumer_session_timeout_ms,
+            max_size: g.group_consumer_max_size as usize,
+            assignors: if assignors.is_empty() { ConsumerConfig::default().assignors } else { assignors },
+        }
+    }
+
+    /// Kafka's group.consumer.migration.policy; None when the setting names no policy.
+    pub fn migration_policy(&self) -> Option<crate::store::group::MigrationPolicy> {
+        crate::store::group::MigrationPolicy::parse(&self.groups.group_consumer_migration_policy)
+    }
+
+    /// Each setting within its declared bounds (config/settings.rs), then the rules between
+    /// settings.
+    fn validate(&self) -> Result<(), ConfigError> {
+        self.check_declared()?;
+        let (g, c) = (&self.groups, &self.cluster);
+        // Kafka's group.consumer.*: intervals of at least 1 ms, the interval below the timeout.
+        if g.group_consumer_heartbeat_interval_ms < 1
+            || g.group_consumer_session_timeout_ms <= g.group_consumer_heartbeat_interval_ms
+        {
+            return Err(ConfigError::Invalid(
+                "group_consumer_session_timeout_ms",
+                format!(
+                    "{} (must be above group_consumer_heartbeat_interval_ms {}, which must be >= 1)",
+                    g.group_consumer_session_timeout_ms, g.group_consumer_heartbeat_interval_ms
+                ),
+            ));
+        }
+        // A broker must renew several times within the two thirds of the timeout it has to
+        // prove its own lease fresh.
+        if c.broker_heartbeat_interval_ms.saturating_mul(3) > c.broker_session_timeout_ms {
+            return Err(ConfigError::Invalid(
+                "broker_session_timeout_ms",
+                format!(
+                    "{} (must be at least 3 x broker_heartbeat_interval_ms {})",
+                    c.broker_session_timeout_ms, c.broker_heartbeat_interval_ms
+                ),
+            ));
+        }
+        let known = |n: &String| crate::store::group::consumer::Assignor::from_name(n).is_some();
+        if g.group_consumer_assignors.is_empty() || !g.group_consumer_assignors.iter().all(known) {
+            return Err(ConfigError::Invalid(
+                "group_consumer_assignors",
+                format!("{:?} (known: uniform, range)", g.group_consumer_assignors),
+            ));
+        }
+        let (n, l) = (&self.network, &self.log);
+        // A batch must fit in a request, and one request of the largest size in the pool.
+        if l.max_message_bytes > n.max_request_bytes {
+            let why = format!("{} (must be <= max_request_bytes {})", l.max_message_bytes, n.max_request_bytes);
+            return Err(ConfigError::Invalid("max_message_bytes", why));
+        }
+        at_least("queued_max_request_bytes", n.queued_max_request_bytes, n.max_request_bytes)?;
+        // Auto-created topics must fit under an explicit partition limit.
+        at_least("max_partitions", i64::from(l.max_partitions), i64::from(l.num_partitions))?;
+        Ok(())
+    }
+
+    pub fn advertised(&self) -> (String, i32) {
+        let addr = self.network.advertised_listener.as_deref().unwrap_or(&self.network.listen);
+        match addr.rsplit_once(':') {
+            Some((host, port)) => (host.to_string(), port.parse().unwrap_or(9092)),
+            None => (addr.to_string(), 9092),
+        }
+    }
+
+    /// The broker settings topic configs default to.
+    pub fn topic_defaults(&self) -> crate::store::configs::topic::BrokerDefaults {
+        let l = &self.log;
+        crate::store::configs::topic::BrokerDefaults {
+            retention_ms: l.retention_ms,
+            retention_bytes: l.retention_bytes,
+            segment_bytes: l.segment_bytes,
+            max_message_bytes: l.max_message_bytes,
+            timestamp_type: l.log_message_timestamp_type.clone(),
+            before_max_ms: l.log_message_timestamp_before_max_ms,
+            after_max_ms: l.log_message_timestamp_after_max_ms,
+        }
+    }
+
+    /// The broker's log settings, with its one cache of open segment files.
+    pub fn log_config(&self, files: std::sync::Arc<FileCache>) -> LogConfig {
+        LogConfig {
+            segment_bytes: self.log.segment_bytes,
+            retention_ms: self.log.retention_ms,
+            retention_bytes: self.log.retention_bytes,
+            index_interval_bytes: 4096,
+            files,
+        }
+    }
+
+    pub fn threads(n: usize) -> usize {
+        if n == 0 {
+            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
+        } else {
+            n
+        }
+    }
+}
+
+/// `value` of setting `name` must be at least `min`.
+fn at_least<T: PartialOrd + std::fmt::Display>(name: &'static str, value: T, min: T) -> Result<(), ConfigError> {
+    if value < min {
+        return Err(ConfigError::Invalid(name, format!("{value} (must be >= {min})")));
+    }
+    Ok(())
+}
+
+/// `value` of setting `name` must be one of `choices` (in any case when `any_case`).
+fn one_of(name: &'static str, value: &str, choices: &[&str], any_case: bool) -> Result<(), ConfigError> {
+    let known = |c: &&str| if any_case { c.eq_ignore_ascii_case(value) } else { *c == value };
+    if !choices.iter().any(known) {
+        return Err(ConfigError::Invalid(name, format!("{value} (known: {})", choices.join(", "))));
+    }
+    Ok(())
+}
+
+/// `value` of setting `name` must be in `[min, max]`.
+fn in_range<T: PartialOrd + std::fmt::Display>(
+    name: &'static str,
+    value: T,
+    min: T,
+    max: T,
+) -> Result<(), ConfigError> {
+    if value < min || value > max {
+        return Err(ConfigError::Invalid(name, format!("{value} (must be in [{min}, {max}])")));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
