@@ -1,6 +1,8 @@
 //! The layering ARCHITECTURE.md describes, checked on the sources: `store` (the functional core)
 //! imports nothing from `actors`, `protocol` or `server`; `actors` nothing from `protocol` or
-//! `server`; no cycle between the modules of the crate; no source file much over 800 lines.
+//! `server`; no cycle between the modules of the crate; no source file much over 800 lines;
+//! `unsafe` only in `sys`; no wire code as an error outside `protocol`; ARCHITECTURE.md names
+//! every module of `store` and `actors`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -278,4 +280,32 @@ fn unsafe_only_in_sys() {
     assert!(found.is_empty(), "unsafe outside src/sys.rs: {found:#?}");
     let outgoing = code_of(&fs::read_to_string(&allowed[1]).expect("source is readable"));
     assert_eq!(outgoing.matches("unsafe").count(), 3, "protocol::outgoing: only the BufMut impl is unsafe");
+}
+
+/// ARCHITECTURE.md names every module of `store` and `actors`: as `store::x` / `actors::x`, or as
+/// `` `x` `` on a line that names a sibling as `store::` / `actors::` (a table row of several).
+#[test]
+fn architecture_md_names_every_store_and_actors_module() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let mut missing = Vec::new();
+    for layer in ["store", "actors"] {
+        let mut names: Vec<String> = std::fs::read_dir(root.join("src").join(layer))
+            .expect("layer dir")
+            .map(|e| e.expect("dir entry").file_name().to_string_lossy().trim_end_matches(".rs").to_string())
+            .filter(|n| n != "mod" && n != "tests")
+            .collect();
+        names.sort();
+        names.dedup();
+        for name in names {
+            let qualified = format!("{layer}::{name}");
+            let named = doc.lines().any(|l| {
+                l.contains(&qualified) || (l.contains(&format!("`{layer}::")) && l.contains(&format!("`{name}`")))
+            });
+            if !named {
+                missing.push(qualified);
+            }
+        }
+    }
+    assert!(missing.is_empty(), "modules ARCHITECTURE.md does not name: {missing:?}");
 }
