@@ -9,10 +9,11 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
-step "system packages (kcat, Java 17+, Maven, Node.js and npm when missing)"
+step "system packages (kcat, openssl, Java 17+, Maven, Node.js and npm when missing)"
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 missing=()
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)

@@ -9,11 +9,14 @@ use crate::store::log::file_cache::FileCache;
 use crate::store::log::LogConfig;
 
 mod declare;
+mod listeners;
 mod settings;
 
 pub use declare::{plain, settings_table, Bounds, Declared, KafkaConfig};
+pub use listeners::{parse_listeners, Listener, SecurityProtocol};
 pub use settings::{
-    BrokerSettings, ClusterSettings, GroupSettings, LogSettings, NetworkSettings, Settings, TransactionSettings,
+    BrokerSettings, ClusterSettings, GroupSettings, LogSettings, NetworkSettings, SecuritySettings, Settings,
+    TransactionSettings,
 };
 
 pub use crate::store::producer_ids::{MAX_NODE_ID, MAX_TXN_SHARDS};
@@ -134,6 +137,7 @@ impl Settings {
                 format!("{:?} (known: uniform, range)", g.group_consumer_assignors),
             ));
         }
+        self.validate_security()?;
         let (n, l) = (&self.network, &self.log);
         // A batch must fit in a request, and one request of the largest size in the pool.
         if l.max_message_bytes > n.max_request_bytes {
@@ -146,12 +150,80 @@ impl Settings {
         Ok(())
     }
 
-    pub fn advertised(&self) -> (String, i32) {
-        let addr = self.network.advertised_listener.as_deref().unwrap_or(&self.network.listen);
-        match addr.rsplit_once(':') {
-            Some((host, port)) => (host.to_string(), port.parse().unwrap_or(9092)),
-            None => (addr.to_string(), 9092),
+    /// The listeners this broker serves: `listeners`, and `listen` as the PLAINTEXT one unless
+    /// `listeners` names one (config/listeners.rs). Checked at load.
+    pub fn listeners(&self) -> Vec<Listener> {
+        let mut out = parse_listeners(&self.security.listeners).unwrap_or_default();
+        let has_plaintext = out.iter().any(|l| l.protocol == SecurityProtocol::Plaintext);
+        if !has_plaintext && !self.network.listen.is_empty() {
+            let (host, port) = host_port(&self.network.listen);
+            out.insert(0, Listener { protocol: SecurityProtocol::Plaintext, host, port });
         }
+        out
+    }
+
+    /// What each listener gives clients: its `advertised_listeners` entry, else (PLAINTEXT)
+    /// `advertised_listener`, else its own address (an empty host: this machine's name).
+    pub fn advertised_listeners(&self) -> Vec<Listener> {
+        let named = parse_listeners(&self.security.advertised_listeners).unwrap_or_default();
+        self.listeners()
+            .into_iter()
+            .map(|l| {
+                if let Some(a) = named.iter().find(|a| a.protocol == l.protocol) {
+                    return a.clone();
+                }
+                if let (SecurityProtocol::Plaintext, Some(a)) = (l.protocol, &self.network.advertised_listener) {
+                    let (host, port) = host_port(a);
+                    return Listener { protocol: l.protocol, host, port };
+                }
+                if l.host.is_empty() {
+                    return Listener { host: this_host(), ..l };
+                }
+                l
+            })
+            .collect()
+    }
+
+    /// The address peers reach this broker at (its inter-broker listener: PLAINTEXT when it has
+    /// one, else the first), as (host, port).
+    pub fn advertised(&self) -> (String, i32) {
+        let all = self.advertised_listeners();
+        let l = all.iter().find(|l| l.protocol == SecurityProtocol::Plaintext).or(all.first());
+        l.map(|l| (l.host.clone(), i32::from(l.port))).unwrap_or_else(|| ("127.0.0.1".into(), 9092))
+    }
+
+    /// Listeners and what their protocols need (a certificate for TLS, known mechanisms).
+    fn validate_security(&self) -> Result<(), ConfigError> {
+        let sec = &self.security;
+        let listeners = parse_listeners(&sec.listeners).map_err(|e| ConfigError::Invalid("listeners", e))?;
+        let advertised =
+            parse_listeners(&sec.advertised_listeners).map_err(|e| ConfigError::Invalid("advertised_listeners", e))?;
+        if let Some(a) = advertised.iter().find(|a| !listeners.iter().any(|l| l.protocol == a.protocol)) {
+            let why = format!("{a}: no such listener in `listeners`");
+            return Err(ConfigError::Invalid("advertised_listeners", why));
+        }
+        let all = self.listeners();
+        if all.is_empty() {
+            return Err(ConfigError::Invalid("listeners", "no listener: set `listen` or `listeners`".into()));
+        }
+        if all.iter().any(|l| l.protocol.tls()) && sec.ssl_keystore_location.is_empty() {
+            let why = "an SSL or SASL_SSL listener needs ssl_keystore_location".to_string();
+            return Err(ConfigError::Invalid("ssl_keystore_location", why));
+        }
+        if sec.ssl_client_auth != "none" && sec.ssl_truststore_location.is_empty() {
+            let why = format!("ssl_client_auth = {} needs ssl_truststore_location", sec.ssl_client_auth);
+            return Err(ConfigError::Invalid("ssl_truststore_location", why));
+        }
+        let known = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];
+        if let Some(m) = sec.sasl_enabled_mechanisms.iter().find(|m| !known.contains(&m.as_str())) {
+            let why = format!("{m} (known: {})", known.join(", "));
+            return Err(ConfigError::Invalid("sasl_enabled_mechanisms", why));
+        }
+        if all.iter().any(|l| l.protocol.sasl()) && sec.sasl_enabled_mechanisms.is_empty() {
+            let why = "a SASL listener needs at least one mechanism".to_string();
+            return Err(ConfigError::Invalid("sasl_enabled_mechanisms", why));
+        }
+        Ok(())
     }
 
     /// The broker settings topic configs default to.
@@ -186,6 +258,23 @@ impl Settings {
             n
         }
     }
+}
+
+/// HOST:PORT as (host, port); the port 9092 when it is missing or not a number.
+fn host_port(address: &str) -> (String, u16) {
+    match address.rsplit_once(':') {
+        Some((host, port)) => (host.to_string(), port.parse().unwrap_or(9092)),
+        None => (address.to_string(), 9092),
+    }
+}
+
+/// This machine's name (what Kafka advertises for a listener without a host).
+fn this_host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
 }
 
 /// `value` of setting `name` must be at least `min`.

@@ -14,8 +14,9 @@ use crate::store::topics::DEFAULT_MAX_PARTITIONS;
 /// Kafka's INT settings are at most this.
 const INT_MAX: usize = i32::MAX as usize;
 
-fn plaintext(hostport: &str) -> String {
-    format!("PLAINTEXT://{hostport}")
+/// Kafka's form of a listener list.
+fn kafka_listeners(list: Vec<super::Listener>) -> String {
+    list.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(",")
 }
 
 settings! {
@@ -42,14 +43,12 @@ settings! {
 
     /// Listening, connections, requests and what one answer may hold.
     network: NetworkSettings {
-        /// Address the listener binds, HOST:PORT.
-        listen: String = "127.0.0.1:9092".into(),
-            kafka "listeners" TYPE_LIST Some("PLAINTEXT://:9092") => |s| plaintext(&s.network.listen);
-        /// HOST:PORT given to clients in Metadata and FindCoordinator answers; none: `listen`.
-        advertised_listener: Option<String> = None,
-            kafka "advertised.listeners" TYPE_LIST None => |s| {
-                plaintext(s.network.advertised_listener.as_deref().unwrap_or(&s.network.listen))
-            };
+        /// Address the PLAINTEXT listener binds, HOST:PORT, unless `listeners` names a PLAINTEXT
+        /// listener; empty: none.
+        listen: String = "127.0.0.1:9092".into();
+        /// HOST:PORT the PLAINTEXT listener gives clients in Metadata and FindCoordinator
+        /// answers; none: `listen`.
+        advertised_listener: Option<String> = None;
         /// Largest request frame (Kafka's `socket.request.max.bytes`); a longer frame closes the
         /// connection.
         max_request_bytes: usize = 100 * 1024 * 1024, range 64, INT_MAX,
@@ -237,6 +236,49 @@ settings! {
         /// removed.
         offsets_retention_check_interval_ms: u64 = 600_000,
             kafka "offsets.retention.check.interval.ms" TYPE_LONG Some("600000");
+    }
+
+    /// Listeners, TLS and SASL (docs/security.md).
+    security: SecuritySettings {
+        /// Listeners as Kafka writes them, `NAME://HOST:PORT` separated by commas, each name one
+        /// of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL (its security protocol) and at most once;
+        /// an empty host binds every interface. A PLAINTEXT listener named here replaces `listen`.
+        listeners: String = String::new(),
+            kafka "listeners" TYPE_LIST Some("PLAINTEXT://:9092") => |s| kafka_listeners(s.listeners());
+        /// Kafka's `advertised.listeners`: what each listener gives clients in Metadata and
+        /// FindCoordinator answers (`NAME://HOST:PORT`, by listener name); a listener not named
+        /// here gives its own address (the PLAINTEXT one `advertised_listener`).
+        advertised_listeners: String = String::new(),
+            kafka "advertised.listeners" TYPE_LIST None => |s| kafka_listeners(s.advertised_listeners());
+        /// PEM file with this broker's certificate chain and its private key (unencrypted), for
+        /// the SSL and SASL_SSL listeners (Kafka's `ssl.keystore.location` with
+        /// `ssl.keystore.type=PEM`). Read again on SIGHUP.
+        ssl_keystore_location: String = String::new(),
+            kafka "ssl.keystore.location" TYPE_STRING None;
+        /// PEM file with the CA certificates that sign client certificates
+        /// (`ssl.truststore.location`).
+        ssl_truststore_location: String = String::new(),
+            kafka "ssl.truststore.location" TYPE_STRING None;
+        /// Kafka's `ssl.client.auth`: whether TLS clients present a certificate, checked against
+        /// `ssl_truststore_location`; on an SSL listener its subject is the principal
+        /// (`User:CN=...`), without one the principal is ANONYMOUS.
+        ssl_client_auth: String = "none".into(), one_of ["none", "requested", "required"],
+            kafka "ssl.client.auth" TYPE_STRING Some("none");
+        /// Kafka's `sasl.enabled.mechanisms` of the SASL listeners: `PLAIN`, `SCRAM-SHA-256`,
+        /// `SCRAM-SHA-512`.
+        sasl_enabled_mechanisms: Vec<String> = vec!["SCRAM-SHA-512".into(), "SCRAM-SHA-256".into(), "PLAIN".into()],
+            kafka "sasl.enabled.mechanisms" TYPE_LIST Some("GSSAPI");
+        /// The users SASL/PLAIN accepts and their passwords, a TOML table (`alice = "secret"`),
+        /// as Kafka's PlainLoginModule `user_alice="secret"`. Use PLAIN over TLS only.
+        sasl_plain_users: std::collections::BTreeMap<String, String> = Default::default();
+        /// SCRAM users (a TOML table of user and password) written to the shared disk, salted,
+        /// when the cluster's credentials file does not exist yet (the first start), as Kafka's
+        /// `kafka-storage format --add-scram`; for both SCRAM mechanisms.
+        scram_users_at_first_start: std::collections::BTreeMap<String, String> = Default::default();
+        /// Kafka's `connection.failed.authentication.delay.ms`: a failed authentication is
+        /// answered this long after it failed, and the connection closed.
+        connection_failed_authentication_delay_ms: u64 = 100,
+            kafka "connection.failed.authentication.delay.ms" TYPE_INT Some("100");
     }
 
     /// Brokers sharing one data directory (docs/cluster.md).

@@ -174,3 +174,49 @@ fn debug_skip_fsync_is_off_unless_set() {
     std::fs::write(&file, "debug_skip_fsync = true\n").unwrap();
     assert!(Settings::load(Some(&file), &Overrides::default()).unwrap().log.debug_skip_fsync);
 }
+
+#[test]
+fn listen_is_the_plaintext_listener_unless_listeners_names_one() {
+    let s = load_toml("listeners = \"SASL_SSL://:9093\"\nssl_keystore_location = \"k.pem\"\n").unwrap();
+    let names: Vec<String> = s.listeners().iter().map(|l| l.to_string()).collect();
+    assert_eq!(names, ["PLAINTEXT://127.0.0.1:9092", "SASL_SSL://:9093"]);
+    let s = load_toml("listeners = \"PLAINTEXT://0.0.0.0:7000\"\n").unwrap();
+    assert_eq!(s.listeners().iter().map(|l| l.to_string()).collect::<Vec<_>>(), ["PLAINTEXT://0.0.0.0:7000"]);
+    assert!(refused("listen = \"\"\n", "listeners"), "no listener at all");
+}
+
+#[test]
+fn a_tls_listener_needs_a_keystore_and_client_auth_a_truststore() {
+    assert!(refused("listeners = \"SSL://:9093\"\n", "ssl_keystore_location"));
+    assert!(refused("ssl_client_auth = \"required\"\n", "ssl_truststore_location"));
+    assert!(refused("ssl_client_auth = \"sometimes\"\n", "ssl_client_auth"));
+}
+
+#[test]
+fn advertised_listeners_are_per_listener_name() {
+    let s = load_toml(
+        "listeners = \"SASL_SSL://:9093\"\nssl_keystore_location = \"k.pem\"\n\
+         advertised_listeners = \"SASL_SSL://broker.example:19093\"\nadvertised_listener = \"pub.example:19092\"\n",
+    )
+    .unwrap();
+    let adv: Vec<String> = s.advertised_listeners().iter().map(|l| l.to_string()).collect();
+    assert_eq!(adv, ["PLAINTEXT://pub.example:19092", "SASL_SSL://broker.example:19093"]);
+    assert_eq!(s.advertised(), ("pub.example".to_string(), 19092));
+    assert!(refused("advertised_listeners = \"SSL://x:1\"\n", "advertised_listeners"), "no such listener");
+}
+
+#[test]
+fn sasl_mechanisms_are_the_ones_kaas_serves() {
+    assert!(refused("sasl_enabled_mechanisms = [\"GSSAPI\"]\n", "sasl_enabled_mechanisms"));
+    assert!(refused(
+        "listeners = \"SASL_PLAINTEXT://:9094\"\nsasl_enabled_mechanisms = []\n",
+        "sasl_enabled_mechanisms"
+    ));
+}
+
+#[test]
+fn sasl_users_are_a_table_whose_names_keep_their_case() {
+    let s = load_toml("[sasl_plain_users]\nAlice = \"Secret\"\nbob = \"pw\"\n").unwrap();
+    assert_eq!(s.security.sasl_plain_users.get("Alice").map(String::as_str), Some("Secret"));
+    assert_eq!(s.security.sasl_plain_users.len(), 2);
+}

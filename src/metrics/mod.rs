@@ -103,6 +103,7 @@ struct Inner {
     connections: Gauge,
     transactions: Vec<Gauge>,
     fenced_producers: Counter,
+    failed_authentication: Counter,
     txn_shards: Gauge,
     group_coordinators: Gauge,
 }
@@ -211,6 +212,12 @@ impl Metrics {
             "Producer epochs this broker's transaction coordinators fenced (an epoch bump of a transactional id: InitProducerId, a timeout, KIP-360)",
             fenced_producers.clone(),
         );
+        let failed_authentication = Counter::default();
+        r.register(
+            "kafka_server_socketservermetrics_failed_authentication",
+            "Failed authentications: TLS handshakes, SASL exchanges (failed-authentication-total)",
+            failed_authentication.clone(),
+        );
         let kinds = Family::<KindLabels, Gauge>::default();
         let txn_shards = kinds.get_or_create_owned(&KindLabels { kind: "txn".into() });
         let group_coordinators = kinds.get_or_create_owned(&KindLabels { kind: "group".into() });
@@ -235,6 +242,7 @@ impl Metrics {
             connections,
             transactions,
             fenced_producers,
+            failed_authentication,
             txn_shards,
             group_coordinators,
         }))
@@ -294,6 +302,11 @@ impl Metrics {
 
     pub fn connections(&self) -> &Gauge {
         &self.0.connections
+    }
+
+    /// Counts a failed TLS handshake or SASL exchange.
+    pub fn failed_authentication(&self) {
+        self.0.failed_authentication.inc();
     }
 
     pub fn fenced_producers(&self) -> &Counter {

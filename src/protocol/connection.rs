@@ -7,9 +7,16 @@
 //! answered, a Fetch answer holds its bytes in the broker-wide response budget until they are
 //! written, and a connection with nothing in flight, or whose client does not take a response
 //! off the socket, closes after `connections_max_idle_ms`.
+//!
+//! On a TLS listener the handshake comes first (within `connections_max_idle_ms`); on a SASL
+//! listener only ApiVersions, SaslHandshake and SaslAuthenticate are served until the exchange
+//! succeeds (any other request closes the connection, as Kafka's authenticator does), with
+//! frames of at most [`SASL_MAX_RECEIVE`] bytes until then.
 
+use std::cell::Cell;
 use std::net::SocketAddr;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::fut::ActorFutureExt;
@@ -18,19 +25,25 @@ use bytes::Bytes;
 use futures::future::LocalBoxFuture;
 use futures::stream::FuturesOrdered;
 use futures::{FutureExt, StreamExt};
-use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseKind};
-use tokio::io::AsyncWriteExt;
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
+use tokio::io::AsyncRead;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 use super::frame::{encode_response, read_frame, FrameError, RequestPool};
 use super::handlers::cluster::api_versions;
-use super::outgoing::{encode_fetch_parts, Outgoing};
+use super::handlers::security::{sasl_authenticate, sasl_handshake, AfterSasl};
+use super::listener::{scram_nonce, ListenerContext};
+use super::outgoing::{encode_fetch_parts, Outgoing, Writer};
 use super::response_budget::Charge;
 use super::versions::Offered;
 use super::{decode_for, dispatch, Answer, RequestError, Session};
 use crate::actors::quotas::ConnectionPermit;
 use crate::metrics::Metrics;
+use crate::store::auth::sasl::{Gate, SaslState, Secrets};
+
+/// Kafka's `sasl.server.max.receive.size`: the largest frame before SASL authentication.
+pub const SASL_MAX_RECEIVE: usize = 524_288;
 
 /// Per-connection bounds, from the settings.
 #[derive(Debug, Clone)]
@@ -50,6 +63,8 @@ pub struct Connection {
     peer: SocketAddr,
     session: Rc<Session>,
     limits: Limits,
+    /// The listener it came in on (its security protocol, TLS and SASL).
+    listener: Arc<ListenerContext>,
     /// This connection's slot in max_connections; given back when the actor is dropped.
     _permit: ConnectionPermit,
 }
@@ -60,9 +75,10 @@ impl Connection {
         peer: SocketAddr,
         session: Rc<Session>,
         limits: Limits,
+        listener: Arc<ListenerContext>,
         permit: ConnectionPermit,
     ) -> Self {
-        Connection { stream: Some(stream), peer, session, limits, _permit: permit }
+        Connection { stream: Some(stream), peer, session, limits, listener, _permit: permit }
     }
 }
 
@@ -73,7 +89,7 @@ impl Actor for Connection {
         let Some(stream) = self.stream.take() else {
             return ctx.stop();
         };
-        let fut = serve(stream, self.peer, self.session.clone(), self.limits.clone());
+        let fut = serve(stream, self.peer, self.session.clone(), self.limits.clone(), self.listener.clone());
         ctx.spawn(fut.into_actor(self).map(|_, _, ctx| ctx.stop()));
     }
 }
@@ -89,29 +105,92 @@ fn record(metrics: &Metrics, key: ApiKey, started: Instant) {
     }
 }
 
-async fn serve(stream: std::net::TcpStream, peer: SocketAddr, session: Rc<Session>, limits: Limits) {
+/// Reads frames into `frame_tx` until the client closes, a frame is refused or the receiver is
+/// gone. Until `authenticated`, frames are bounded by [`SASL_MAX_RECEIVE`].
+async fn read_frames<R: AsyncRead + Unpin>(
+    mut rd: R,
+    max_frame: usize,
+    pool: RequestPool,
+    authenticated: Rc<Cell<bool>>,
+    frame_tx: mpsc::Sender<Result<(Bytes, OwnedSemaphorePermit), FrameError>>,
+) {
+    loop {
+        let max = if authenticated.get() { max_frame } else { max_frame.min(SASL_MAX_RECEIVE) };
+        let frame = read_frame(&mut rd, max, &pool).await;
+        let last = frame.is_err();
+        if frame_tx.send(frame).await.is_err() || last {
+            break;
+        }
+    }
+}
+
+/// The socket as this listener serves it: after the TLS handshake on a TLS listener (the
+/// principal of a client certificate set on the session), the reading half given to a reader
+/// task, the writing half returned. None when the handshake failed.
+async fn adopt(
+    stream: TcpStream,
+    peer: SocketAddr,
+    session: &Session,
+    listener: &ListenerContext,
+    spawn_reader: impl FnOnce(Box<dyn AsyncRead + Unpin>),
+    max_idle: Duration,
+) -> Option<Writer> {
+    let Some(acceptor) = &listener.tls else {
+        let (rd, wr) = stream.into_split();
+        spawn_reader(Box::new(rd));
+        return Some(Writer::Plain(wr));
+    };
+    match tokio::time::timeout(max_idle, acceptor.accept(stream)).await {
+        Ok(Ok(tls)) => {
+            if !listener.protocol.sasl() {
+                // SSL: the client certificate's subject (ANONYMOUS without one).
+                *session.principal.borrow_mut() = super::tls::principal_of(tls.get_ref().1.peer_certificates());
+            }
+            let (rd, wr) = tokio::io::split(tls);
+            spawn_reader(Box::new(rd));
+            Some(Writer::Tls(wr))
+        }
+        Ok(Err(e)) => {
+            session.metrics.failed_authentication();
+            tracing::info!(%peer, "closing connection: TLS handshake failed: {e}");
+            None
+        }
+        Err(_) => {
+            tracing::info!(%peer, "closing connection: no TLS handshake within connections_max_idle_ms");
+            None
+        }
+    }
+}
+
+async fn serve(
+    stream: std::net::TcpStream,
+    peer: SocketAddr,
+    session: Rc<Session>,
+    limits: Limits,
+    listener: Arc<ListenerContext>,
+) {
     let Limits { max_frame, max_inflight, max_idle, pool } = limits;
     let stream = match stream.set_nonblocking(true).and_then(|_| TcpStream::from_std(stream)) {
         Ok(s) => s,
         Err(e) => return tracing::warn!(%peer, "could not adopt connection: {e}"),
     };
     let _ = stream.set_nodelay(true);
-    let (mut rd, mut wr) = stream.into_split();
+    session.listener.set(listener.protocol);
+    let mut sasl: Option<SaslState> = listener.sasl.as_ref().map(|_| SaslState::Handshake);
+    let authenticated = Rc::new(Cell::new(sasl.is_none()));
     let (frame_tx, mut frame_rx) = mpsc::channel::<Result<(Bytes, OwnedSemaphorePermit), FrameError>>(2);
-    let reader = actix_rt::spawn(async move {
-        loop {
-            let frame = read_frame(&mut rd, max_frame, &pool).await;
-            let last = frame.is_err();
-            if frame_tx.send(frame).await.is_err() || last {
-                break;
-            }
-        }
-    });
+    let mut reader = None;
+    let spawn_reader = |rd: Box<dyn AsyncRead + Unpin>| {
+        reader = Some(actix_rt::spawn(read_frames(rd, max_frame, pool, authenticated.clone(), frame_tx)));
+    };
+    let Some(mut wr) = adopt(stream, peer, &session, &listener, spawn_reader, max_idle).await else {
+        return;
+    };
     let (out_tx, mut out_rx) = mpsc::channel::<(Outgoing, Charge, ApiKey, Instant)>(max_inflight);
     let metrics = session.metrics.clone();
     let writer = actix_rt::spawn(async move {
         while let Some((out, charge, key, started)) = out_rx.recv().await {
-            match tokio::time::timeout(max_idle, out.write(&mut wr)).await {
+            match tokio::time::timeout(max_idle, wr.send(&out)).await {
                 Ok(Ok(())) => {
                     drop(charge);
                     record(&metrics, key, started);
@@ -127,7 +206,7 @@ async fn serve(stream: std::net::TcpStream, peer: SocketAddr, session: Rc<Sessio
                 }
             }
         }
-        let _ = wr.shutdown().await;
+        wr.shutdown().await;
     });
     let offered = Offered::from_settings(&session.settings);
     let mut pending: FuturesOrdered<InFlight> = FuturesOrdered::new();
@@ -146,7 +225,41 @@ async fn serve(stream: std::net::TcpStream, peer: SocketAddr, session: Rc<Sessio
                     tracing::warn!(%peer, "closing connection: {e}");
                     break;
                 }
-                Some(Ok((frame, permit))) => match decode_for(frame, offered) {
+                Some(Ok((frame, permit))) => match sasl.as_ref().map(|st| st.gate(i16::from_be_bytes([frame[0], frame[1]]))) {
+                    Some(Gate::Close) => {
+                        // Kafka: "Unexpected Kafka request of type X during SASL handshake".
+                        tracing::warn!(%peer, api_key = i16::from_be_bytes([frame[0], frame[1]]), "closing connection: a request other than ApiVersions or SASL before authentication");
+                        break;
+                    }
+                    _ => match decode_for(frame, offered) {
+                    Ok(d) if matches!(d.api_key, ApiKey::SaslHandshake | ApiKey::SaslAuthenticate) => {
+                        let started = Instant::now();
+                        let (header, key) = (d.header.clone(), d.api_key);
+                        let Some((response, after)) = sasl_step(&listener, &mut sasl, d.request) else { break };
+                        if let Some(SaslState::Authenticated(principal)) = &sasl {
+                            if !authenticated.get() {
+                                tracing::debug!(%peer, %principal, "authenticated");
+                                *session.principal.borrow_mut() = principal.clone();
+                                authenticated.set(true);
+                            }
+                        }
+                        let delay = match after {
+                            AfterSasl::GoOn => None,
+                            AfterSasl::Close { delayed } => {
+                                // The answer is sent, then the connection closes: nothing more is read.
+                                reading = false;
+                                session.metrics.failed_authentication();
+                                Some(if delayed { listener.failed_authentication_delay } else { Duration::ZERO })
+                            }
+                        };
+                        pending.push_back(async move {
+                            if let Some(d) = delay {
+                                tokio::time::sleep(d).await;
+                            }
+                            drop(permit);
+                            (header, key, Some(Answer::from(response)), started)
+                        }.boxed_local());
+                    }
                     Ok(d) => {
                         let started = Instant::now();
                         // What the answer needs of the header, owned: a clone would hold the
@@ -177,6 +290,7 @@ async fn serve(stream: std::net::TcpStream, peer: SocketAddr, session: Rc<Sessio
                         tracing::warn!(%peer, "closing connection: {e}");
                         break;
                     }
+                    },
                 },
             },
             Some((header, key, response, started)) = pending.next(), if !pending.is_empty() => {
@@ -208,7 +322,35 @@ async fn serve(stream: std::net::TcpStream, peer: SocketAddr, session: Rc<Sessio
             }
         }
     }
-    reader.abort();
+    if let Some(r) = reader {
+        r.abort();
+    }
     drop(out_tx);
     let _ = writer.await;
+}
+
+/// Answers a SaslHandshake or SaslAuthenticate (protocol::handlers::security) on the
+/// connection's exchange, `sasl` (None on a listener without SASL); None for any other request.
+fn sasl_step(
+    listener: &ListenerContext,
+    sasl: &mut Option<SaslState>,
+    request: super::Request,
+) -> Option<(ResponseKind, AfterSasl)> {
+    let super::Request::Kafka(kind) = request else { return None };
+    let ctx = listener.sasl.as_deref();
+    match *kind {
+        RequestKind::SaslHandshake(req) => {
+            let enabled: &[String] = ctx.map(|c| c.mechanisms.as_slice()).unwrap_or(&[]);
+            let (resp, after) = sasl_handshake::handle(sasl, enabled, &req);
+            Some((ResponseKind::SaslHandshake(resp), after))
+        }
+        RequestKind::SaslAuthenticate(req) => {
+            let plain = |user: &str| ctx.and_then(|c| c.plain_users.get(user).cloned());
+            let scram = |user: &str, m| ctx.and_then(|c| c.scram.get(user, m));
+            let secrets = Secrets { plain_password: &plain, scram_credential: &scram, nonce: scram_nonce() };
+            let (resp, after) = sasl_authenticate::handle(sasl, &secrets, &req);
+            Some((ResponseKind::SaslAuthenticate(resp), after))
+        }
+        _ => None,
+    }
 }

@@ -6,10 +6,12 @@ pub mod dispatch;
 pub mod fetch_session;
 pub mod frame;
 pub mod handlers;
+pub mod listener;
 pub mod outgoing;
 pub mod peer_link;
 pub mod response_budget;
 pub mod session;
+pub mod tls;
 pub mod txn_markers_codec;
 pub mod versions;
 

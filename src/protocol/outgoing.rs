@@ -1,6 +1,8 @@
 //! A response on its way to the socket: encoded bytes, and for a Fetch answer the ranges of
 //! segment files its records are in, sent with sendfile(2) between the encoded parts so the
-//! broker never copies them into its memory (Apache Kafka's zero-copy transfer).
+//! broker never copies them into its memory (Apache Kafka's zero-copy transfer). Over TLS the
+//! records must be encrypted, so they are read from the files in pieces and written through the
+//! TLS stream (Apache Kafka loses zero-copy under TLS too).
 //!
 //! The Fetch message is encoded by kafka-protocol as usual, with a stand-in of the right length in
 //! place of each file range (store::log::file_range::stand_in): length prefixes and everything
@@ -17,9 +19,10 @@ use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, FetchResponse, RequestHeader};
 use kafka_protocol::protocol::buf::ByteBufMut;
 use kafka_protocol::protocol::Encodable;
-use tokio::io::{AsyncWriteExt, Interest};
+use tokio::io::{AsyncWriteExt, Interest, WriteHalf};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
+use tokio_rustls::server::TlsStream;
 
 use super::frame::{put_head, FrameError};
 use crate::store::log::file_range::{is_stand_in, FileRange};
@@ -54,8 +57,9 @@ impl Outgoing {
         }
     }
 
-    /// Writes it all, the file ranges with sendfile; an error closes the connection.
-    pub async fn write(&self, wr: &mut OwnedWriteHalf) -> io::Result<()> {
+    /// Writes it all to a plain socket, the file ranges with sendfile; an error closes the
+    /// connection.
+    async fn write_plain(&self, wr: &mut OwnedWriteHalf) -> io::Result<()> {
         let parts = match self {
             Outgoing::Frame(b) => return wr.write_all(b).await,
             Outgoing::Parts(parts) => parts,
@@ -76,6 +80,59 @@ impl Outgoing {
         }
         cork(wr.as_ref(), false);
         result
+    }
+
+    /// Writes it all through TLS, the file ranges read in pieces of [`TLS_READ_PIECE`].
+    async fn write_tls(&self, wr: &mut WriteHalf<TlsStream<TcpStream>>) -> io::Result<()> {
+        let parts = match self {
+            Outgoing::Frame(b) => return wr.write_all(b).await,
+            Outgoing::Parts(parts) => parts,
+        };
+        let mut piece = Vec::new();
+        for p in parts {
+            match p {
+                Part::Mem(b) => wr.write_all(b).await?,
+                Part::File(r) => {
+                    let mut done = 0usize;
+                    while done < r.len {
+                        let n = (r.len - done).min(TLS_READ_PIECE);
+                        piece.resize(n, 0);
+                        // A page-cache read of at most one piece on this connection's thread,
+                        // as Kafka's network threads read records for TLS.
+                        std::os::unix::fs::FileExt::read_exact_at(&*r.file, &mut piece, r.pos + done as u64)?;
+                        wr.write_all(&piece).await?;
+                        done += n;
+                    }
+                }
+            }
+        }
+        wr.flush().await
+    }
+}
+
+/// Bytes of records read from a segment file at once for a TLS connection.
+pub const TLS_READ_PIECE: usize = 256 * 1024;
+
+/// The writing half of a client connection.
+pub enum Writer {
+    Plain(OwnedWriteHalf),
+    Tls(WriteHalf<TlsStream<TcpStream>>),
+}
+
+impl Writer {
+    /// Writes a response; an error closes the connection.
+    pub async fn send(&mut self, out: &Outgoing) -> io::Result<()> {
+        match self {
+            Writer::Plain(wr) => out.write_plain(wr).await,
+            Writer::Tls(wr) => out.write_tls(wr).await,
+        }
+    }
+
+    pub async fn shutdown(&mut self) {
+        let _ = match self {
+            Writer::Plain(wr) => wr.shutdown().await,
+            Writer::Tls(wr) => wr.shutdown().await,
+        };
     }
 }
 

@@ -2,7 +2,7 @@
 //! thread), and the calls handlers make through it. Every "where is it" goes through the
 //! directory, so a handler answers NOT_LEADER_OR_FOLLOWER / NOT_COORDINATOR for what a peer serves.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -18,12 +18,13 @@ use crate::actors::messages::{
 use crate::actors::partition::PartitionLeader;
 use crate::actors::topics::TopicHandle;
 use crate::actors::txn_coordinator::TxnCoordinator;
-use crate::config::Settings;
+use crate::config::{SecurityProtocol, Settings};
 use crate::error_code::ResponseError;
 use crate::metrics::Metrics;
 use crate::protocol::fetch_session::FetchSessions;
 use crate::protocol::peer_link::{PeerAddPartitions, PeerLinks, SendPeerAddPartitions};
 use crate::protocol::response_budget::ResponseBudget;
+use crate::store::auth::Principal;
 use crate::store::coordinator_key::{offsets_partition, txn_shard};
 use crate::store::group::consumer::TopicInfo;
 use crate::store::group::validate_group_id;
@@ -63,6 +64,10 @@ pub struct Session {
     pub peer: String,
     /// The client id of the latest request (JoinGroup records it per member).
     pub client_id: RefCell<String>,
+    /// The listener the connection came in on.
+    pub listener: Cell<SecurityProtocol>,
+    /// Who the client authenticated as (ANONYMOUS until it does, or where nothing authenticates).
+    pub principal: RefCell<Principal>,
     topics: RefCell<HashMap<String, TopicHandle>>,
 }
 
@@ -80,6 +85,8 @@ impl Session {
             cluster_id,
             peer,
             client_id: RefCell::new(String::new()),
+            listener: Cell::new(SecurityProtocol::Plaintext),
+            principal: RefCell::new(Principal::anonymous()),
             topics: RefCell::new(HashMap::new()),
         })
     }

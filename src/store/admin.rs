@@ -1,10 +1,7 @@
 //! Answers of the cluster-admin APIs that have nothing to change on a shared-disk cluster: one
 //! copy of each partition, led by the broker holding its lock, so it is always its preferred
-//! replica; no reassignments; no client quotas or SCRAM users configured. Kafka's answers for
-//! that state, from its controller (ReplicationControlManager, ClientQuotaControlManager,
-//! ScramControlManager).
-
-use std::collections::HashMap;
+//! replica; no reassignments; no client quotas configured. Kafka's answers for that state, from
+//! its controller (ReplicationControlManager, ClientQuotaControlManager).
 
 use crate::error_code::ResponseError;
 
@@ -30,35 +27,6 @@ pub fn election_outcome(known: bool, led: bool, election_type: i8) -> ResponseEr
 /// Whether an election type is one Kafka knows (INVALID_REQUEST otherwise).
 pub fn valid_election_type(election_type: i8) -> bool {
     matches!(election_type, ELECTION_PREFERRED | ELECTION_UNCLEAN)
-}
-
-/// DescribeUserScramCredentials: no user has credentials here. All users (None or empty):
-/// no results. Named users: RESOURCE_NOT_FOUND each, DUPLICATE_RESOURCE for a name asked twice
-/// (Kafka answers every occurrence of it so), in request order.
-pub fn scram_user_results(users: Option<&[String]>) -> Vec<(String, ResponseError, String)> {
-    let Some(users) = users else { return Vec::new() };
-    let mut counts: HashMap<&str, usize> = HashMap::new();
-    for u in users {
-        *counts.entry(u.as_str()).or_default() += 1;
-    }
-    users
-        .iter()
-        .map(|u| {
-            if counts.get(u.as_str()).copied().unwrap_or(0) > 1 {
-                (
-                    u.clone(),
-                    ResponseError::DuplicateResource,
-                    format!("Cannot describe SCRAM credentials for the same user twice in a single request: {u}"),
-                )
-            } else {
-                (
-                    u.clone(),
-                    ResponseError::ResourceNotFound,
-                    format!("Attempt to describe a user credential that does not exist: {u}"),
-                )
-            }
-        })
-        .collect()
 }
 
 /// DescribeClientQuotas' filter components: entity type and match type as Kafka checks them.
@@ -158,21 +126,6 @@ mod tests {
     fn an_unknown_partition_is_unknown() {
         assert_eq!(election_outcome(false, false, ELECTION_PREFERRED), ResponseError::UnknownTopicOrPartition);
         assert!(valid_election_type(0) && valid_election_type(1) && !valid_election_type(2));
-    }
-
-    #[test]
-    fn scram_users_are_not_found_and_duplicates_refused() {
-        assert!(scram_user_results(None).is_empty());
-        let users = ["alice".to_string(), "bob".to_string(), "alice".to_string()];
-        let codes: Vec<_> = scram_user_results(Some(&users)).into_iter().map(|(u, e, _)| (u, e)).collect();
-        assert_eq!(
-            codes,
-            vec![
-                ("alice".into(), ResponseError::DuplicateResource),
-                ("bob".into(), ResponseError::ResourceNotFound),
-                ("alice".into(), ResponseError::DuplicateResource),
-            ]
-        );
     }
 
     #[test]

@@ -290,6 +290,7 @@ pub fn register(data_dir: &Path, broker: &Broker) -> Result<Registration, LeaseE
         node_id: broker.node_id,
         host: broker.host.clone(),
         port: broker.port,
+        endpoints: broker.endpoints.clone(),
         incarnation: fence::new_incarnation(),
         clean_stop: false,
     };
@@ -307,6 +308,9 @@ struct BrokerRecord {
     node_id: i32,
     host: String,
     port: i32,
+    /// Every listener's advertised address (none in files of older kaas versions).
+    #[serde(default)]
+    endpoints: Vec<crate::store::ownership::Endpoint>,
     /// Drawn at each start (store::cluster::fence); 0 in files of older kaas versions.
     #[serde(default)]
     incarnation: u64,
@@ -376,7 +380,7 @@ pub fn peers(data_dir: &Path, me: i32) -> Result<Vec<PeerState>, LeaseError> {
         let lock_held = held_by_another(&dir.join(format!("{}.lock", r.node_id)));
         let heartbeat = liveness::read_heartbeat(&liveness::heartbeat_path(data_dir, r.node_id));
         out.push(PeerState {
-            broker: Broker { node_id: r.node_id, host: r.host, port: r.port, rack: None },
+            broker: Broker { node_id: r.node_id, host: r.host, port: r.port, rack: None, endpoints: r.endpoints },
             lock_held,
             heartbeat,
         });
@@ -399,7 +403,7 @@ mod tests {
     use super::*;
 
     fn broker(id: i32) -> Broker {
-        Broker { node_id: id, host: "127.0.0.1".into(), port: 9000 + id, rack: None }
+        Broker { node_id: id, host: "127.0.0.1".into(), port: 9000 + id, rack: None, endpoints: Vec::new() }
     }
 
     fn part(dir: &Path) -> PathBuf {

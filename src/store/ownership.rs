@@ -12,9 +12,32 @@ use crate::store::txn::TxnError;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Broker {
     pub node_id: i32,
+    /// Where peer brokers reach it (its inter-broker listener).
     pub host: String,
     pub port: i32,
     pub rack: Option<String>,
+    /// What each of its listeners advertises; empty for a broker of an older kaas, which has
+    /// one PLAINTEXT listener at `host:port`.
+    pub endpoints: Vec<Endpoint>,
+}
+
+/// One listener of a broker: its name and the address it advertises.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Endpoint {
+    pub listener: String,
+    pub host: String,
+    pub port: i32,
+}
+
+impl Broker {
+    /// Where a client that came in on listener `listener` reaches this broker; None when it
+    /// has no such listener (Kafka leaves it out of that client's answers).
+    pub fn address(&self, listener: &str) -> Option<(&str, i32)> {
+        if self.endpoints.is_empty() {
+            return (listener == "PLAINTEXT").then_some((self.host.as_str(), self.port));
+        }
+        self.endpoints.iter().find(|e| e.listener == listener).map(|e| (e.host.as_str(), e.port))
+    }
 }
 
 /// Something exactly one broker serves at a time.
@@ -202,7 +225,7 @@ mod tests {
     use super::*;
 
     fn broker(id: i32) -> Broker {
-        Broker { node_id: id, host: format!("h{id}"), port: 9092 + id, rack: None }
+        Broker { node_id: id, host: format!("h{id}"), port: 9092 + id, rack: None, endpoints: Vec::new() }
     }
 
     fn part(p: i32) -> Owned {

@@ -5,4 +5,5 @@ pub mod admin;
 pub mod cluster;
 pub mod groups;
 pub mod records;
+pub mod security;
 pub mod txn;

@@ -77,8 +77,10 @@ class Broker:
     # every Broker built during the current test; the autouse fixture checks and stops them
     created = []
 
-    def __init__(self, data_dir: Path, port: int, extra_env=None, allowed_errors=(), node_id=0):
+    def __init__(self, data_dir: Path, port: int, extra_env=None, allowed_errors=(), node_id=0,
+                 config_file=None):
         self.data_dir = data_dir
+        self.config_file = config_file
         self.node_id = node_id
         self.port = port
         self.bootstrap = f"127.0.0.1:{port}"
@@ -98,8 +100,9 @@ class Broker:
         env.setdefault("RUST_LOG", "info")
         env.update(self.extra_env)
         with open(self.log_path, "ab") as log:
+            config = ["--config", str(self.config_file)] if self.config_file else []
             self.proc = subprocess.Popen(
-                [KAAS_BIN, "serve", "--data-dir", str(self.data_dir),
+                [KAAS_BIN, "serve", *config, "--data-dir", str(self.data_dir),
                  "--listen", self.bootstrap, "--node-id", str(self.node_id)],
                 stdout=log, stderr=subprocess.STDOUT, env=env)
         self.finished = False

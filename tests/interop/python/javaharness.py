@@ -64,7 +64,10 @@ class JavaRun:
                 f"--- stderr (tail) ---\n{self.stderr[-6000:]}")
 
 
-def run_java(main_class: str, *args: str, timeout: float = 300, heap: str = JAVA_HEAP) -> JavaRun:
+def run_java(main_class: str, *args: str, timeout: float = 300, heap: str = JAVA_HEAP,
+             env: Optional[dict] = None) -> JavaRun:
+    """Runs an interop program; `env` adds environment variables (KAAS_INTEROP_CLIENT_CONFIG:
+    a client properties file every client of the program starts from, Common.clientProps)."""
     ensure_built()
     java = shutil.which("java")
     if java is None:
@@ -72,7 +75,7 @@ def run_java(main_class: str, *args: str, timeout: float = 300, heap: str = JAVA
     cmd = [java, f"-Xmx{heap}", "-cp", classpath(), main_class, *args]
     try:
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              timeout=timeout)
+                              timeout=timeout, env={**os.environ, **(env or {})})
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
         err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
@@ -98,10 +101,10 @@ class ProduceConsumeResult:
 
 
 def produce_consume(bootstrap: str, topic: str, count: int, partitions: int = 3,
-                    timeout: float = 300) -> ProduceConsumeResult:
+                    timeout: float = 300, env: Optional[dict] = None) -> ProduceConsumeResult:
     """kaas.interop.ProduceConsume: default (idempotent, acks=all) producer, then assign() consumer."""
     r = run_java("kaas.interop.ProduceConsume", bootstrap, topic, str(count), str(partitions),
-                 timeout=timeout)
+                 timeout=timeout, env=env)
     return ProduceConsumeResult(r, last_json_line(r.stdout))
 
 
@@ -161,11 +164,11 @@ class JsonRun:
 
 
 def transactions_run(bootstrap: str, topic: str, txns: int, partitions: int, per_partition: int,
-                     timeout: float = 300) -> JsonRun:
+                     timeout: float = 300, env: Optional[dict] = None) -> JsonRun:
     """kaas.interop.Transactions run: transactional KafkaProducer, commit/abort mix, verified
     with read_committed and read_uncommitted assign() consumers."""
     r = run_java("kaas.interop.Transactions", "run", bootstrap, topic, str(txns), str(partitions),
-                 str(per_partition), timeout=timeout)
+                 str(per_partition), timeout=timeout, env=env)
     return JsonRun(r, last_json_line(r.stdout))
 
 
@@ -208,21 +211,22 @@ def producer_performance_with_args(bootstrap: str, topic: str, num_records: int,
 # ----------------------------------------------------------------------------- consumer groups
 
 def group_consume(bootstrap: str, topic: str, group: str, count: int, partitions: int,
-                  timeout: float = 300, protocol: str = "classic") -> JsonRun:
+                  timeout: float = 300, protocol: str = "classic", env: Optional[dict] = None) -> JsonRun:
     """kaas.interop.GroupConsume: two KafkaConsumers (cooperative-sticky, or group.protocol
     `consumer`: KIP-848) split TOPIC, one leaves, the other takes over; every record consumed,
     committed offsets == end offsets."""
     r = run_java("kaas.interop.GroupConsume", bootstrap, topic, group, str(count), str(partitions),
-                 protocol, timeout=timeout)
+                 protocol, timeout=timeout, env=env)
     return JsonRun(r, last_json_line(r.stdout))
 
 
 def ctp(bootstrap: str, in_topic: str, out_topic: str, group: str, transactional_id: str,
-        count: int, partitions: int, timeout: float = 300, protocol: str = "classic") -> JsonRun:
+        count: int, partitions: int, timeout: float = 300, protocol: str = "classic",
+        env: Optional[dict] = None) -> JsonRun:
     """kaas.interop.Ctp: exactly-once consume-transform-produce with sendOffsetsToTransaction,
     a second instance with the same transactional.id fences the first halfway."""
     r = run_java("kaas.interop.Ctp", bootstrap, in_topic, out_topic, group, transactional_id,
-                 str(count), str(partitions), protocol, timeout=timeout)
+                 str(count), str(partitions), protocol, timeout=timeout, env=env)
     return JsonRun(r, last_json_line(r.stdout))
 
 

@@ -35,7 +35,13 @@ fn txn_id(id: &str) -> TransactionalId {
     TransactionalId(StrBytes::from_string(id.to_string()))
 }
 fn peer(port: u16) -> ownership::Broker {
-    ownership::Broker { node_id: PEER_NODE, host: "127.0.0.1".into(), port: i32::from(port), rack: None }
+    ownership::Broker {
+        node_id: PEER_NODE,
+        host: "127.0.0.1".into(),
+        port: i32::from(port),
+        rack: None,
+        endpoints: Vec::new(),
+    }
 }
 
 fn init_pid_req(id: &str) -> InitProducerIdRequest {

@@ -143,7 +143,13 @@ fn produce_fetch_and_list_offsets_through_a_local_directory() {
 fn what_a_peer_owns_is_answered_with_the_peer() {
     with_broker(|session| async move {
         create(&session, "t", 2).await;
-        let peer = ownership::Broker { node_id: 2, host: "peer.example".into(), port: 9999, rack: None };
+        let peer = ownership::Broker {
+            node_id: 2,
+            host: "peer.example".into(),
+            port: 9999,
+            rack: None,
+            endpoints: Vec::new(),
+        };
         let moved = Owned::Partition { topic: "t".into(), partition: 1 };
         let txn = Owned::TxnShard(u32::try_from(txn_shard("tx", SHARDS)).expect("shard"));
         let group = Owned::GroupShard(offsets_partition("g"));

@@ -10,15 +10,17 @@ pub fn handle(s: &Session, _version: i16, _req: DescribeClusterRequest) -> Descr
     let mut r = DescribeClusterResponse::default();
     r.cluster_id = str_bytes(&s.cluster_id);
     r.controller_id = BrokerId(table.controller());
+    let listener = s.listener.get().name();
     r.brokers = table
         .brokers()
-        .map(|b| {
+        .filter_map(|b| {
+            let (host, port) = b.address(listener)?;
             let mut d = DescribeClusterBroker::default();
             d.broker_id = BrokerId(b.node_id);
-            d.host = str_bytes(&b.host);
-            d.port = b.port;
+            d.host = str_bytes(host);
+            d.port = port;
             d.rack = b.rack.as_deref().map(str_bytes);
-            d
+            Some(d)
         })
         .collect();
     r

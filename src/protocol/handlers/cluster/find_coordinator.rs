@@ -8,7 +8,7 @@ use kafka_protocol::protocol::StrBytes;
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
 use crate::store::coordinator_key::{key_error, offsets_partition, txn_shard, KEY_TYPE_GROUP};
-use crate::store::ownership::{Broker, Owned};
+use crate::store::ownership::Owned;
 
 /// The shard `key` maps to.
 fn shard(s: &Session, key_type: i8, key: &str) -> Owned {
@@ -19,16 +19,18 @@ fn shard(s: &Session, key_type: i8, key: &str) -> Owned {
     }
 }
 
-/// The broker coordinating `key`, or (error code, message).
-fn locate(s: &Session, key_type: i8, key: &str) -> Result<Broker, (i16, &'static str)> {
+/// The broker coordinating `key` as (node, host, port) on the client's listener, or (error code,
+/// message).
+fn locate(s: &Session, key_type: i8, key: &str) -> Result<(i32, String, i32), (i16, &'static str)> {
     if let Some(refused) = key_error(key_type, key) {
         return Err((ResponseError::InvalidRequest.code(), refused));
     }
     let table = s.directory.ownership();
-    table
-        .owner(&shard(s, key_type, key))
-        .cloned()
-        .ok_or((ResponseError::CoordinatorNotAvailable.code(), "The coordinator is not available."))
+    let unavailable = (ResponseError::CoordinatorNotAvailable.code(), "The coordinator is not available.");
+    let b = table.owner(&shard(s, key_type, key)).ok_or(unavailable)?;
+    // A coordinator without the client's listener is one it cannot reach.
+    let (host, port) = b.address(s.listener.get().name()).ok_or(unavailable)?;
+    Ok((b.node_id, host.to_string(), port))
 }
 
 pub fn handle(s: &Session, version: i16, req: FindCoordinatorRequest) -> FindCoordinatorResponse {
@@ -41,10 +43,10 @@ pub fn handle(s: &Session, version: i16, req: FindCoordinatorRequest) -> FindCoo
                 resp.node_id = BrokerId(-1);
                 resp.port = -1;
             }
-            Ok(b) => {
-                resp.node_id = BrokerId(b.node_id);
-                resp.host = str_bytes(&b.host);
-                resp.port = b.port;
+            Ok((id, host, port)) => {
+                resp.node_id = BrokerId(id);
+                resp.host = str_bytes(&host);
+                resp.port = port;
             }
         }
         return resp;
@@ -61,10 +63,10 @@ pub fn handle(s: &Session, version: i16, req: FindCoordinatorRequest) -> FindCoo
                     c.node_id = BrokerId(-1);
                     c.port = -1;
                 }
-                Ok(b) => {
-                    c.node_id = BrokerId(b.node_id);
-                    c.host = str_bytes(&b.host);
-                    c.port = b.port;
+                Ok((id, host, port)) => {
+                    c.node_id = BrokerId(id);
+                    c.host = str_bytes(&host);
+                    c.port = port;
                 }
             }
             c.key = key;

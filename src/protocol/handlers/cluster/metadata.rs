@@ -101,15 +101,18 @@ pub async fn handle(s: Rc<Session>, version: i16, req: MetadataRequest) -> Metad
     let mut r = MetadataResponse::default();
     {
         let table = s.directory.ownership();
+        // The brokers' addresses on the listener this client came in on.
+        let listener = s.listener.get().name();
         r.brokers = table
             .brokers()
-            .map(|b| {
+            .filter_map(|b| {
+                let (host, port) = b.address(listener)?;
                 let mut broker = MetadataResponseBroker::default();
                 broker.node_id = BrokerId(b.node_id);
-                broker.host = str_bytes(&b.host);
-                broker.port = b.port;
+                broker.host = str_bytes(host);
+                broker.port = port;
                 broker.rack = b.rack.as_deref().map(str_bytes);
-                broker
+                Some(broker)
             })
             .collect();
         r.controller_id = BrokerId(table.controller());

@@ -24,8 +24,26 @@ final class Common {
     private Common() {
     }
 
-    static Properties adminProps(String bootstrap) {
+    /**
+     * Properties every client of the interop programs starts from: empty, or, when the
+     * environment variable KAAS_INTEROP_CLIENT_CONFIG names a properties file, its entries (the
+     * security settings of a secured listener: security.protocol, sasl.*, ssl.*).
+     */
+    static Properties clientProps() {
         Properties p = new Properties();
+        String file = System.getenv("KAAS_INTEROP_CLIENT_CONFIG");
+        if (file != null && !file.isEmpty()) {
+            try (java.io.FileInputStream in = new java.io.FileInputStream(file)) {
+                p.load(in);
+            } catch (java.io.IOException e) {
+                throw new IllegalStateException("KAAS_INTEROP_CLIENT_CONFIG " + file + ": " + e, e);
+            }
+        }
+        return p;
+    }
+
+    static Properties adminProps(String bootstrap) {
+        Properties p = Common.clientProps();
         p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(AdminClientConfig.CLIENT_ID_CONFIG, "kaas-interop-admin");
         p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "30000");

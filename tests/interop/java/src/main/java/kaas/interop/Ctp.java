@@ -77,7 +77,7 @@ public final class Ctp {
                 cp.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
             }
             consumer = new KafkaConsumer<>(cp);
-            Properties pp = new Properties();
+            Properties pp = Common.clientProps();
             pp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
             pp.put(ProducerConfig.CLIENT_ID_CONFIG, name + "-producer");
             pp.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, txnId);

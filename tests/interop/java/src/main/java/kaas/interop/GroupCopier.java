@@ -129,7 +129,7 @@ public final class GroupCopier {
         String bootstrap = args[0], in = args[1], out = args[2], group = args[3], txnId = args[4], protocol = args[5];
         GroupCopier copier = new GroupCopier(txnId);
 
-        Properties cp = new Properties();
+        Properties cp = Common.clientProps();
         cp.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         cp.put(ConsumerConfig.GROUP_ID_CONFIG, group);
         cp.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
@@ -142,7 +142,7 @@ public final class GroupCopier {
         if (args.length > 6) {
             cp.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, args[6]);
         }
-        Properties pp = new Properties();
+        Properties pp = Common.clientProps();
         pp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         pp.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, txnId);
         pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());

@@ -110,7 +110,7 @@ final class GroupSupport {
 
     /** A consumer with manual commits from the earliest offset; no client.id when clientId is null. */
     static Properties consumerProps(String bootstrap, String clientId, String group) {
-        Properties p = new Properties();
+        Properties p = Common.clientProps();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         if (clientId != null) {
             p.put(ConsumerConfig.CLIENT_ID_CONFIG, clientId);
@@ -185,7 +185,7 @@ final class GroupSupport {
 
     /** Sends "k<i>" / "v<i>" for i in [from, from+count) with a default (idempotent) producer. */
     static void produce(String bootstrap, String topic, int from, int count) throws Exception {
-        Properties pp = new Properties();
+        Properties pp = Common.clientProps();
         pp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         pp.put(ProducerConfig.CLIENT_ID_CONFIG, "kaas-interop-group-input");
         pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());

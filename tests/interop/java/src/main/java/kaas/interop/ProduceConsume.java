@@ -96,7 +96,7 @@ public final class ProduceConsume {
     }
 
     private static Properties consumerProps(String bootstrap, String clientId) {
-        Properties p = new Properties();
+        Properties p = Common.clientProps();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ConsumerConfig.CLIENT_ID_CONFIG, clientId);
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
@@ -141,7 +141,7 @@ public final class ProduceConsume {
         AtomicLong sendErrors = new AtomicLong();
         ConcurrentLinkedQueue<String> firstSendErrors = new ConcurrentLinkedQueue<>();
 
-        Properties pp = new Properties();
+        Properties pp = Common.clientProps();
         pp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         pp.put(ProducerConfig.CLIENT_ID_CONFIG, "kaas-interop-producer");
         pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());

@@ -61,7 +61,7 @@ public final class StreamsEos {
     }
 
     static void produce(String bootstrap, String topic, int words, int n) throws Exception {
-        Properties p = new Properties();
+        Properties p = Common.clientProps();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
         p.put(ProducerConfig.ACKS_CONFIG, "all");
@@ -78,7 +78,7 @@ public final class StreamsEos {
 
     static void run(String bootstrap, String appId, String in, String out, String stateDir, int seconds)
             throws Exception {
-        Properties p = new Properties();
+        Properties p = Common.clientProps();
         p.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
         p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
@@ -128,7 +128,7 @@ public final class StreamsEos {
     }
 
     static void verify(String bootstrap, String out, int words, int n, int seconds) {
-        Properties p = new Properties();
+        Properties p = Common.clientProps();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");

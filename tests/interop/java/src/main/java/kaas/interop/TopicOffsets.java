@@ -26,7 +26,7 @@ public final class TopicOffsets {
             System.err.println("usage: TopicOffsets BOOTSTRAP TOPIC");
             System.exit(2);
         }
-        Properties p = new Properties();
+        Properties p = Common.clientProps();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
         p.put(ConsumerConfig.CLIENT_ID_CONFIG, "kaas-interop-offsets");
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");

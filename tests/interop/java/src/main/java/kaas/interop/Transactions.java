@@ -132,7 +132,7 @@ public final class Transactions {
     // ------------------------------------------------------------------------------ clients
 
     static Properties txnProducerProps(String bootstrap, String txnId) {
-        Properties p = new Properties();
+        Properties p = Common.clientProps();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ProducerConfig.CLIENT_ID_CONFIG, "kaas-interop-txn-" + txnId);
         p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, txnId);
@@ -145,7 +145,7 @@ public final class Transactions {
     }
 
     static Properties consumerProps(String bootstrap, String isolation) {
-        Properties p = new Properties();
+        Properties p = Common.clientProps();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ConsumerConfig.CLIENT_ID_CONFIG, "kaas-interop-txn-reader-" + isolation);
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");

@@ -1,5 +1,8 @@
 //! Start-up and shutdown: the listener is bound first, every partition is recovered before the
-//! first connection is accepted, the accept loop, and a clean stop on SIGTERM / SIGINT.
+//! first connection is accepted, the accept loops (`listeners`), and a clean stop on SIGTERM /
+//! SIGINT; SIGHUP reads the TLS certificate again.
+
+mod listeners;
 
 use std::path::Path;
 use std::sync::{Arc, RwLock};
@@ -19,14 +22,13 @@ use crate::actors::membership::Membership;
 use crate::actors::messages::ShutdownAll;
 use crate::actors::partition::MAILBOX_CAPACITY;
 use crate::actors::producer_ids::ProducerIds;
-use crate::actors::quotas::ConnectionQuotas;
 use crate::actors::supervisor::{install_panic_hook, mark_state_thread};
 use crate::actors::syncer::{GroupCommit, Syncer};
 use crate::actors::topics::TopicRegistry;
 use crate::config::Settings;
 use crate::metrics::http::{self as metrics_http, HttpLimits};
 use crate::metrics::Metrics;
-use crate::protocol::connection::{Connection, Limits};
+use crate::protocol::connection::Limits;
 use crate::protocol::fetch_session::FetchSessions;
 use crate::protocol::frame::RequestPool;
 use crate::protocol::peer_link::{PeerLinkConfig, PeerLinks};
@@ -109,18 +111,12 @@ pub fn run(settings: Settings) -> Result<(), ServerError> {
     // Bound first, so a taken port stops the broker at once, before it touches the data
     // directory, joins a cluster or reads a partition; connections wait in the backlog until
     // recovery is done.
-    let bind = |addr: &str| -> std::io::Result<std::net::TcpListener> {
-        let l = std::net::TcpListener::bind(addr)?;
-        l.set_nonblocking(true)?;
-        Ok(l)
-    };
-    let listener = bind(&settings.network.listen)
-        .map_err(|source| ServerError::Bind { addr: settings.network.listen.clone(), source })?;
+    let bound = listeners::bind_all(&settings)?;
     let settings = Arc::new(settings);
     crate::store::durable::create_dir_all_durable(&settings.broker.data_dir)?;
     let cluster_id: Arc<str> = cluster_id(&settings.broker.data_dir)?.into();
     let system = actix::System::new();
-    system.block_on(serve(settings, cluster_id, listener))
+    system.block_on(serve(settings, cluster_id, bound))
 }
 
 /// The broker's actors without a listener: partitions (recovered), coordinators and the cluster
@@ -164,7 +160,12 @@ impl Broker {
             .map_err(|e| ServerError::Startup(format!("creating {}: {e}", data_dir.display())))?;
         let started = std::time::Instant::now();
         let (host, port) = settings.advertised();
-        let local = ownership::Broker { node_id: settings.broker.node_id, host, port, rack: None };
+        let endpoints = settings
+            .advertised_listeners()
+            .into_iter()
+            .map(|l| ownership::Endpoint { listener: l.name().to_string(), host: l.host, port: i32::from(l.port) })
+            .collect();
+        let local = ownership::Broker { node_id: settings.broker.node_id, host, port, rack: None, endpoints };
         // Joining the cluster of brokers sharing the data directory (a cluster of one, alone).
         let mut registration =
             leases::register(&settings.broker.data_dir, &local).map_err(|e| ServerError::Startup(e.to_string()))?;
@@ -286,70 +287,61 @@ impl Broker {
     }
 }
 
-async fn serve(
-    settings: Arc<Settings>,
-    cluster_id: Arc<str>,
-    listener: std::net::TcpListener,
-) -> Result<(), ServerError> {
-    let listener = TcpListener::from_std(listener)?;
+async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>, bound: Vec<listeners::Bound>) -> Result<(), ServerError> {
+    let tls = listeners::load_tls(&settings)?;
+    let scram = listeners::load_credentials(&settings)?;
     let broker = Broker::start(&settings)?;
     let conn_arbiters: Vec<Arbiter> =
         (0..Settings::threads(settings.broker.connection_threads)).map(|_| Arbiter::new()).collect();
-
-    tracing::info!(listen = %settings.network.listen, data_dir = %settings.broker.data_dir.display(), node_id = settings.broker.node_id, "kaas is serving");
-    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    let mut next = 0usize;
-    let connections = broker.actors.metrics.connections().clone();
-    let quotas = ConnectionQuotas::counted_in(
-        settings.network.max_connections,
-        settings.network.max_connections_per_ip,
-        connections,
-    );
     let limits = Limits {
         max_frame: settings.network.max_request_bytes,
         max_inflight: settings.network.max_inflight_requests,
-        max_idle: std::time::Duration::from_millis(settings.network.connections_max_idle_ms),
+        max_idle: Duration::from_millis(settings.network.connections_max_idle_ms),
         pool: RequestPool::new(settings.network.queued_max_request_bytes),
     };
+    let acceptor = std::rc::Rc::new(listeners::Acceptor::new(
+        broker.actors.clone(),
+        settings.clone(),
+        cluster_id.clone(),
+        &conn_arbiters,
+        limits,
+    ));
+    let mut loops = Vec::new();
+    for b in bound {
+        let context = Arc::new(listeners::context(&settings, &b.listener, tls.as_ref(), &scram));
+        let socket = TcpListener::from_std(b.socket)?;
+        tracing::info!(listener = %b.listener, "listening");
+        loops.push(actix_rt::spawn(listeners::accept_loop(socket, context, acceptor.clone())));
+    }
+    tracing::info!(data_dir = %settings.broker.data_dir.display(), node_id = settings.broker.node_id, "kaas is serving");
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
+    // Credentials another broker changed reach this one within a tick.
+    let mut credentials_tick = tokio::time::interval(CREDENTIALS_REFRESH);
     loop {
         tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, peer) = match accepted {
-                    Ok(x) => x,
-                    Err(e) => {
-                        tracing::warn!("accept: {e}");
-                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let permit = match quotas.admit(peer.ip()) {
-                    Ok(p) => p,
-                    Err(e) => {
-                        // Kafka closes such a connection at once; the client backs off and retries.
-                        tracing::warn!(%peer, "refusing connection: {e}");
-                        drop(stream);
-                        continue;
-                    }
-                };
-                let std_stream = match stream.into_std() {
-                    Ok(s) => s,
-                    Err(e) => { tracing::warn!(%peer, "{e}"); continue; }
-                };
-                let arbiter = &conn_arbiters[next % conn_arbiters.len()];
-                next += 1;
-                let actors = broker.actors.clone();
-                let (settings, cluster_id) = (settings.clone(), cluster_id.clone());
-                let limits = limits.clone();
-                Connection::start_in_arbiter(&arbiter.handle(), move |_| {
-                    let session = Session::new(actors, settings, cluster_id, peer.ip().to_string());
-                    Connection::new(std_stream, peer, session, limits, permit)
-                });
-            }
             _ = tokio::signal::ctrl_c() => { tracing::info!("SIGINT: shutting down"); break; }
             _ = sigterm.recv() => { tracing::info!("SIGTERM: shutting down"); break; }
+            _ = sighup.recv() => match &tls {
+                Some(t) => match t.certificates.reload() {
+                    Ok(()) => tracing::info!("SIGHUP: TLS certificate read again"),
+                    Err(e) => tracing::error!("SIGHUP: the TLS certificate stays as it was: {e}"),
+                },
+                None => tracing::info!("SIGHUP: no TLS listener"),
+            },
+            _ = credentials_tick.tick() => {
+                let dir = settings.broker.data_dir.clone();
+                match tokio::task::spawn_blocking(move || crate::store::auth::credentials::load(&dir)).await {
+                    Ok(Ok(map)) => scram.replace(map),
+                    Ok(Err(e)) => tracing::warn!("reading the SCRAM credentials: {e}"),
+                    Err(_) => {}
+                }
+            }
         }
     }
-    drop(listener);
+    for l in loops {
+        l.abort();
+    }
     broker.shutdown().await;
     for a in &conn_arbiters {
         a.stop();
@@ -357,6 +349,9 @@ async fn serve(
     tracing::info!("stopped cleanly");
     Ok(())
 }
+
+/// How often a broker reads the cluster's SCRAM credentials again.
+const CREDENTIALS_REFRESH: Duration = Duration::from_secs(2);
 
 /// The Prometheus endpoint, when `metrics_listen` is set: bound now (a bad address stops the
 /// start) and served on a thread of its own (not a partition thread, nor a state thread).

@@ -1,0 +1,37 @@
+//! SaslHandshake (key 17): the mechanism of the exchange (store::auth::sasl). On a listener
+//! without SASL, or once authenticated, Kafka answers ILLEGAL_SASL_STATE; a mechanism the
+//! listener does not enable is UNSUPPORTED_SASL_MECHANISM with the enabled ones, and the
+//! connection closes.
+
+use kafka_protocol::messages::{SaslHandshakeRequest, SaslHandshakeResponse};
+
+use super::AfterSasl;
+use crate::error_code::ResponseError;
+use crate::protocol::str_bytes;
+use crate::store::auth::sasl::{SaslError, SaslState};
+
+/// `state`: the connection's exchange, None on a listener without SASL.
+pub fn handle(
+    state: &mut Option<SaslState>,
+    enabled: &[String],
+    req: &SaslHandshakeRequest,
+) -> (SaslHandshakeResponse, AfterSasl) {
+    let mut resp = SaslHandshakeResponse::default();
+    resp.mechanisms = enabled.iter().map(|m| str_bytes(m)).collect();
+    let Some(state) = state else {
+        resp.error_code = ResponseError::IllegalSaslState.code();
+        return (resp, AfterSasl::GoOn);
+    };
+    match state.handshake(req.mechanism.as_str(), enabled) {
+        Ok(()) => (resp, AfterSasl::GoOn),
+        Err(e @ SaslError::IllegalState(..)) => {
+            resp.error_code = e.code();
+            (resp, AfterSasl::GoOn)
+        }
+        Err(e) => {
+            tracing::info!("SASL handshake refused: {e}");
+            resp.error_code = e.code();
+            (resp, AfterSasl::Close { delayed: false })
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! Who a client is: the principal a connection authenticates as (`User:alice`, or
+//! `User:ANONYMOUS` where the listener authenticates nobody), and the mechanisms that establish
+//! it: SASL (`sasl`: the per-connection exchange; `plain`; `scram`) and, on TLS listeners with
+//! client certificates, the certificate's subject. Pure.
+
+pub mod credentials;
+pub mod plain;
+pub mod sasl;
+pub mod scram;
+
+use std::fmt;
+
+/// Kafka's KafkaPrincipal: a type (always `User` here) and a name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Principal {
+    pub name: String,
+}
+
+impl Principal {
+    pub fn user(name: &str) -> Principal {
+        Principal { name: name.to_string() }
+    }
+
+    /// Kafka's KafkaPrincipal.ANONYMOUS: a connection nobody authenticated.
+    pub fn anonymous() -> Principal {
+        Principal::user("ANONYMOUS")
+    }
+}
+
+impl fmt::Display for Principal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "User:{}", self.name)
+    }
+}
