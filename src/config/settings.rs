@@ -275,6 +275,24 @@ settings! {
         /// when the cluster's credentials file does not exist yet (the first start), as Kafka's
         /// `kafka-storage format --add-scram`; for both SCRAM mechanisms.
         scram_users_at_first_start: std::collections::BTreeMap<String, String> = Default::default();
+        /// `standard` turns on the authorizer (Kafka's
+        /// `authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer`):
+        /// every request is checked against the ACLs (CreateAcls, `kafka-acls`); empty: none, every
+        /// client may do everything.
+        authorizer: String = String::new(), one_of ["", "standard"],
+            kafka "authorizer.class.name" TYPE_STRING Some("") => |s| {
+                if s.security.authorizer == "standard" {
+                    "org.apache.kafka.metadata.authorizer.StandardAuthorizer".to_string()
+                } else {
+                    String::new()
+                }
+            };
+        /// Kafka's `super.users`: principals the authorizer allows everything (`User:admin`).
+        super_users: Vec<String> = Vec::new(),
+            kafka "super.users" TYPE_STRING Some("") => |s| s.security.super_users.join(";");
+        /// Kafka's `allow.everyone.if.no.acl.found`: whether a resource no ACL names is open to
+        /// every principal (false: only super users may use it).
+        allow_everyone_if_no_acl_found: bool = false;
         /// Kafka's `connection.failed.authentication.delay.ms`: a failed authentication is
         /// answered this long after it failed, and the connection closed.
         connection_failed_authentication_delay_ms: u64 = 100,

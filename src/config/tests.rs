@@ -220,3 +220,14 @@ fn sasl_users_are_a_table_whose_names_keep_their_case() {
     assert_eq!(s.security.sasl_plain_users.get("Alice").map(String::as_str), Some("Secret"));
     assert_eq!(s.security.sasl_plain_users.len(), 2);
 }
+
+/// examples/secure.toml, which the README and docs/security.md tell users to start, loads.
+#[test]
+fn the_secured_example_loads() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/secure.toml");
+    let s = Settings::load(Some(&path), &Overrides::default()).unwrap();
+    let listeners: Vec<String> = s.listeners().iter().map(|l| l.to_string()).collect();
+    assert_eq!(listeners, ["SASL_SSL://127.0.0.1:9093"]);
+    assert_eq!(s.security.authorizer, "standard");
+    assert!(s.security.scram_users_at_first_start.contains_key("admin"));
+}

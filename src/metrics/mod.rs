@@ -104,6 +104,7 @@ struct Inner {
     transactions: Vec<Gauge>,
     fenced_producers: Counter,
     failed_authentication: Counter,
+    authorization_denied: Counter,
     txn_shards: Gauge,
     group_coordinators: Gauge,
 }
@@ -218,6 +219,12 @@ impl Metrics {
             "Failed authentications: TLS handshakes, SASL exchanges (failed-authentication-total)",
             failed_authentication.clone(),
         );
+        let authorization_denied = Counter::default();
+        r.register(
+            "kaas_authorization_denied",
+            "Requests (or parts of them) the authorizer denied",
+            authorization_denied.clone(),
+        );
         let kinds = Family::<KindLabels, Gauge>::default();
         let txn_shards = kinds.get_or_create_owned(&KindLabels { kind: "txn".into() });
         let group_coordinators = kinds.get_or_create_owned(&KindLabels { kind: "group".into() });
@@ -243,6 +250,7 @@ impl Metrics {
             transactions,
             fenced_producers,
             failed_authentication,
+            authorization_denied,
             txn_shards,
             group_coordinators,
         }))
@@ -307,6 +315,11 @@ impl Metrics {
     /// Counts a failed TLS handshake or SASL exchange.
     pub fn failed_authentication(&self) {
         self.0.failed_authentication.inc();
+    }
+
+    /// Counts a request (or a resource of one) the authorizer denied.
+    pub fn authorization_denied(&self) {
+        self.0.authorization_denied.inc();
     }
 
     pub fn fenced_producers(&self) -> &Counter {

@@ -105,7 +105,7 @@ pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
         }
     }
     let v = d.header.request_api_version;
-    use handlers::{admin::*, cluster::*, groups::*, records::*, txn::*};
+    use handlers::{admin::*, cluster::*, groups::*, records::*, security::*, txn::*};
     let request = match d.request {
         Request::WriteTxnMarkers(markers) => {
             return async move {
@@ -215,5 +215,8 @@ pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
         DescribeTopicPartitions => describe_topic_partitions,
         ConsumerGroupHeartbeat => consumer_group_heartbeat,
         ConsumerGroupDescribe => consumer_group_describe,
+        DescribeAcls => describe_acls,
+        CreateAcls => create_acls,
+        DeleteAcls => delete_acls,
     }
 }

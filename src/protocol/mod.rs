@@ -1,6 +1,7 @@
 //! Wire side: frames, advertised versions, the connection actor, the per-connection session,
 //! dispatch and one handler per API.
 
+pub mod authorizer;
 pub mod connection;
 pub mod dispatch;
 pub mod fetch_session;

@@ -21,9 +21,11 @@ use crate::actors::txn_coordinator::TxnCoordinator;
 use crate::config::{SecurityProtocol, Settings};
 use crate::error_code::ResponseError;
 use crate::metrics::Metrics;
+use crate::protocol::authorizer::Authorizer;
 use crate::protocol::fetch_session::FetchSessions;
 use crate::protocol::peer_link::{PeerAddPartitions, PeerLinks, SendPeerAddPartitions};
 use crate::protocol::response_budget::ResponseBudget;
+use crate::store::auth::acl::{self, Action};
 use crate::store::auth::Principal;
 use crate::store::coordinator_key::{offsets_partition, txn_shard};
 use crate::store::group::consumer::TopicInfo;
@@ -48,6 +50,8 @@ pub struct Actors {
     pub peers: Addr<PeerLinks>,
     /// The broker's Prometheus metrics (requests per API are counted by the connection).
     pub metrics: Metrics,
+    /// The ACLs every request is checked against; None: no authorizer, all is allowed.
+    pub authorizer: Option<Authorizer>,
 }
 
 pub struct Session {
@@ -58,6 +62,7 @@ pub struct Session {
     pub fetch_sessions: FetchSessions,
     pub peers: Addr<PeerLinks>,
     pub metrics: Metrics,
+    pub authorizer: Option<Authorizer>,
     pub settings: Arc<Settings>,
     pub cluster_id: Arc<str>,
     /// The client's address (DescribeGroups' client host).
@@ -81,6 +86,7 @@ impl Session {
             fetch_sessions: actors.fetch_sessions,
             peers: actors.peers,
             metrics: actors.metrics,
+            authorizer: actors.authorizer,
             settings,
             cluster_id,
             peer,
@@ -89,6 +95,27 @@ impl Session {
             principal: RefCell::new(Principal::anonymous()),
             topics: RefCell::new(HashMap::new()),
         })
+    }
+
+    /// Whether this client may do `operation` on the resource (always without an authorizer):
+    /// Kafka's authorizer decision for the connection's principal and address.
+    pub fn authorized(&self, operation: i8, resource_type: i8, name: &str) -> bool {
+        let Some(a) = &self.authorizer else { return true };
+        let principal = self.principal.borrow().to_string();
+        a.authorize(Action { principal: &principal, host: &self.peer, operation, resource_type, name })
+    }
+
+    /// `authorized` on the cluster resource.
+    pub fn authorized_cluster(&self, operation: i8) -> bool {
+        self.authorized(operation, acl::RESOURCE_CLUSTER, acl::CLUSTER_NAME)
+    }
+
+    /// Whether this client may do `operation` on some resource of `resource_type` (KIP-679:
+    /// an idempotent producer needs WRITE on any topic, or IDEMPOTENT_WRITE on the cluster).
+    pub fn authorized_any(&self, operation: i8, resource_type: i8) -> bool {
+        let Some(a) = &self.authorizer else { return true };
+        let principal = self.principal.borrow().to_string();
+        a.authorize_any(&principal, &self.peer, operation, resource_type)
     }
 
     /// Where the transaction coordinator of `transactional_id` is.

@@ -28,12 +28,14 @@ use crate::actors::topics::TopicRegistry;
 use crate::config::Settings;
 use crate::metrics::http::{self as metrics_http, HttpLimits};
 use crate::metrics::Metrics;
+use crate::protocol::authorizer::Authorizer;
 use crate::protocol::connection::Limits;
 use crate::protocol::fetch_session::FetchSessions;
 use crate::protocol::frame::RequestPool;
 use crate::protocol::peer_link::{PeerLinkConfig, PeerLinks};
 use crate::protocol::response_budget::ResponseBudget;
 use crate::protocol::session::{Actors, Session};
+use crate::store::auth::credentials::ScramCredentials;
 use crate::store::cluster::fence::SelfFence;
 use crate::store::cluster::fence_log::FenceLog;
 use crate::store::cluster::liveness::Freshness;
@@ -244,10 +246,22 @@ impl Broker {
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "recovered partitions");
         arbiters.extend([cluster_arbiter, coordinator_arbiter, peer_arbiter]);
         arbiters.extend(metrics_arbiter);
+        let acls = crate::store::auth::acl_store::load(&settings.broker.data_dir)
+            .map_err(|e| ServerError::Startup(format!("ACLs: {e}")))?;
+        let authorizer = Authorizer::from_settings(settings, acls, metrics.clone());
         let responses = ResponseBudget::new(settings.network.queued_max_response_bytes);
         let fetch_sessions = FetchSessions::new(settings.network.max_incremental_fetch_session_cache_slots);
         Ok(Broker {
-            actors: Actors { directory, txn, groups, responses, fetch_sessions, peers: peer_links, metrics },
+            actors: Actors {
+                directory,
+                txn,
+                groups,
+                responses,
+                fetch_sessions,
+                peers: peer_links,
+                metrics,
+                authorizer,
+            },
             arbiters,
             registration,
             fence,
@@ -316,7 +330,7 @@ async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>, bound: Vec<listene
     tracing::info!(data_dir = %settings.broker.data_dir.display(), node_id = settings.broker.node_id, "kaas is serving");
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
-    // Credentials another broker changed reach this one within a tick.
+    // Credentials and ACLs another broker changed reach this one within a tick.
     let mut credentials_tick = tokio::time::interval(CREDENTIALS_REFRESH);
     loop {
         tokio::select! {
@@ -329,14 +343,7 @@ async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>, bound: Vec<listene
                 },
                 None => tracing::info!("SIGHUP: no TLS listener"),
             },
-            _ = credentials_tick.tick() => {
-                let dir = settings.broker.data_dir.clone();
-                match tokio::task::spawn_blocking(move || crate::store::auth::credentials::load(&dir)).await {
-                    Ok(Ok(map)) => scram.replace(map),
-                    Ok(Err(e)) => tracing::warn!("reading the SCRAM credentials: {e}"),
-                    Err(_) => {}
-                }
-            }
+            _ = credentials_tick.tick() => refresh_security(&settings, &scram, broker.actors.authorizer.as_ref()).await,
         }
     }
     for l in loops {
@@ -350,7 +357,24 @@ async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>, bound: Vec<listene
     Ok(())
 }
 
-/// How often a broker reads the cluster's SCRAM credentials again.
+/// Reads the cluster's SCRAM credentials and ACLs again (on the blocking pool): what another
+/// broker changed applies here too.
+async fn refresh_security(settings: &Settings, scram: &ScramCredentials, authorizer: Option<&Authorizer>) {
+    let dir = settings.broker.data_dir.clone();
+    let read = move || (crate::store::auth::credentials::load(&dir), crate::store::auth::acl_store::load(&dir));
+    let Ok((credentials, acls)) = tokio::task::spawn_blocking(read).await else { return };
+    match credentials {
+        Ok(map) => scram.replace(map),
+        Err(e) => tracing::warn!("reading the SCRAM credentials: {e}"),
+    }
+    match (acls, authorizer) {
+        (Ok(bindings), Some(a)) => a.replace_bindings(bindings),
+        (Err(e), Some(_)) => tracing::warn!("reading the ACLs: {e}"),
+        _ => {}
+    }
+}
+
+/// How often a broker reads the cluster's SCRAM credentials and ACLs again.
 const CREDENTIALS_REFRESH: Duration = Duration::from_secs(2);
 
 /// The Prometheus endpoint, when `metrics_listen` is set: bound now (a bad address stops the

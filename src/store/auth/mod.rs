@@ -1,8 +1,12 @@
-//! Who a client is: the principal a connection authenticates as (`User:alice`, or
-//! `User:ANONYMOUS` where the listener authenticates nobody), and the mechanisms that establish
-//! it: SASL (`sasl`: the per-connection exchange; `plain`; `scram`) and, on TLS listeners with
-//! client certificates, the certificate's subject. Pure.
+//! Who a client is and what it may do: the principal a connection authenticates as
+//! (`User:alice`, or `User:ANONYMOUS` where the listener authenticates nobody), the mechanisms
+//! that establish it (SASL: `sasl`, the per-connection exchange, `plain`, `scram`; on TLS
+//! listeners with client certificates, the certificate's subject), and Kafka's ACLs (`acl`, the
+//! authorizer's decision). Pure, but for the two files on the shared disk: `credentials` (SCRAM)
+//! and `acl_store` (the ACLs).
 
+pub mod acl;
+pub mod acl_store;
 pub mod credentials;
 pub mod plain;
 pub mod sasl;

@@ -97,6 +97,8 @@ group_errors! {
     StaleMemberEpoch, "STALE_MEMBER_EPOCH";
     UnknownServerError, "UNKNOWN_SERVER_ERROR";
     InvalidProducerEpoch, "INVALID_PRODUCER_EPOCH";
+    GroupAuthorizationFailed, "GROUP_AUTHORIZATION_FAILED";
+    TopicAuthorizationFailed, "TOPIC_AUTHORIZATION_FAILED";
 }
 
 /// Wire code of an optional error (0 = NONE).

@@ -6,20 +6,24 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::{live, Decision, TopicPartition, TxnEntry, TxnError, TxnState, CONSUMER_OFFSETS_TOPIC, TV_0};
 use crate::error_code::ResponseError;
 
-/// eos-rules 31: one unknown partition fails the transaction's whole add before the
-/// coordinator sees it: UNKNOWN_TOPIC_OR_PARTITION on the bad partitions,
-/// OPERATION_NOT_ATTEMPTED on the rest, nothing added. `None`: all known, go on. In a v4+
-/// batch AK checks each transaction on its own, so one transaction's bad partition does not
-/// fail the others. (kaas has no ACLs, so TOPIC_AUTHORIZATION_FAILED never arises.)
+/// eos-rules 31: one partition of a topic the client may not write (without WRITE on it), or one
+/// unknown partition, fails the transaction's whole add before the coordinator sees it:
+/// TOPIC_AUTHORIZATION_FAILED, else UNKNOWN_TOPIC_OR_PARTITION on the bad partitions,
+/// OPERATION_NOT_ATTEMPTED on the rest, nothing added. `None`: all allowed and known, go on. In
+/// a v4+ batch AK checks each transaction on its own, so one transaction's bad partition does
+/// not fail the others.
 pub fn unknown_partitions_precheck(
     partitions: &BTreeSet<TopicPartition>,
+    unauthorized_topics: &BTreeSet<String>,
     unknown: &BTreeSet<TopicPartition>,
 ) -> Option<BTreeMap<TopicPartition, i16>> {
-    if unknown.is_empty() {
+    if unknown.is_empty() && unauthorized_topics.is_empty() {
         return None;
     }
     let code = |tp: &TopicPartition| {
-        if unknown.contains(tp) {
+        if unauthorized_topics.contains(&tp.0) {
+            ResponseError::TopicAuthorizationFailed.code()
+        } else if unknown.contains(tp) {
             ResponseError::UnknownTopicOrPartition.code()
         } else {
             ResponseError::OperationNotAttempted.code()

@@ -9,6 +9,23 @@ use super::{
     is_epoch_exhausted, live, Answer, Decision, Effect, PidEpoch, TxnEntry, TxnError, TxnState, NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID, TV_0, TV_2,
 };
+use crate::error_code::ResponseError;
+
+/// eos-rules 2: who may get a producer id. A transactional id needs WRITE on it
+/// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent producer IDEMPOTENT_WRITE on the
+/// cluster or WRITE on some topic (KIP-679; CLUSTER_AUTHORIZATION_FAILED). Checked before
+/// anything else, as Kafka's KafkaApis does.
+pub fn init_producer_id_authorization(
+    transactional: bool,
+    may_write_transactional_id: bool,
+    may_write_idempotently: bool,
+) -> Result<(), ResponseError> {
+    match (transactional, may_write_transactional_id, may_write_idempotently) {
+        (true, false, _) => Err(ResponseError::TransactionalIdAuthorizationFailed),
+        (false, _, false) => Err(ResponseError::ClusterAuthorizationFailed),
+        _ => Ok(()),
+    }
+}
 
 /// InitProducerId with a null transactional id (eos-rules 1, 3): a fresh producer id at epoch 0,
 /// no coordinator state, no timeout validation; a claim is ignored unless half set.

@@ -41,7 +41,7 @@ mod tests;
 pub use add_partitions::{add_offsets, add_partitions, unknown_partitions_precheck};
 pub use describe::ListFilter;
 pub use end_txn::end_txn;
-pub use init_producer_id::{idempotent_init_producer_id, init_producer_id};
+pub use init_producer_id::{idempotent_init_producer_id, init_producer_id, init_producer_id_authorization};
 pub use markers::{
     complete, completion, marker_outcome, marker_phase_stuck, marker_target, next_marker_backoff_ms, resend_markers,
     schedule, MarkerBatch, MarkerOutcome, MarkerTarget, MARKER_FIRST_BACKOFF_MS,

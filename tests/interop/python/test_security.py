@@ -118,7 +118,7 @@ def test_a_wrong_password_fails_authentication_and_others_are_served(secured, ce
         errors = []
         admin = AdminClient({**conf, "error_cb": lambda e: errors.append(e)})
         with pytest.raises(KafkaException):
-            admin.list_topics(timeout=5)
+            admin.list_topics(timeout=2)
         admin.poll(1)  # serves error_cb
         # librdkafka reports the broker's SASL_AUTHENTICATION_FAILED as an authentication error.
         assert any(e.code() == KafkaError._AUTHENTICATION for e in errors), errors

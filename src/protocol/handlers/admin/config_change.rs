@@ -12,6 +12,7 @@ use crate::actors::group_coordinator::SetGroupConfigs;
 use crate::actors::topic_configs::{AlterFailure, AlterTopicConfigs, ConfigChange};
 use crate::error_code::ResponseError;
 use crate::protocol::Session;
+use crate::store::auth::acl;
 use crate::store::configs::group::alter_group;
 use crate::store::configs::group_store;
 use crate::store::configs::resources::{self as res, ResourceError};
@@ -63,6 +64,15 @@ pub async fn alter_resources(
 
 async fn alter_one(s: &Session, r: ResourceChange, validate_only: bool) -> Result<(), AlterFailure> {
     let node = s.settings.broker.node_id;
+    // ALTER_CONFIGS on the topic, the group or (brokers, loggers) the cluster.
+    let (resource, name, denied) = match r.resource_type {
+        res::RESOURCE_TOPIC => (acl::RESOURCE_TOPIC, r.name.as_str(), ResponseError::TopicAuthorizationFailed),
+        res::RESOURCE_GROUP => (acl::RESOURCE_GROUP, r.name.as_str(), ResponseError::GroupAuthorizationFailed),
+        _ => (acl::RESOURCE_CLUSTER, acl::CLUSTER_NAME, ResponseError::ClusterAuthorizationFailed),
+    };
+    if !s.authorized(acl::OP_ALTER_CONFIGS, resource, name) {
+        return Err((denied.code(), "Authorization failed.".into()));
+    }
     let ops = r.ops();
     let replace = matches!(r.change, ConfigChange::Replace(_));
     match r.resource_type {

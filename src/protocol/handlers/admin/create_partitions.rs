@@ -11,6 +11,7 @@ use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse
 use crate::actors::messages::CreatePartitions;
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
+use crate::store::auth::acl;
 use crate::store::create_partitions::{duplicate_topics, CreatePartitionsError};
 
 pub async fn handle(s: Rc<Session>, _version: i16, req: CreatePartitionsRequest) -> CreatePartitionsResponse {
@@ -31,6 +32,11 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: CreatePartitionsRequest)
                 let e = CreatePartitionsError::DuplicateTopic;
                 resp.results.push(answer(t.name, e.code(), e.message()));
             }
+            continue;
+        }
+        if !s.authorized(acl::OP_ALTER, acl::RESOURCE_TOPIC, &name) {
+            let why = Some("Authorization failed.".to_string());
+            resp.results.push(answer(t.name, ResponseError::TopicAuthorizationFailed.code(), why));
             continue;
         }
         let msg = CreatePartitions {

@@ -10,6 +10,7 @@ use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use crate::actors::messages::CreateTopic;
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
+use crate::store::auth::acl;
 use crate::store::topics;
 
 pub async fn handle(s: Rc<Session>, version: i16, req: CreateTopicsRequest) -> CreateTopicsResponse {
@@ -37,7 +38,11 @@ pub async fn handle(s: Rc<Session>, version: i16, req: CreateTopicsRequest) -> C
             r.error_code = code;
             r.error_message = Some(str_bytes(&msg));
         };
-        if !matches!(t.replication_factor, -1 | 1) {
+        let may_create =
+            s.authorized_cluster(acl::OP_CREATE) || s.authorized(acl::OP_CREATE, acl::RESOURCE_TOPIC, &t.name.0);
+        if !may_create {
+            fail(&mut r, ResponseError::TopicAuthorizationFailed.code(), "Authorization failed.".into());
+        } else if !matches!(t.replication_factor, -1 | 1) {
             fail(
                 &mut r,
                 ResponseError::InvalidReplicationFactor.code(),

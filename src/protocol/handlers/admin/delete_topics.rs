@@ -7,7 +7,9 @@ use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
 
 use crate::actors::messages::DeleteTopic;
+use crate::actors::messages::ListTopics;
 use crate::protocol::{str_bytes, Session};
+use crate::store::auth::acl;
 
 pub async fn handle(s: Rc<Session>, version: i16, req: DeleteTopicsRequest) -> DeleteTopicsResponse {
     let targets: Vec<(Option<String>, Option<uuid::Uuid>)> = if version >= 6 {
@@ -26,6 +28,19 @@ pub async fn handle(s: Rc<Session>, version: i16, req: DeleteTopicsRequest) -> D
         r.name = name.as_deref().map(|n| TopicName(str_bytes(n)));
         if version >= 6 {
             r.topic_id = id.unwrap_or_default();
+        }
+        // DELETE on the topic; a topic named by its id only is looked up by name first.
+        let named = match (&name, id) {
+            (None, Some(id)) if s.authorizer.is_some() => {
+                let all = s.directory.topics().send(ListTopics).await.unwrap_or_default();
+                all.into_iter().find(|m| m.id == id).map(|m| m.name)
+            }
+            _ => name.clone(),
+        };
+        if named.as_deref().is_some_and(|n| !s.authorized(acl::OP_DELETE, acl::RESOURCE_TOPIC, n)) {
+            r.error_code = ResponseError::TopicAuthorizationFailed.code();
+            resp.responses.push(r);
+            continue;
         }
         match s.directory.topics().send(DeleteTopic { name: name.clone(), id }).await {
             Ok(Ok(meta)) => {

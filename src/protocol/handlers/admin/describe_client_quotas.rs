@@ -9,8 +9,16 @@ use kafka_protocol::messages::{DescribeClientQuotasRequest, DescribeClientQuotas
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
 use crate::store::admin::check_quota_filter;
+use crate::store::auth::acl;
 
-pub async fn handle(_s: Rc<Session>, _version: i16, req: DescribeClientQuotasRequest) -> DescribeClientQuotasResponse {
+pub async fn handle(s: Rc<Session>, _version: i16, req: DescribeClientQuotasRequest) -> DescribeClientQuotasResponse {
+    // DESCRIBE_CONFIGS on the cluster, as Kafka checks.
+    if !s.authorized_cluster(acl::OP_DESCRIBE_CONFIGS) {
+        let mut r = DescribeClientQuotasResponse::default();
+        r.error_code = crate::error_code::ResponseError::ClusterAuthorizationFailed.code();
+        r.error_message = Some(crate::protocol::str_bytes("Cluster authorization failed."));
+        return r;
+    }
     let components: Vec<_> = req
         .components
         .iter()

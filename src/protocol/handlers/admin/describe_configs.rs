@@ -16,6 +16,7 @@ use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use crate::config::{plain, Settings};
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
+use crate::store::auth::acl;
 use crate::store::configs::broker::{describe_broker, BrokerSetting};
 use crate::store::configs::group::{describe_group, GroupDefaults, GroupOverrides};
 use crate::store::configs::group_store;
@@ -118,6 +119,22 @@ pub async fn handle(s: Rc<Session>, version: i16, req: DescribeConfigsRequest) -
         r.resource_type = res.resource_type;
         r.resource_name = res.resource_name.clone();
         r.error_message = None; // Kafka sends null, not "", when there is no error
+                                // DESCRIBE_CONFIGS on the topic, the group or (brokers, loggers) the cluster.
+        let (resource, name, denied) = match res.resource_type {
+            RESOURCE_TOPIC => {
+                (acl::RESOURCE_TOPIC, res.resource_name.as_str(), ResponseError::TopicAuthorizationFailed)
+            }
+            RESOURCE_GROUP => {
+                (acl::RESOURCE_GROUP, res.resource_name.as_str(), ResponseError::GroupAuthorizationFailed)
+            }
+            _ => (acl::RESOURCE_CLUSTER, acl::CLUSTER_NAME, ResponseError::ClusterAuthorizationFailed),
+        };
+        if !s.authorized(acl::OP_DESCRIBE_CONFIGS, resource, name) {
+            r.error_code = denied.code();
+            r.error_message = Some(str_bytes("Authorization failed."));
+            resp.results.push(r);
+            continue;
+        }
         match res.resource_type {
             RESOURCE_TOPIC => match topic_configs(&s, &res.resource_name).await {
                 Some(configs) => {

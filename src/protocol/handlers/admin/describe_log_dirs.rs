@@ -13,6 +13,7 @@ use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse, 
 use crate::actors::messages::ListTopics;
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
+use crate::store::auth::acl;
 use crate::store::ownership::Owned;
 use crate::store::topics::partition_dir;
 
@@ -32,6 +33,12 @@ fn space(dir: &std::path::Path) -> (i64, i64) {
 }
 
 pub async fn handle(s: Rc<Session>, version: i16, req: DescribeLogDirsRequest) -> DescribeLogDirsResponse {
+    // DESCRIBE on the cluster, as Kafka checks.
+    if !s.authorized_cluster(acl::OP_DESCRIBE) {
+        let mut r = DescribeLogDirsResponse::default();
+        r.error_code = crate::error_code::ResponseError::ClusterAuthorizationFailed.code();
+        return r;
+    }
     let data_dir = s.settings.broker.data_dir.clone();
     // The partitions asked about (all when null) that this broker leads.
     let metas = s.directory.topics().send(ListTopics).await.unwrap_or_default();

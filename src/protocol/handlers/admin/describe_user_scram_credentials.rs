@@ -11,6 +11,7 @@ use kafka_protocol::messages::{DescribeUserScramCredentialsRequest, DescribeUser
 
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
+use crate::store::auth::acl;
 use crate::store::auth::credentials;
 
 pub async fn handle(
@@ -18,6 +19,13 @@ pub async fn handle(
     _version: i16,
     req: DescribeUserScramCredentialsRequest,
 ) -> DescribeUserScramCredentialsResponse {
+    // DESCRIBE on the cluster, as Kafka checks.
+    if !s.authorized_cluster(acl::OP_DESCRIBE) {
+        let mut r = DescribeUserScramCredentialsResponse::default();
+        r.error_code = crate::error_code::ResponseError::ClusterAuthorizationFailed.code();
+        r.error_message = Some(crate::protocol::str_bytes("Cluster authorization failed."));
+        return r;
+    }
     let users: Option<Vec<String>> = req.users.map(|u| u.iter().map(|n| n.name.to_string()).collect());
     let mut resp = DescribeUserScramCredentialsResponse::default();
     let dir = s.settings.broker.data_dir.clone();

@@ -12,6 +12,7 @@ use crate::actors::messages::ListTopics;
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
 use crate::store::admin::{election_outcome, valid_election_type, ELECTION_PREFERRED};
+use crate::store::auth::acl;
 use crate::store::ownership::Owned;
 
 fn result(topic: &str, outcomes: Vec<(i32, ResponseError)>) -> ReplicaElectionResult {
@@ -31,6 +32,12 @@ fn result(topic: &str, outcomes: Vec<(i32, ResponseError)>) -> ReplicaElectionRe
 }
 
 pub async fn handle(s: Rc<Session>, version: i16, req: ElectLeadersRequest) -> ElectLeadersResponse {
+    // ALTER on the cluster, as Kafka checks.
+    if !s.authorized_cluster(acl::OP_ALTER) {
+        let mut r = ElectLeadersResponse::default();
+        r.error_code = crate::error_code::ResponseError::ClusterAuthorizationFailed.code();
+        return r;
+    }
     let mut resp = ElectLeadersResponse::default();
     // v0 has no election type: preferred.
     let election_type = if version >= 1 { req.election_type } else { ELECTION_PREFERRED };

@@ -11,11 +11,18 @@ use kafka_protocol::messages::{ListConfigResourcesRequest, ListConfigResourcesRe
 use crate::actors::messages::ListTopics;
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
+use crate::store::auth::acl;
 use crate::store::configs::group_store;
 use crate::store::configs::resources::{listed, RESOURCE_GROUP, RESOURCE_TOPIC};
 use crate::store::topics::INTERNAL_TOPICS;
 
 pub async fn handle(s: Rc<Session>, version: i16, req: ListConfigResourcesRequest) -> ListConfigResourcesResponse {
+    // DESCRIBE_CONFIGS on the cluster, as Kafka checks.
+    if !s.authorized_cluster(acl::OP_DESCRIBE_CONFIGS) {
+        let mut r = ListConfigResourcesResponse::default();
+        r.error_code = crate::error_code::ResponseError::ClusterAuthorizationFailed.code();
+        return r;
+    }
     let mut resp = ListConfigResourcesResponse::default();
     let wants_topics = version >= 1 && (req.resource_types.is_empty() || req.resource_types.contains(&RESOURCE_TOPIC));
     let mut topics: Vec<String> = INTERNAL_TOPICS.iter().map(|t| t.to_string()).collect();

@@ -7,11 +7,19 @@ use std::rc::Rc;
 use kafka_protocol::messages::{ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse};
 
 use crate::protocol::Session;
+use crate::store::auth::acl;
 
 pub async fn handle(
-    _s: Rc<Session>,
+    s: Rc<Session>,
     _version: i16,
     _req: ListPartitionReassignmentsRequest,
 ) -> ListPartitionReassignmentsResponse {
+    // DESCRIBE on the cluster, as Kafka checks.
+    if !s.authorized_cluster(acl::OP_DESCRIBE) {
+        let mut r = ListPartitionReassignmentsResponse::default();
+        r.error_code = crate::error_code::ResponseError::ClusterAuthorizationFailed.code();
+        r.error_message = Some(crate::protocol::str_bytes("Cluster authorization failed."));
+        return r;
+    }
     ListPartitionReassignmentsResponse::default()
 }

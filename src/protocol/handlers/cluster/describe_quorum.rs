@@ -11,6 +11,7 @@ use kafka_protocol::messages::{BrokerId, DescribeQuorumRequest, DescribeQuorumRe
 
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
+use crate::store::auth::acl;
 use crate::store::clock::now_ms;
 use crate::store::quorum::{asks_for_metadata_partition, describe, Replica, METADATA_PARTITION, METADATA_TOPIC};
 
@@ -55,6 +56,13 @@ fn unknown_partitions(req: DescribeQuorumRequest) -> DescribeQuorumResponse {
 }
 
 pub async fn handle(s: Rc<Session>, version: i16, req: DescribeQuorumRequest) -> DescribeQuorumResponse {
+    // DESCRIBE on the cluster, as Kafka checks.
+    if !s.authorized_cluster(acl::OP_DESCRIBE) {
+        let mut r = DescribeQuorumResponse::default();
+        r.error_code = crate::error_code::ResponseError::ClusterAuthorizationFailed.code();
+        r.error_message = Some(crate::protocol::str_bytes("Cluster authorization failed."));
+        return r;
+    }
     let asked: Vec<(String, Vec<i32>)> = req
         .topics
         .iter()

@@ -16,6 +16,7 @@ use crate::actors::messages::ListTopics;
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
 use crate::store::admin::partitions_page;
+use crate::store::auth::acl;
 use crate::store::topics::{TopicMeta, INTERNAL_TOPICS};
 
 fn from_metadata(t: MetadataResponseTopic, range: std::ops::Range<i32>) -> DescribeTopicPartitionsResponseTopic {
@@ -80,10 +81,18 @@ pub async fn handle(
     // broker to answer 2,000).
     let mut found: BTreeMap<String, Described> = BTreeMap::new();
     let mut unknown = Vec::new();
+    // Topics the client may not describe: left out of an all-topics answer, a named one is
+    // TOPIC_AUTHORIZATION_FAILED.
+    let mut denied = Vec::new();
     if req.topics.is_empty() {
         let metas = s.directory.topics().send(ListTopics).await.unwrap_or_default();
-        found.extend(metas.into_iter().map(|m| (m.name.clone(), Described::Topic(m))));
-        for n in INTERNAL_TOPICS {
+        found.extend(
+            metas
+                .into_iter()
+                .filter(|m| s.authorized(acl::OP_DESCRIBE, acl::RESOURCE_TOPIC, &m.name))
+                .map(|m| (m.name.clone(), Described::Topic(m))),
+        );
+        for n in INTERNAL_TOPICS.iter().filter(|n| s.authorized(acl::OP_DESCRIBE, acl::RESOURCE_TOPIC, n)) {
             if let Some(e) = internal_entry(&s, metadata_version, n) {
                 found.insert(n.to_string(), Described::Internal(e));
             }
@@ -91,7 +100,11 @@ pub async fn handle(
     } else {
         for t in &req.topics {
             let name = t.name.0.to_string();
-            if found.contains_key(&name) || unknown.contains(&name) {
+            if found.contains_key(&name) || unknown.contains(&name) || denied.contains(&name) {
+                continue;
+            }
+            if !s.authorized(acl::OP_DESCRIBE, acl::RESOURCE_TOPIC, &name) {
+                denied.push(name);
                 continue;
             }
             if let Some(e) = internal_entry(&s, metadata_version, &name) {
@@ -128,6 +141,7 @@ pub async fn handle(
         })
         .collect();
     resp.topics.extend(unknown.iter().map(|n| error_topic(n, ResponseError::UnknownTopicOrPartition)));
+    resp.topics.extend(denied.iter().map(|n| error_topic(n, ResponseError::TopicAuthorizationFailed)));
     resp.next_cursor = next.map(|(topic, partition)| {
         let mut c = Cursor::default();
         c.topic_name = TopicName(str_bytes(&topic));

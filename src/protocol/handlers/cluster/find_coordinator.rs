@@ -7,6 +7,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
+use crate::store::auth::acl;
 use crate::store::coordinator_key::{key_error, offsets_partition, txn_shard, KEY_TYPE_GROUP};
 use crate::store::ownership::Owned;
 
@@ -24,6 +25,16 @@ fn shard(s: &Session, key_type: i8, key: &str) -> Owned {
 fn locate(s: &Session, key_type: i8, key: &str) -> Result<(i32, String, i32), (i16, &'static str)> {
     if let Some(refused) = key_error(key_type, key) {
         return Err((ResponseError::InvalidRequest.code(), refused));
+    }
+    // DESCRIBE on the group or the transactional id, as Kafka checks.
+    let (resource, denied, why) = if key_type == KEY_TYPE_GROUP {
+        (acl::RESOURCE_GROUP, ResponseError::GroupAuthorizationFailed, "Group authorization failed.")
+    } else {
+        let why = "Transactional Id authorization failed.";
+        (acl::RESOURCE_TRANSACTIONAL_ID, ResponseError::TransactionalIdAuthorizationFailed, why)
+    };
+    if !s.authorized(acl::OP_DESCRIBE, resource, key) {
+        return Err((denied.code(), why));
     }
     let table = s.directory.ownership();
     let unavailable = (ResponseError::CoordinatorNotAvailable.code(), "The coordinator is not available.");

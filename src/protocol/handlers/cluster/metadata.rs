@@ -11,6 +11,7 @@ use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, Topi
 use crate::actors::messages::ListTopics;
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
+use crate::store::auth::acl;
 use crate::store::coordinator_key::OFFSETS_PARTITIONS;
 use crate::store::ownership::Owned;
 use crate::store::topics::{internal_topic_id, validate_name, TopicMeta, INTERNAL_TOPICS};
@@ -123,14 +124,22 @@ pub async fn handle(s: Rc<Session>, version: i16, req: MetadataRequest) -> Metad
         None => true,
         Some(t) => version == 0 && t.is_empty(),
     };
+    // Only the topics the client may describe are listed; one it names is
+    // TOPIC_AUTHORIZATION_FAILED (Kafka's handleTopicMetadataRequest).
+    let describable = |name: &str| s.authorized(acl::OP_DESCRIBE, acl::RESOURCE_TOPIC, name);
     if all {
         let metas = s.directory.topics().send(ListTopics).await.unwrap_or_default();
-        r.topics = metas.iter().map(|m| topic_entry(&s, version, m)).collect();
-        r.topics.extend(INTERNAL_TOPICS.iter().filter_map(|n| internal_entry(&s, version, n)));
+        r.topics = metas.iter().filter(|m| describable(&m.name)).map(|m| topic_entry(&s, version, m)).collect();
+        r.topics
+            .extend(INTERNAL_TOPICS.iter().filter(|n| describable(n)).filter_map(|n| internal_entry(&s, version, n)));
         return r;
     }
-    // Before v4 there is no flag and Kafka auto-creates.
-    let auto_create = version < 4 || req.allow_auto_topic_creation;
+    // Before v4 there is no flag and Kafka auto-creates; with an authorizer, only for a client
+    // that may CREATE on the cluster or the topic.
+    let asked = version < 4 || req.allow_auto_topic_creation;
+    let may_create = |name: &str| {
+        asked && (s.authorized_cluster(acl::OP_CREATE) || s.authorized(acl::OP_CREATE, acl::RESOURCE_TOPIC, name))
+    };
     // v10+: topics asked by id (librdkafka resolves KIP-848 assignments this way).
     let mut by_id: Option<Vec<TopicMeta>> = None;
     for t in req.topics.unwrap_or_default() {
@@ -139,11 +148,16 @@ pub async fn handle(s: Rc<Session>, version: i16, req: MetadataRequest) -> Metad
                 by_id = Some(s.directory.topics().send(ListTopics).await.unwrap_or_default());
             }
             let internal = INTERNAL_TOPICS.iter().find(|n| internal_topic_id(&s.cluster_id, n) == t.topic_id);
-            if let Some(entry) = internal.and_then(|n| internal_entry(&s, version, n)) {
+            if let Some(entry) = internal.filter(|n| describable(n)).and_then(|n| internal_entry(&s, version, n)) {
                 r.topics.push(entry);
                 continue;
             }
             match by_id.iter().flatten().find(|m| m.id == t.topic_id && !t.topic_id.is_nil()) {
+                Some(m) if !describable(&m.name) => {
+                    let mut e = error_entry(None, ResponseError::TopicAuthorizationFailed.code());
+                    e.topic_id = t.topic_id;
+                    r.topics.push(e);
+                }
                 Some(m) => r.topics.push(topic_entry(&s, version, m)),
                 None => {
                     let mut e = error_entry(None, ResponseError::UnknownTopicId.code());
@@ -158,11 +172,15 @@ pub async fn handle(s: Rc<Session>, version: i16, req: MetadataRequest) -> Metad
             r.topics.push(error_entry(Some(&name), ResponseError::InvalidTopicException.code()));
             continue;
         }
+        if !describable(&name) {
+            r.topics.push(error_entry(Some(&name), ResponseError::TopicAuthorizationFailed.code()));
+            continue;
+        }
         if let Some(internal) = internal_entry(&s, version, &name) {
             r.topics.push(internal);
             continue;
         }
-        match s.lookup(&name, auto_create).await {
+        match s.lookup(&name, may_create(&name)).await {
             Ok(h) => r.topics.push(topic_entry(&s, version, &h.meta)),
             Err(code) => r.topics.push(error_entry(Some(&name), code)),
         }

@@ -13,6 +13,7 @@ use uuid::Uuid;
 use crate::actors::messages::{DescribeConsumerGroups, DescribedConsumerGroup, DescribedConsumerGroups};
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
+use crate::store::auth::acl;
 use crate::store::group::consumer;
 
 /// Kafka's MemberType for a member on the consumer protocol (v1).
@@ -77,6 +78,10 @@ pub async fn handle(s: Rc<Session>, version: i16, req: ConsumerGroupDescribeRequ
     let mut r = ConsumerGroupDescribeResponse::default();
     let (empty, ids): (Vec<String>, Vec<String>) =
         req.group_ids.iter().map(|g| g.0.to_string()).partition(|id| id.is_empty());
+    // DESCRIBE on each group; the others are GROUP_AUTHORIZATION_FAILED.
+    let (ids, denied): (Vec<String>, Vec<String>) =
+        ids.into_iter().partition(|g| s.authorized(acl::OP_DESCRIBE, acl::RESOURCE_GROUP, g));
+    r.groups.extend(denied.iter().map(|id| failed(id, ResponseError::GroupAuthorizationFailed, None)));
     r.groups.extend(empty.iter().map(|id| failed(id, ResponseError::InvalidGroupId, None)));
     let (here, elsewhere) = s.split_groups(ids);
     r.groups.extend(elsewhere.into_iter().map(|(id, e)| failed(&id, e.error(), None)));

@@ -11,6 +11,7 @@ use tokio::sync::oneshot;
 use crate::actors::messages::{ConsumerHeartbeat, ConsumerHeartbeatRequest, ConsumerHeartbeatResponse, TopicInfo};
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
+use crate::store::auth::acl;
 use crate::store::group::consumer::Assignment;
 use crate::store::group::validate_group_id;
 
@@ -88,6 +89,11 @@ pub async fn handle(
     req: ConsumerGroupHeartbeatRequest,
 ) -> ConsumerGroupHeartbeatResponse {
     let mut r = ConsumerGroupHeartbeatResponse::default();
+    if !s.authorized(acl::OP_READ, acl::RESOURCE_GROUP, &req.group_id.0) {
+        r.error_code = ResponseError::GroupAuthorizationFailed.code();
+        r.error_message = Some(crate::protocol::str_bytes("Group authorization failed."));
+        return r;
+    }
     match call(&s, version, &req).await {
         Ok(ok) => {
             r.member_id = Some(str_bytes(&ok.member_id));

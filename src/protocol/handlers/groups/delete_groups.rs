@@ -8,9 +8,15 @@ use tokio::sync::oneshot;
 
 use crate::actors::messages::{GroupAdmin, GroupAdminAnswer, GroupAdminOp, GroupError};
 use crate::protocol::{str_bytes, Session};
+use crate::store::auth::acl;
 
 pub async fn handle(s: Rc<Session>, _version: i16, req: DeleteGroupsRequest) -> DeleteGroupsResponse {
-    let ids: Vec<String> = req.groups_names.iter().map(|g| g.0.to_string()).collect();
+    // DELETE on each group; the others are GROUP_AUTHORIZATION_FAILED.
+    let (ids, denied): (Vec<String>, Vec<String>) = req
+        .groups_names
+        .iter()
+        .map(|g| g.0.to_string())
+        .partition(|g| s.authorized(acl::OP_DELETE, acl::RESOURCE_GROUP, g));
     let (here, elsewhere) = s.split_groups(ids);
     let (tx, rx) = oneshot::channel();
     let answer = if here.is_empty() {
@@ -29,6 +35,7 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: DeleteGroupsRequest) -> 
         _ => here.into_iter().map(|id| (id, GroupError::CoordinatorNotAvailable.code())).collect(),
     };
     results.extend(elsewhere.into_iter().map(|(id, e)| (id, e.code())));
+    results.extend(denied.into_iter().map(|id| (id, GroupError::GroupAuthorizationFailed.code())));
     let mut r = DeleteGroupsResponse::default();
     r.results = results
         .into_iter()

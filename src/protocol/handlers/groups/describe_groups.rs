@@ -11,11 +11,23 @@ use tokio::sync::oneshot;
 
 use crate::actors::messages::{GroupAdmin, GroupAdminAnswer, GroupAdminOp, GroupError};
 use crate::protocol::{str_bytes, Session};
+use crate::store::auth::acl;
 use crate::store::group::GroupState;
 
 pub async fn handle(s: Rc<Session>, version: i16, req: DescribeGroupsRequest) -> DescribeGroupsResponse {
     let mut r = DescribeGroupsResponse::default();
-    let ids: Vec<String> = req.groups.iter().map(|g| g.0.to_string()).collect();
+    // DESCRIBE on each group; the others are GROUP_AUTHORIZATION_FAILED.
+    let (ids, denied): (Vec<String>, Vec<String>) = req
+        .groups
+        .iter()
+        .map(|g| g.0.to_string())
+        .partition(|g| s.authorized(acl::OP_DESCRIBE, acl::RESOURCE_GROUP, g));
+    for id in denied {
+        let mut g = kafka_protocol::messages::describe_groups_response::DescribedGroup::default();
+        g.group_id = kafka_protocol::messages::GroupId(crate::protocol::str_bytes(&id));
+        g.error_code = crate::store::group::GroupError::GroupAuthorizationFailed.code();
+        r.groups.push(g);
+    }
     let (here, elsewhere) = s.split_groups(ids);
     let (tx, rx) = oneshot::channel();
     let answer = if here.is_empty() {

@@ -9,12 +9,17 @@ use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
 use crate::actors::messages::{GroupOp, GroupResponse, JoinRequest};
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
+use crate::store::auth::acl;
 use crate::store::group::error_code;
 
 pub async fn handle(s: Rc<Session>, version: i16, req: JoinGroupRequest) -> JoinGroupResponse {
     let mut r = JoinGroupResponse::default();
     if version < 7 {
         r.protocol_name = Some(str_bytes(""));
+    }
+    if !s.authorized(acl::OP_READ, acl::RESOURCE_GROUP, &req.group_id.0) {
+        r.error_code = ResponseError::GroupAuthorizationFailed.code();
+        return r;
     }
     let join = JoinRequest {
         version,

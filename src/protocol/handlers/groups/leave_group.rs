@@ -8,9 +8,15 @@ use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
 
 use crate::actors::messages::{GroupOp, GroupResponse, LeaveMember};
 use crate::protocol::{str_bytes, Session};
+use crate::store::auth::acl;
 use crate::store::group::error_code;
 
 pub async fn handle(s: Rc<Session>, version: i16, req: LeaveGroupRequest) -> LeaveGroupResponse {
+    if !s.authorized(acl::OP_READ, acl::RESOURCE_GROUP, &req.group_id.0) {
+        let mut r = LeaveGroupResponse::default();
+        r.error_code = ResponseError::GroupAuthorizationFailed.code();
+        return r;
+    }
     let leaving: Vec<LeaveMember> = if version < 3 {
         vec![LeaveMember { member_id: req.member_id.to_string(), group_instance_id: None }]
     } else {

@@ -9,6 +9,7 @@ use tokio::sync::oneshot;
 
 use crate::actors::messages::{GroupAdmin, GroupAdminAnswer, GroupAdminOp};
 use crate::protocol::{str_bytes, Session};
+use crate::store::auth::acl;
 
 pub async fn handle(s: Rc<Session>, version: i16, req: ListGroupsRequest) -> ListGroupsResponse {
     let mut r = ListGroupsResponse::default();
@@ -25,7 +26,12 @@ pub async fn handle(s: Rc<Session>, version: i16, req: ListGroupsRequest) -> Lis
     };
     let states: Vec<String> = req.states_filter.iter().map(|s| s.to_lowercase()).collect();
     let types: Vec<String> = req.types_filter.iter().map(|s| s.to_lowercase()).collect();
+    // DESCRIBE on the cluster lists every group; else the groups the client may describe.
+    let all = s.authorized_cluster(acl::OP_DESCRIBE);
     for (id, protocol_type, state, group_type) in groups {
+        if !all && !s.authorized(acl::OP_DESCRIBE, acl::RESOURCE_GROUP, &id) {
+            continue;
+        }
         if version >= 4 && !states.is_empty() && !states.contains(&state.to_lowercase()) {
             continue;
         }

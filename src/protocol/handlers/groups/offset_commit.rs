@@ -1,6 +1,6 @@
 //! OffsetCommit (key 8): answered once the offsets are flushed.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::rc::Rc;
 
 use kafka_protocol::messages::offset_commit_response::{OffsetCommitResponsePartition, OffsetCommitResponseTopic};
@@ -10,6 +10,7 @@ use tokio::sync::oneshot;
 use crate::actors::messages::{CommitOffsets, OffsetCommit};
 use crate::error_code::ResponseError;
 use crate::protocol::Session;
+use crate::store::auth::acl;
 use crate::store::group::{offsets, validate_group_id};
 
 /// A commit for the group coordinator (plain, or transactional with `txn`).
@@ -50,6 +51,21 @@ pub async fn send(s: &Session, c: Commit) -> i16 {
 
 /// The requested partitions this cluster does not have (store::group::offsets::unknown_partitions,
 /// eos-rules 56); each distinct topic is looked up once.
+/// The topics of `names` the client may not read (all of them when `all_denied`): their
+/// partitions are answered TOPIC_AUTHORIZATION_FAILED.
+pub fn unreadable_topics<'a>(s: &Session, names: impl Iterator<Item = &'a str>, all_denied: bool) -> BTreeSet<String> {
+    names.filter(|t| all_denied || !s.authorized(acl::OP_READ, acl::RESOURCE_TOPIC, t)).map(str::to_string).collect()
+}
+
+/// The partitions of `wanted` a commit leaves out: those of `unreadable` topics and those the
+/// cluster does not have.
+pub async fn left_out(s: &Session, wanted: &[(String, i32)], unreadable: &BTreeSet<String>) -> HashSet<(String, i32)> {
+    let readable = wanted.iter().filter(|(t, _)| !unreadable.contains(t)).map(|(t, p)| (t.as_str(), *p));
+    let mut out = unknown_partitions(s, readable).await;
+    out.extend(wanted.iter().filter(|(t, _)| unreadable.contains(t)).cloned());
+    out
+}
+
 pub async fn unknown_partitions<'a>(
     s: &Session,
     wanted: impl IntoIterator<Item = (&'a str, i32)> + Clone,
@@ -70,9 +86,15 @@ pub async fn unknown_partitions<'a>(
 }
 
 pub async fn handle(s: Rc<Session>, _version: i16, req: OffsetCommitRequest) -> OffsetCommitResponse {
-    let wanted =
-        req.topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.as_str(), p.partition_index)));
-    let unknown = unknown_partitions(&s, wanted).await;
+    // READ on the group (every partition refused otherwise), then READ on each topic.
+    let group_denied = !s.authorized(acl::OP_READ, acl::RESOURCE_GROUP, &req.group_id.0);
+    let unauthorized = unreadable_topics(&s, req.topics.iter().map(|t| t.name.0.as_str()), group_denied);
+    let wanted: Vec<(String, i32)> = req
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.to_string(), p.partition_index)))
+        .collect();
+    let unknown = left_out(&s, &wanted, &unauthorized).await;
     let offsets: Vec<OffsetCommit> = req
         .topics
         .iter()
@@ -115,7 +137,11 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: OffsetCommitRequest) -> 
                 .map(|p| {
                     let mut rp = OffsetCommitResponsePartition::default();
                     rp.partition_index = p.partition_index;
-                    rp.error_code = if unknown.contains(&(t.name.0.to_string(), p.partition_index)) {
+                    rp.error_code = if group_denied {
+                        ResponseError::GroupAuthorizationFailed.code()
+                    } else if unauthorized.contains(t.name.0.as_str()) {
+                        ResponseError::TopicAuthorizationFailed.code()
+                    } else if unknown.contains(&(t.name.0.to_string(), p.partition_index)) {
                         ResponseError::UnknownTopicOrPartition.code()
                     } else {
                         code

@@ -12,6 +12,7 @@ use tokio::sync::oneshot;
 
 use crate::actors::messages::{FetchOffsets, FetchedOffset, GroupError};
 use crate::protocol::{str_bytes, Session};
+use crate::store::auth::acl;
 use crate::store::group::error_code;
 
 async fn fetch(
@@ -21,10 +22,30 @@ async fn fetch(
     require_stable: bool,
     member: Option<(String, i32)>,
 ) -> Result<Vec<FetchedOffset>, GroupError> {
+    // DESCRIBE on the group; then only the topics the client may describe: one it named is
+    // TOPIC_AUTHORIZATION_FAILED, the others of an all-topics fetch are left out (as Kafka).
+    if !s.authorized(acl::OP_DESCRIBE, acl::RESOURCE_GROUP, group_id) {
+        return Err(GroupError::GroupAuthorizationFailed);
+    }
+    let named = partitions.is_some();
     let (tx, rx) = oneshot::channel();
     let msg = FetchOffsets { group_id: group_id.to_string(), partitions, require_stable, member, reply: tx };
     s.group_coordinator(group_id)?.send(msg).await.map_err(|_| GroupError::CoordinatorNotAvailable)?;
-    rx.await.map_err(|_| GroupError::CoordinatorNotAvailable)?
+    let offsets = rx.await.map_err(|_| GroupError::CoordinatorNotAvailable)??;
+    Ok(offsets
+        .into_iter()
+        .filter_map(|o| match s.authorized(acl::OP_DESCRIBE, acl::RESOURCE_TOPIC, &o.topic) {
+            true => Some(o),
+            false if named => Some(FetchedOffset {
+                offset: -1,
+                leader_epoch: -1,
+                metadata: String::new(),
+                error: Some(GroupError::TopicAuthorizationFailed),
+                ..o
+            }),
+            false => None,
+        })
+        .collect())
 }
 
 /// Groups fetched offsets by topic, keeping the order they came in.

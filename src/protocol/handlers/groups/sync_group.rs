@@ -7,10 +7,15 @@ use kafka_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
 use crate::actors::messages::{GroupOp, GroupResponse, SyncRequest};
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
+use crate::store::auth::acl;
 use crate::store::group::error_code;
 
 pub async fn handle(s: Rc<Session>, version: i16, req: SyncGroupRequest) -> SyncGroupResponse {
     let mut r = SyncGroupResponse::default();
+    if !s.authorized(acl::OP_READ, acl::RESOURCE_GROUP, &req.group_id.0) {
+        r.error_code = ResponseError::GroupAuthorizationFailed.code();
+        return r;
+    }
     let sync = SyncRequest {
         generation_id: req.generation_id,
         member_id: req.member_id.to_string(),

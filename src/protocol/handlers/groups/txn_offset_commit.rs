@@ -9,10 +9,11 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 };
 use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 
-use super::offset_commit::{send, unknown_partitions, Commit};
+use super::offset_commit::{left_out, send, unreadable_topics, Commit};
 use crate::actors::messages::{BeginTxnOffsetCommit, OffsetCommit};
 use crate::error_code::ResponseError;
 use crate::protocol::Session;
+use crate::store::auth::acl;
 use crate::store::coordinator_key::offsets_partition;
 use crate::store::group::{txn_commit_member, validate_group_id};
 use crate::store::txn::{txn_offset_commit_error, CONSUMER_OFFSETS_TOPIC};
@@ -52,10 +53,27 @@ async fn begin(s: &Session, req: &TxnOffsetCommitRequest) -> Result<bool, i16> {
 }
 
 pub async fn handle(s: Rc<Session>, version: i16, req: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse {
-    // eos-rules 56: partitions the cluster does not have are answered first, and alone.
-    let wanted =
-        req.topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.as_str(), p.partition_index)));
-    let unknown = unknown_partitions(&s, wanted).await;
+    // WRITE on the transactional id, READ on the group, then READ on each topic, as Kafka
+    // checks; a refused id or group answers every partition.
+    let whole = if !s.authorized(acl::OP_WRITE, acl::RESOURCE_TRANSACTIONAL_ID, &req.transactional_id.0) {
+        Some(ResponseError::TransactionalIdAuthorizationFailed.code())
+    } else if !s.authorized(acl::OP_READ, acl::RESOURCE_GROUP, &req.group_id.0) {
+        Some(ResponseError::GroupAuthorizationFailed.code())
+    } else {
+        None
+    };
+    if let Some(code) = whole {
+        return answer(&req, |_, _| code);
+    }
+    let unauthorized = unreadable_topics(&s, req.topics.iter().map(|t| t.name.0.as_str()), false);
+    // eos-rules 56: partitions the cluster does not have are answered first, and alone; a topic
+    // the client may not read is answered TOPIC_AUTHORIZATION_FAILED and left out too.
+    let wanted: Vec<(String, i32)> = req
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.to_string(), p.partition_index)))
+        .collect();
+    let unknown = left_out(&s, &wanted, &unauthorized).await;
     let all_unknown = req
         .topics
         .iter()
@@ -97,6 +115,19 @@ pub async fn handle(s: Rc<Session>, version: i16, req: TxnOffsetCommitRequest) -
         };
         code = send(&s, commit).await;
     }
+    answer(&req, |topic, p| {
+        if unauthorized.contains(topic) {
+            ResponseError::TopicAuthorizationFailed.code()
+        } else if unknown.contains(&(topic.to_string(), p)) {
+            ResponseError::UnknownTopicOrPartition.code()
+        } else {
+            code
+        }
+    })
+}
+
+/// The answer with each partition's code from `code_of(topic, partition)`.
+fn answer(req: &TxnOffsetCommitRequest, code_of: impl Fn(&str, i32) -> i16) -> TxnOffsetCommitResponse {
     let mut r = TxnOffsetCommitResponse::default();
     r.topics = req
         .topics
@@ -110,11 +141,7 @@ pub async fn handle(s: Rc<Session>, version: i16, req: TxnOffsetCommitRequest) -
                 .map(|p| {
                     let mut rp = TxnOffsetCommitResponsePartition::default();
                     rp.partition_index = p.partition_index;
-                    rp.error_code = if unknown.contains(&(t.name.0.to_string(), p.partition_index)) {
-                        ResponseError::UnknownTopicOrPartition.code()
-                    } else {
-                        code
-                    };
+                    rp.error_code = code_of(t.name.0.as_str(), p.partition_index);
                     rp
                 })
                 .collect();

@@ -17,13 +17,18 @@ use crate::actors::messages::{DeleteRecordsAnswer, DeleteRecordsBefore};
 use crate::actors::topics::TopicHandle;
 use crate::error_code::ResponseError;
 use crate::protocol::Session;
+use crate::store::auth::acl;
 use crate::store::partition::{check_cleanup_policy, check_not_internal};
 
 pub async fn handle(s: Rc<Session>, _version: i16, req: DeleteRecordsRequest) -> DeleteRecordsResponse {
     let mut resp = DeleteRecordsResponse::default();
     for t in req.topics {
         let name = t.name.0.to_string();
-        let handle = s.topic(&name, false).await;
+        let handle = if s.authorized(acl::OP_DELETE, acl::RESOURCE_TOPIC, &name) {
+            s.topic(&name, false).await
+        } else {
+            Err(ResponseError::TopicAuthorizationFailed.code())
+        };
         let mut out = DeleteRecordsTopicResult::default();
         out.name = t.name;
         for p in t.partitions {

@@ -21,6 +21,7 @@ use crate::error_code::ResponseError;
 use crate::protocol::fetch_session::{Answered, FetchPartition, FetchSessionError, PartitionKey, SessionRequest};
 use crate::protocol::response_budget::Charge;
 use crate::protocol::{str_bytes, Session};
+use crate::store::auth::acl;
 use crate::store::log::file_range::{stand_in, FileRange};
 use crate::store::ownership::{check_leader_epoch, Owned};
 
@@ -139,7 +140,9 @@ async fn read_all(s: &Session, wanted: &[Wanted], max_bytes: usize, isolation_le
             log_start_offset: -1,
             ..Default::default()
         };
-        if let Some(here) = s.internal_partition(&w.topic, w.partition) {
+        if !s.authorized(acl::OP_READ, acl::RESOURCE_TOPIC, &w.topic) {
+            r.error_code = ResponseError::TopicAuthorizationFailed.code();
+        } else if let Some(here) = s.internal_partition(&w.topic, w.partition) {
             r = internal_read(here, w.offset);
         } else if let Ok(h) = s.topic(&w.topic, false).await {
             // A client that knows another leader epoch than this leader's is told so before

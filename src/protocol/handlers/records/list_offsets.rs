@@ -9,13 +9,16 @@ use tokio::sync::oneshot;
 use crate::actors::messages::{ListOffset, OffsetAnswer};
 use crate::error_code::ResponseError;
 use crate::protocol::Session;
+use crate::store::auth::acl;
 use crate::store::ownership::{check_leader_epoch, Owned};
 
 pub async fn handle(s: Rc<Session>, version: i16, req: ListOffsetsRequest) -> ListOffsetsResponse {
     let mut resp = ListOffsetsResponse::default();
     for t in req.topics {
         let name = t.name.0.to_string();
-        let handle = if s.internal_partition(&name, 0).is_some() {
+        let handle = if !s.authorized(acl::OP_DESCRIBE, acl::RESOURCE_TOPIC, &name) {
+            Err(ResponseError::TopicAuthorizationFailed.code())
+        } else if s.internal_partition(&name, 0).is_some() {
             Err(ResponseError::UnknownTopicOrPartition.code())
         } else {
             s.topic(&name, false).await

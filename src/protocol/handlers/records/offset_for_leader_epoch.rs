@@ -13,12 +13,17 @@ use tokio::sync::oneshot;
 use crate::actors::messages::ListOffset;
 use crate::error_code::ResponseError;
 use crate::protocol::Session;
+use crate::store::auth::acl;
 use crate::store::ownership::{check_leader_epoch, Owned};
 
 pub async fn handle(s: Rc<Session>, _version: i16, req: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse {
     let mut resp = OffsetForLeaderEpochResponse::default();
     for t in req.topics {
-        let handle = s.topic(&t.topic.0, false).await;
+        let handle = if s.authorized(acl::OP_DESCRIBE, acl::RESOURCE_TOPIC, &t.topic.0) {
+            s.topic(&t.topic.0, false).await
+        } else {
+            Err(ResponseError::TopicAuthorizationFailed.code())
+        };
         let mut out = OffsetForLeaderTopicResult::default();
         out.topic = t.topic;
         for p in t.partitions {

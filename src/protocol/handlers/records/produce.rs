@@ -21,6 +21,7 @@ use crate::actors::partition::PartitionLeader;
 use crate::actors::topics::TopicHandle;
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
+use crate::store::auth::acl;
 use crate::store::batch::{BatchHeader, Incoming};
 use crate::store::clock::now_ms;
 use crate::store::partition::{check_parsed_partition_data, check_request};
@@ -149,11 +150,19 @@ pub async fn dispatch(
         .collect();
     // Invalid acks, eos-rules 24 and 25: the same answer for every partition.
     let refused = check_request(acks, transactional_id.is_some(), headers.iter().flatten().flatten()).err();
+    // A transactional Produce needs WRITE on its transactional id, else every partition is
+    // refused (Kafka's check); each topic needs WRITE on it.
+    let txn_denied =
+        transactional_id.as_deref().is_some_and(|id| !s.authorized(acl::OP_WRITE, acl::RESOURCE_TRANSACTIONAL_ID, id));
     let mut prepared: Vec<(String, Vec<(i32, Prepared)>)> = Vec::with_capacity(req.topic_data.len());
     for (t, headers) in req.topic_data.into_iter().zip(headers) {
         let name = t.name.0.to_string();
         let handle = match refused {
             Some(e) => Err(e.code()),
+            None if txn_denied => Err(ResponseError::TransactionalIdAuthorizationFailed.code()),
+            None if !s.authorized(acl::OP_WRITE, acl::RESOURCE_TOPIC, &name) => {
+                Err(ResponseError::TopicAuthorizationFailed.code())
+            }
             // Kafka: "Cannot append to internal topic" (store::topics::INTERNAL_TOPICS).
             None if is_internal(&name) => Err(ResponseError::InvalidTopicException.code()),
             None => s.topic(&name, false).await,

@@ -12,7 +12,9 @@ use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResp
 use tokio::sync::oneshot;
 
 use crate::actors::messages::{TopicPartition, TxnOp, VerifyTxn};
+use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
+use crate::store::auth::acl;
 use crate::store::coordinator_key::OFFSETS_PARTITIONS;
 use crate::store::txn::{
     add_partitions_is_broker_batch, add_partitions_txn_version, unknown_partitions_precheck, CoordinatorApi, TxnError,
@@ -73,8 +75,18 @@ async fn one(
     topics: &[AddPartitionsToTxnTopic],
 ) -> BTreeMap<TopicPartition, i16> {
     let partitions = partition_set(topics);
+    // WRITE on the transactional id first, as Kafka checks.
+    if !s.authorized(acl::OP_WRITE, acl::RESOURCE_TRANSACTIONAL_ID, &id.0) {
+        let code = ResponseError::TransactionalIdAuthorizationFailed.code();
+        return partitions.into_iter().map(|tp| (tp, code)).collect();
+    }
+    let unauthorized: BTreeSet<String> = topics
+        .iter()
+        .map(|t| t.name.0.to_string())
+        .filter(|t| !s.authorized(acl::OP_WRITE, acl::RESOURCE_TOPIC, t))
+        .collect();
     // eos-rules 31: checked per transaction, also within a v4+ batch.
-    if let Some(codes) = unknown_partitions_precheck(&partitions, &unknown_partitions(s, topics).await) {
+    if let Some(codes) = unknown_partitions_precheck(&partitions, &unauthorized, &unknown_partitions(s, topics).await) {
         return codes;
     }
     if verify_only {
@@ -106,6 +118,11 @@ async fn one(
 
 pub async fn handle(s: Rc<Session>, version: i16, req: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse {
     let mut resp = AddPartitionsToTxnResponse::default();
+    // v4+ batches come from brokers verifying a transaction: CLUSTER_ACTION, as in Kafka.
+    if add_partitions_is_broker_batch(version) && !s.authorized_cluster(acl::OP_CLUSTER_ACTION) {
+        resp.error_code = ResponseError::ClusterAuthorizationFailed.code();
+        return resp;
+    }
     if !add_partitions_is_broker_batch(version) {
         let codes = one(
             &s,

@@ -10,18 +10,24 @@ use tokio::sync::oneshot;
 use crate::actors::messages::InspectProducers;
 use crate::error_code::ResponseError;
 use crate::protocol::Session;
+use crate::store::auth::acl;
 
 pub async fn handle(s: Rc<Session>, _version: i16, req: DescribeProducersRequest) -> DescribeProducersResponse {
     let mut r = DescribeProducersResponse::default();
     for t in req.topics {
-        let handle = s.topic(&t.name.0, false).await.ok();
+        let readable = s.authorized(acl::OP_READ, acl::RESOURCE_TOPIC, &t.name.0);
+        let handle = if readable { s.topic(&t.name.0, false).await.ok() } else { None };
         let mut out = TopicResponse::default();
         out.name = t.name;
         for p in t.partition_indexes {
             let mut pr = PartitionResponse::default();
             pr.partition_index = p;
-            let leader =
-                handle.as_ref().ok_or(ResponseError::UnknownTopicOrPartition.code()).and_then(|h| s.leader(h, p));
+            let missing = if readable {
+                ResponseError::UnknownTopicOrPartition.code()
+            } else {
+                ResponseError::TopicAuthorizationFailed.code()
+            };
+            let leader = handle.as_ref().ok_or(missing).and_then(|h| s.leader(h, p));
             let entries = match leader {
                 Ok(l) => {
                     let (tx, rx) = oneshot::channel();

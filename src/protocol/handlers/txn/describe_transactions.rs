@@ -9,12 +9,19 @@ use tokio::sync::oneshot;
 use crate::actors::messages::InspectTxns;
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
+use crate::store::auth::acl;
 
 pub async fn handle(s: Rc<Session>, _version: i16, req: DescribeTransactionsRequest) -> DescribeTransactionsResponse {
     let mut r = DescribeTransactionsResponse::default();
     for id in req.transactional_ids {
         let (tx, rx) = oneshot::channel();
         let mut t = TransactionState::default();
+        if !s.authorized(acl::OP_DESCRIBE, acl::RESOURCE_TRANSACTIONAL_ID, &id.0) {
+            t.transactional_id = id;
+            t.error_code = ResponseError::TransactionalIdAuthorizationFailed.code();
+            r.transaction_states.push(t);
+            continue;
+        }
         let Ok(shard) = s.txn_shard(&id.0) else {
             t.transactional_id = id;
             t.error_code = ResponseError::NotCoordinator.code();

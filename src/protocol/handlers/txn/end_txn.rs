@@ -5,10 +5,22 @@ use std::rc::Rc;
 use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse, ProducerId};
 
 use crate::actors::messages::TxnOp;
+use crate::error_code::ResponseError;
 use crate::protocol::Session;
+use crate::store::auth::acl;
 use crate::store::txn::{end_txn_is_tv2, CoordinatorApi};
 
 pub async fn handle(s: Rc<Session>, version: i16, req: EndTxnRequest) -> EndTxnResponse {
+    // Only a principal with WRITE on the transactional id ends its transaction (Kafka's check).
+    if !s.authorized(acl::OP_WRITE, acl::RESOURCE_TRANSACTIONAL_ID, &req.transactional_id.0) {
+        let mut r = EndTxnResponse::default();
+        r.error_code = ResponseError::TransactionalIdAuthorizationFailed.code();
+        if version >= 5 {
+            r.producer_id = ProducerId(-1);
+            r.producer_epoch = -1;
+        }
+        return r;
+    }
     let op = TxnOp::EndTxn {
         producer_id: req.producer_id.0,
         epoch: req.producer_epoch,

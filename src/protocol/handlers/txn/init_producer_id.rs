@@ -8,6 +8,8 @@ use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, Pr
 
 use crate::actors::messages::TxnOp;
 use crate::protocol::Session;
+use crate::store::auth::acl;
+use crate::store::txn::init_producer_id_authorization;
 use crate::store::txn::{idempotent_init_producer_id, CoordinatorApi};
 
 fn error(code: i16) -> InitProducerIdResponse {
@@ -19,6 +21,16 @@ fn error(code: i16) -> InitProducerIdResponse {
 }
 
 pub async fn handle(s: Rc<Session>, version: i16, req: InitProducerIdRequest) -> InitProducerIdResponse {
+    // eos-rules 2: WRITE on the transactional id, or (idempotent) IDEMPOTENT_WRITE on the
+    // cluster or WRITE on some topic, before anything else.
+    let transactional = req.transactional_id.as_ref();
+    let may_write_id =
+        transactional.is_some_and(|id| s.authorized(acl::OP_WRITE, acl::RESOURCE_TRANSACTIONAL_ID, &id.0));
+    let may_write_idempotently = transactional.is_none()
+        && (s.authorized_any(acl::OP_WRITE, acl::RESOURCE_TOPIC) || s.authorized_cluster(acl::OP_IDEMPOTENT_WRITE));
+    if let Err(e) = init_producer_id_authorization(transactional.is_some(), may_write_id, may_write_idempotently) {
+        return error(e.code());
+    }
     if let Some(id) = req.transactional_id {
         // eos-rules 3-13 live in store::txn; the claim exists from v3 on.
         let claim = (version >= 3).then_some((req.producer_id.0, req.producer_epoch));

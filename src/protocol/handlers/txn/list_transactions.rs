@@ -8,6 +8,7 @@ use tokio::sync::oneshot;
 
 use crate::actors::messages::InspectTxns;
 use crate::protocol::{str_bytes, Session};
+use crate::store::auth::acl;
 use crate::store::clock::now_ms;
 use crate::store::txn::ListFilter;
 
@@ -29,7 +30,8 @@ pub async fn handle(s: Rc<Session>, version: i16, req: ListTransactionsRequest) 
         }
         for (id, e) in rx.await.unwrap_or_default() {
             let Some(e) = e else { continue };
-            if !filter.matches(&e, now) {
+            // Only the transactional ids the client may describe, as Kafka lists them.
+            if !filter.matches(&e, now) || !s.authorized(acl::OP_DESCRIBE, acl::RESOURCE_TRANSACTIONAL_ID, &id) {
                 continue;
             }
             let mut t = TransactionState::default();

@@ -16,6 +16,7 @@ use crate::actors::messages::WriteMarkers;
 use crate::error_code::ResponseError;
 use crate::protocol::txn_markers_codec::{MarkerTopic, TxnMarker};
 use crate::protocol::{str_bytes, Session};
+use crate::store::auth::acl;
 use crate::store::coordinator_key::OFFSETS_PARTITIONS;
 use crate::store::ownership::Owned;
 use crate::store::partition::marker_txn_version;
@@ -23,6 +24,14 @@ use crate::store::txn::CONSUMER_OFFSETS_TOPIC;
 
 pub async fn handle(s: Rc<Session>, version: i16, markers: Vec<TxnMarker>) -> WriteTxnMarkersResponse {
     let mut r = WriteTxnMarkersResponse::default();
+    // eos-rules 43: markers come only from a transaction coordinator (CLUSTER_ACTION on the
+    // cluster: the brokers) or an administrator (ALTER on it, Kafka's abortTransaction); anyone
+    // else gets CLUSTER_AUTHORIZATION_FAILED on every partition and writes nothing.
+    if !s.authorized_cluster(acl::OP_ALTER) && !s.authorized_cluster(acl::OP_CLUSTER_ACTION) {
+        r.markers =
+            markers.iter().map(|m| refused_marker(m, ResponseError::ClusterAuthorizationFailed.code())).collect();
+        return r;
+    }
     for m in markers {
         let mut mr = WritableTxnMarkerResult::default();
         mr.producer_id = ProducerId(m.producer_id);
@@ -96,4 +105,30 @@ async fn offsets_markers(s: &Session, version: i16, m: &TxnMarker, t: &MarkerTop
         tr.partitions.push(pr);
     }
     tr
+}
+
+/// Every partition of marker `m` answered `code`.
+fn refused_marker(m: &TxnMarker, code: i16) -> WritableTxnMarkerResult {
+    let mut mr = WritableTxnMarkerResult::default();
+    mr.producer_id = ProducerId(m.producer_id);
+    mr.topics = m
+        .topics
+        .iter()
+        .map(|t| {
+            let mut tr = WritableTxnMarkerTopicResult::default();
+            tr.name = TopicName(str_bytes(&t.name));
+            tr.partitions = t
+                .partitions
+                .iter()
+                .map(|&p| {
+                    let mut pr = WritableTxnMarkerPartitionResult::default();
+                    pr.partition_index = p;
+                    pr.error_code = code;
+                    pr
+                })
+                .collect();
+            tr
+        })
+        .collect();
+    mr
 }

@@ -56,9 +56,17 @@ fn rule_34_add_offsets_adds_the_consumer_offsets_partition() {
 #[test]
 fn rule_31_one_unknown_partition_fails_the_whole_add() {
     let asked = set(&[("a", 0), ("a", 9), ("b", 1)]);
-    assert_eq!(unknown_partitions_precheck(&asked, &BTreeSet::new()), None);
-    let codes = unknown_partitions_precheck(&asked, &set(&[("a", 9)]));
+    assert_eq!(unknown_partitions_precheck(&asked, &BTreeSet::new(), &BTreeSet::new()), None);
+    let codes = unknown_partitions_precheck(&asked, &BTreeSet::new(), &set(&[("a", 9)]));
     let expected = BTreeMap::from([(tp("a", 0), 55), (tp("a", 9), 3), (tp("b", 1), 55)]);
+    assert_eq!(codes, Some(expected));
+}
+
+#[test]
+fn rule_31_a_topic_the_client_may_not_write_fails_the_whole_add() {
+    let asked = set(&[("a", 0), ("a", 9), ("b", 1)]);
+    let codes = unknown_partitions_precheck(&asked, &BTreeSet::from(["b".to_string()]), &set(&[("a", 9)]));
+    let expected = BTreeMap::from([(tp("a", 0), 55), (tp("a", 9), 3), (tp("b", 1), 29)]);
     assert_eq!(codes, Some(expected));
 }
 

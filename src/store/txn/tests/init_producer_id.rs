@@ -5,6 +5,23 @@ use TxnError::*;
 use TxnState::*;
 
 #[test]
+fn rule_02_a_transactional_id_needs_write_on_it() {
+    use crate::error_code::ResponseError;
+    assert_eq!(
+        init_producer_id_authorization(true, false, true),
+        Err(ResponseError::TransactionalIdAuthorizationFailed)
+    );
+    assert_eq!(init_producer_id_authorization(true, true, false), Ok(()));
+}
+
+#[test]
+fn rule_02_an_idempotent_producer_needs_idempotent_write_or_write_on_some_topic() {
+    use crate::error_code::ResponseError;
+    assert_eq!(init_producer_id_authorization(false, false, false), Err(ResponseError::ClusterAuthorizationFailed));
+    assert_eq!(init_producer_id_authorization(false, false, true), Ok(()));
+}
+
+#[test]
 fn rule_01_idempotent_path_ignores_a_claim() {
     let mut next = 100;
     let mut alloc = || {
