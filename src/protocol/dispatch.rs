@@ -209,6 +209,7 @@ pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
         ListPartitionReassignments => list_partition_reassignments,
         DescribeClientQuotas => describe_client_quotas,
         DescribeUserScramCredentials => describe_user_scram_credentials,
+        AlterUserScramCredentials => alter_user_scram_credentials,
         DescribeLogDirs => describe_log_dirs,
         DescribeQuorum => describe_quorum,
         ListConfigResources => list_config_resources,

@@ -52,6 +52,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListPartitionReassignments, 0, 0),
     (ApiKey::DescribeClientQuotas, 0, 1),
     (ApiKey::DescribeUserScramCredentials, 0, 0),
+    (ApiKey::AlterUserScramCredentials, 0, 0),
     (ApiKey::DescribeLogDirs, 1, 4),
     (ApiKey::DescribeQuorum, 0, 2),
     (ApiKey::ListConfigResources, 0, 1),

@@ -3,9 +3,8 @@
 //! never interleave two changes (CreateAcls, DeleteAcls). Every broker reads the file again every
 //! two seconds. Blocking I/O: callers run it on the blocking pool.
 
-use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use thiserror::Error;
 
@@ -58,20 +57,8 @@ pub fn change<T>(
     };
     create_dir_all_durable(&dir).map_err(io(&dir))?;
     let lock_path = dir.join("acls.lock");
-    let lock = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .open(&lock_path)
-        .map_err(io(&lock_path))?;
-    let deadline = Instant::now() + LOCK_WAIT;
-    while !file_lock::try_lock(&lock).map_err(io(&lock_path))? {
-        if Instant::now() >= deadline {
-            return Err(AclStoreError::Busy);
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let _lock =
+        file_lock::lock_file_within(&lock_path, LOCK_WAIT).map_err(io(&lock_path))?.ok_or(AclStoreError::Busy)?;
     let current = load(data_dir)?;
     let (next, report) = change(&current);
     if next.len() > MAX_ACLS {

@@ -10,7 +10,7 @@ use std::sync::{Arc, RwLock};
 
 use thiserror::Error;
 
-use super::scram::{Credential, Mechanism, MIN_ITERATIONS};
+use super::scram::{Credential, Mechanism, MAX_ITERATIONS, MIN_ITERATIONS};
 use crate::error_code::ResponseError;
 use crate::store::durable::{create_atomic, create_dir_all_durable};
 
@@ -20,6 +20,8 @@ pub enum CredentialsError {
     Io(PathBuf, std::io::Error),
     #[error("{0}: {1}")]
     Format(PathBuf, serde_json::Error),
+    #[error("Another broker is changing the SCRAM credentials; try again.")]
+    Busy,
 }
 
 /// user -> mechanism -> credential.
@@ -63,6 +65,142 @@ pub fn create_or_load(data_dir: &Path, initial: &CredentialMap) -> Result<Creden
         create_atomic(&path, &bytes).map_err(|e| CredentialsError::Io(path.clone(), e))?;
     }
     load(data_dir)
+}
+
+/// How long a change waits for another broker's change.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Changes the credentials with `change` under the lock file `scram_credentials.lock` and writes
+/// them durably when they changed: brokers sharing the disk never interleave two changes.
+pub fn change<T>(
+    data_dir: &Path,
+    change: impl FnOnce(&CredentialMap) -> (CredentialMap, T),
+) -> Result<(CredentialMap, T), CredentialsError> {
+    let dir = data_dir.join("__cluster");
+    create_dir_all_durable(&dir).map_err(|e| CredentialsError::Io(dir.clone(), e))?;
+    let lock_path = dir.join("scram_credentials.lock");
+    let _lock = crate::store::cluster::file_lock::lock_file_within(&lock_path, LOCK_WAIT)
+        .map_err(|e| CredentialsError::Io(lock_path.clone(), e))?
+        .ok_or(CredentialsError::Busy)?;
+    let current = load(data_dir)?;
+    let (next, report) = change(&current);
+    if next != current {
+        let path = credentials_path(data_dir);
+        let bytes = serde_json::to_vec_pretty(&next).map_err(|e| CredentialsError::Format(path.clone(), e))?;
+        crate::store::durable::write_atomic(&path, &bytes).map_err(|e| CredentialsError::Io(path.clone(), e))?;
+    }
+    Ok((next, report))
+}
+
+/// One deletion of AlterUserScramCredentials.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deletion {
+    pub user: String,
+    /// Kafka's ScramMechanism type id.
+    pub mechanism: i8,
+}
+
+/// One upsertion of AlterUserScramCredentials: the client salts the password.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upsertion {
+    pub user: String,
+    pub mechanism: i8,
+    pub iterations: i32,
+    pub salt: Vec<u8>,
+    pub salted_password: Vec<u8>,
+}
+
+/// One user's answer.
+pub type UserResult = (String, Result<(), (ResponseError, String)>);
+
+/// AlterUserScramCredentials as Kafka's controller answers it (ControllerApis,
+/// ScramControlManager): per user, in the order the request names them, its first error; a user
+/// with an error changes nothing. A (user, mechanism) altered twice is DUPLICATE_RESOURCE, an
+/// empty user name or iterations outside 4096..=16384 UNACCEPTABLE_CREDENTIAL, an unknown
+/// mechanism UNSUPPORTED_SASL_MECHANISM, deleting a credential that does not exist
+/// RESOURCE_NOT_FOUND. The new credentials, and the answers.
+pub fn alter(
+    map: &CredentialMap,
+    deletions: &[Deletion],
+    upsertions: &[Upsertion],
+) -> (CredentialMap, Vec<UserResult>) {
+    let mut order: Vec<String> = Vec::new();
+    let mut errors: HashMap<String, (ResponseError, String)> = HashMap::new();
+    let mut seen: HashMap<(String, i8), usize> = HashMap::new();
+    let ops = deletions
+        .iter()
+        .map(|d| (d.user.clone(), d.mechanism))
+        .chain(upsertions.iter().map(|u| (u.user.clone(), u.mechanism)));
+    for (user, mechanism) in ops {
+        if !order.contains(&user) {
+            order.push(user.clone());
+        }
+        *seen.entry((user, mechanism)).or_default() += 1;
+    }
+    let mut fail = |user: &str, e: ResponseError, why: &str| {
+        errors.entry(user.to_string()).or_insert((e, why.to_string()));
+    };
+    for ((user, _), n) in &seen {
+        if *n > 1 {
+            fail(
+                user,
+                ResponseError::DuplicateResource,
+                "A user credential cannot be altered twice in the same request",
+            );
+        }
+    }
+    for user in &order {
+        if user.is_empty() {
+            fail(user, ResponseError::UnacceptableCredential, "Username must not be empty");
+        }
+    }
+    for d in deletions {
+        match Mechanism::from_type_id(d.mechanism) {
+            None => fail(&d.user, ResponseError::UnsupportedSaslMechanism, "Unknown SCRAM mechanism"),
+            Some(m) if map.get(&d.user).is_none_or(|c| !c.contains_key(&m)) => fail(
+                &d.user,
+                ResponseError::ResourceNotFound,
+                "Attempt to delete a user credential that does not exist",
+            ),
+            Some(_) => {}
+        }
+    }
+    for u in upsertions {
+        match Mechanism::from_type_id(u.mechanism) {
+            None => fail(&u.user, ResponseError::UnsupportedSaslMechanism, "Unknown SCRAM mechanism"),
+            Some(_) if u.iterations < MIN_ITERATIONS => {
+                fail(&u.user, ResponseError::UnacceptableCredential, "Too few iterations")
+            }
+            Some(_) if u.iterations > MAX_ITERATIONS => {
+                fail(&u.user, ResponseError::UnacceptableCredential, "Too many iterations")
+            }
+            Some(m) if u.salt.is_empty() || u.salted_password.len() != m.hash_len() => {
+                fail(&u.user, ResponseError::UnacceptableCredential, "Invalid salt or salted password")
+            }
+            Some(_) => {}
+        }
+    }
+    let mut next = map.clone();
+    for d in deletions.iter().filter(|d| !errors.contains_key(&d.user)) {
+        if let (Some(m), Some(creds)) = (Mechanism::from_type_id(d.mechanism), next.get_mut(&d.user)) {
+            creds.remove(&m);
+        }
+    }
+    for u in upsertions.iter().filter(|u| !errors.contains_key(&u.user)) {
+        if let Some(m) = Mechanism::from_type_id(u.mechanism) {
+            let c = Credential::from_salted_password(m, &u.salt, &u.salted_password, u.iterations);
+            next.entry(u.user.clone()).or_default().insert(m, c);
+        }
+    }
+    next.retain(|_, creds| !creds.is_empty());
+    let results = order
+        .into_iter()
+        .map(|u| {
+            let r = errors.get(&u).cloned().map_or(Ok(()), Err);
+            (u, r)
+        })
+        .collect();
+    (next, results)
 }
 
 /// The credentials a broker authenticates with, shared by its connections.
@@ -180,6 +318,58 @@ mod tests {
         );
         let missing = describe(Some(&["bob".to_string()]), &CredentialMap::new());
         assert_eq!(missing[0].result.as_ref().map_err(|e| e.0), Err(ResponseError::ResourceNotFound));
+    }
+
+    fn upsert(user: &str, mechanism: i8, iterations: i32) -> Upsertion {
+        let m = Mechanism::from_type_id(mechanism).unwrap_or(Mechanism::Sha256);
+        let salted_password = m.salted_password(b"pw", b"salt", 4096);
+        Upsertion { user: user.into(), mechanism, iterations, salt: b"salt".to_vec(), salted_password }
+    }
+
+    #[test]
+    fn alter_adds_replaces_and_deletes_credentials() {
+        let (map, results) = alter(&CredentialMap::new(), &[], &[upsert("alice", 1, 4096), upsert("alice", 2, 8192)]);
+        assert_eq!(results, vec![("alice".to_string(), Ok(()))]);
+        assert_eq!(describe(None, &map)[0].result, Ok(vec![(1, 4096), (2, 8192)]));
+        let (map, results) = alter(&map, &[Deletion { user: "alice".into(), mechanism: 1 }], &[]);
+        assert_eq!(results[0].1, Ok(()));
+        assert_eq!(describe(None, &map)[0].result, Ok(vec![(2, 8192)]));
+        let (map, _) = alter(&map, &[Deletion { user: "alice".into(), mechanism: 2 }], &[]);
+        assert!(map.is_empty(), "a user without credentials is gone");
+    }
+
+    #[test]
+    fn alter_refuses_what_kafka_refuses_and_a_failed_user_changes_nothing() {
+        let code =
+            |r: &[UserResult], u: &str| r.iter().find(|x| x.0 == u).and_then(|x| x.1.as_ref().err().map(|e| e.0));
+        let (map, r) = alter(
+            &CredentialMap::new(),
+            &[Deletion { user: "ghost".into(), mechanism: 1 }],
+            &[
+                upsert("few", 1, 100),
+                upsert("many", 2, 20000),
+                upsert("dup", 1, 4096),
+                upsert("dup", 1, 4096),
+                upsert("odd", 9, 4096),
+                upsert("", 1, 4096),
+                upsert("ok", 1, 4096),
+            ],
+        );
+        assert_eq!(code(&r, "ghost"), Some(ResponseError::ResourceNotFound));
+        assert_eq!(code(&r, "few"), Some(ResponseError::UnacceptableCredential));
+        assert_eq!(code(&r, "many"), Some(ResponseError::UnacceptableCredential));
+        assert_eq!(code(&r, "dup"), Some(ResponseError::DuplicateResource));
+        assert_eq!(code(&r, "odd"), Some(ResponseError::UnsupportedSaslMechanism));
+        assert_eq!(code(&r, ""), Some(ResponseError::UnacceptableCredential));
+        assert_eq!(code(&r, "ok"), None);
+        assert_eq!(map.keys().collect::<Vec<_>>(), vec!["ok"]);
+    }
+
+    #[test]
+    fn changes_are_written_under_the_lock_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let (map, ()) = change(dir.path(), |cur| (alter(cur, &[], &[upsert("bob", 2, 4096)]).0, ())).unwrap();
+        assert_eq!(load(dir.path()).unwrap(), map);
     }
 
     #[test]

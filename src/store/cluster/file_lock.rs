@@ -6,8 +6,10 @@
 //! Elsewhere flock(2) stands in (tests and development only: it is not arbitrated over NFS
 //! everywhere).
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 #[cfg(target_os = "linux")]
 mod imp {
@@ -59,6 +61,22 @@ pub fn try_lock(file: &File) -> io::Result<bool> {
 /// Whether another open file (another broker) holds `file`'s lock; never takes it.
 pub fn locked_by_another(file: &File) -> io::Result<bool> {
     imp::locked_by_another(file, 0, 0)
+}
+
+/// Opens (creating it) the lock file at `path` and takes its whole-file lock, retrying for up to
+/// `wait`: the file, holding the lock until dropped, or None when another holder kept it that
+/// long. For the small shared files changed under a lock (ACLs, SCRAM credentials, group
+/// configs).
+pub fn lock_file_within(path: &Path, wait: Duration) -> io::Result<Option<File>> {
+    let file = OpenOptions::new().create(true).truncate(false).read(true).write(true).open(path)?;
+    let deadline = Instant::now() + wait;
+    while !try_lock(&file)? {
+        if Instant::now() >= deadline {
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Ok(Some(file))
 }
 
 #[cfg(test)]

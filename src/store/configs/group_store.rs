@@ -6,9 +6,8 @@
 //! coordinator at once. Blocking I/O: callers run it on the blocking pool.
 
 use std::collections::BTreeMap;
-use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::group::{GroupConfigError, GroupOverrides, MAX_GROUPS_WITH_CONFIGS};
 use crate::error_code::ResponseError;
@@ -57,21 +56,10 @@ pub fn alter(
 ) -> Result<AllGroupConfigs, Failure> {
     let dir = data_dir.join("__cluster");
     create_dir_all_durable(&dir).map_err(storage)?;
-    let lock = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .open(dir.join("group_configs.lock"))
-        .map_err(storage)?;
-    let deadline = Instant::now() + LOCK_WAIT;
-    while !file_lock::try_lock(&lock).map_err(storage)? {
-        if Instant::now() >= deadline {
-            let busy = "Another broker is changing the group configs; try again.";
-            return Err((ResponseError::RequestTimedOut.code(), busy.into()));
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let Some(lock) = file_lock::lock_file_within(&dir.join("group_configs.lock"), LOCK_WAIT).map_err(storage)? else {
+        let busy = "Another broker is changing the group configs; try again.";
+        return Err((ResponseError::RequestTimedOut.code(), busy.into()));
+    };
     let mut all = load(data_dir).map_err(storage)?;
     let current = all.get(group).cloned().unwrap_or_default();
     let next = change(&current).map_err(|e| (e.code(), e.to_string()))?;

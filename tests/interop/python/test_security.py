@@ -16,7 +16,8 @@ import uuid
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (AdminClient, NewTopic, ScramCredentialInfo, ScramMechanism,
+                                  UserScramCredentialUpsertion)
 
 import javaharness as jh
 from conftest import ROOT, Broker, free_port
@@ -225,3 +226,37 @@ def test_describe_user_scram_credentials_lists_the_first_start_users(secured, ce
     with pytest.raises(KafkaException) as e:
         futures["nobody"].result(30)
     assert e.value.args[0].code() == KafkaError.RESOURCE_NOT_FOUND
+
+
+def configs_tool(bootstrap, *args):
+    return jh.run_java("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", bootstrap, "--entity-type",
+                       "users", *args, timeout=120)
+
+
+def test_kafka_configs_manages_scram_users_that_then_log_in(secured, certs):
+    added = configs_tool(secured.bootstrap, "--alter", "--add-config",
+                         "SCRAM-SHA-256=[iterations=8192,password=carol-secret]", "--entity-name", "carol")
+    assert added.returncode == 0, added.describe()
+    described = configs_tool(secured.bootstrap, "--describe", "--entity-name", "carol")
+    assert "SCRAM-SHA-256=iterations=8192" in described.stdout, described.describe()
+    conf = librdkafka_config(secured, certs, "SASL_SSL", "SCRAM-SHA-256", "carol", "carol-secret")
+    # Every broker reads the credentials again within two seconds.
+    deadline, seen = time.time() + 15, []
+    while time.time() < deadline and len(seen) < 20:
+        try:
+            seen, _ = produce_and_read(conf, count=20)
+        except KafkaException:
+            time.sleep(1)
+    assert len(seen) == 20
+    removed = configs_tool(secured.bootstrap, "--alter", "--delete-config", "SCRAM-SHA-256", "--entity-name", "carol")
+    assert removed.returncode == 0, removed.describe()
+    described = configs_tool(secured.bootstrap, "--describe", "--entity-name", "carol")
+    assert "SCRAM-SHA-256" not in described.stdout, described.describe()
+    # Too few iterations (kafka-configs refuses them itself; librdkafka sends them): the broker
+    # answers Kafka's UNACCEPTABLE_CREDENTIAL.
+    admin = AdminClient({"bootstrap.servers": secured.bootstrap})
+    few = UserScramCredentialUpsertion("dave", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 1000), b"x")
+    futures = admin.alter_user_scram_credentials([few])
+    with pytest.raises(KafkaException) as e:
+        futures["dave"].result(30)
+    assert e.value.args[0].code() == KafkaError.UNACCEPTABLE_CREDENTIAL, e.value

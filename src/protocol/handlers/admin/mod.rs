@@ -4,6 +4,7 @@
 //! ListPartitionReassignments).
 
 pub mod alter_configs;
+pub mod alter_user_scram_credentials;
 pub mod config_change;
 pub mod create_partitions;
 pub mod create_topics;
