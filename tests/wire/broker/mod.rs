@@ -2,6 +2,7 @@
 //! admin APIs, and the metrics endpoint.
 
 mod admin;
+mod authorization;
 mod cli;
 mod connection_limits;
 mod metrics;

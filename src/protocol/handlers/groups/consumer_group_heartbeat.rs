@@ -94,6 +94,20 @@ pub async fn handle(
         r.error_message = Some(crate::protocol::str_bytes("Group authorization failed."));
         return r;
     }
+    // A member may subscribe only to topics it may describe (Kafka's check of the names).
+    let hidden: Vec<String> = req
+        .subscribed_topic_names
+        .iter()
+        .flatten()
+        .map(|t| t.to_string())
+        .filter(|t| !s.authorized(acl::OP_DESCRIBE, acl::RESOURCE_TOPIC, t))
+        .collect();
+    if !hidden.is_empty() {
+        r.error_code = ResponseError::TopicAuthorizationFailed.code();
+        let why = format!("The member is not authorized to access topics: [{}]", hidden.join(", "));
+        r.error_message = Some(crate::protocol::str_bytes(&why));
+        return r;
+    }
     match call(&s, version, &req).await {
         Ok(ok) => {
             r.member_id = Some(str_bytes(&ok.member_id));

@@ -132,6 +132,8 @@ struct Read {
 async fn read_all(s: &Session, wanted: &[Wanted], max_bytes: usize, isolation_level: i8) -> Read {
     let mut budget = max_bytes;
     let mut read = Read { results: Vec::with_capacity(wanted.len()), charge: Charge::none(), starved: false };
+    // READ on each topic, asked once per topic of the request (a fetch names many partitions).
+    let mut readable: std::collections::HashMap<&str, bool> = std::collections::HashMap::new();
     for w in wanted {
         let mut r = ReadResult {
             error_code: ResponseError::UnknownTopicOrPartition.code(),
@@ -140,7 +142,10 @@ async fn read_all(s: &Session, wanted: &[Wanted], max_bytes: usize, isolation_le
             log_start_offset: -1,
             ..Default::default()
         };
-        if !s.authorized(acl::OP_READ, acl::RESOURCE_TOPIC, &w.topic) {
+        let may_read = *readable
+            .entry(w.topic.as_ref())
+            .or_insert_with(|| s.authorized(acl::OP_READ, acl::RESOURCE_TOPIC, &w.topic));
+        if !may_read {
             r.error_code = ResponseError::TopicAuthorizationFailed.code();
         } else if let Some(here) = s.internal_partition(&w.topic, w.partition) {
             r = internal_read(here, w.offset);
