@@ -184,11 +184,24 @@ impl Settings {
             .collect()
     }
 
-    /// The address peers reach this broker at (its inter-broker listener: PLAINTEXT when it has
-    /// one, else the first), as (host, port).
+    /// The listener peers reach this broker on: `inter_broker_listener_name`, else PLAINTEXT
+    /// when it is served, else the first.
+    pub fn inter_broker_listener(&self) -> Option<Listener> {
+        let all = self.listeners();
+        let named = SecurityProtocol::from_name(&self.security.inter_broker_listener_name);
+        let pick = |p: SecurityProtocol| all.iter().find(|l| l.protocol == p).cloned();
+        match named {
+            Some(p) => pick(p),
+            None => pick(SecurityProtocol::Plaintext).or_else(|| all.first().cloned()),
+        }
+    }
+
+    /// The address peers reach this broker at (its inter-broker listener's advertised
+    /// address), as (host, port).
     pub fn advertised(&self) -> (String, i32) {
+        let protocol = self.inter_broker_listener().map(|l| l.protocol);
         let all = self.advertised_listeners();
-        let l = all.iter().find(|l| l.protocol == SecurityProtocol::Plaintext).or(all.first());
+        let l = all.iter().find(|l| Some(l.protocol) == protocol).or(all.first());
         l.map(|l| (l.host.clone(), i32::from(l.port))).unwrap_or_else(|| ("127.0.0.1".into(), 9092))
     }
 
@@ -212,6 +225,20 @@ impl Settings {
         }
         if sec.ssl_client_auth != "none" && sec.ssl_truststore_location.is_empty() {
             let why = format!("ssl_client_auth = {} needs ssl_truststore_location", sec.ssl_client_auth);
+            return Err(ConfigError::Invalid("ssl_truststore_location", why));
+        }
+        let name = &sec.inter_broker_listener_name;
+        if !name.is_empty() && !all.iter().any(|l| l.name() == name) {
+            let why = format!("{name}: no such listener");
+            return Err(ConfigError::Invalid("inter_broker_listener_name", why));
+        }
+        let inter = self.inter_broker_listener();
+        if inter.as_ref().is_some_and(|l| l.protocol.sasl()) && sec.inter_broker_sasl_username.is_empty() {
+            let why = "a SASL inter-broker listener needs the user brokers log in as".to_string();
+            return Err(ConfigError::Invalid("inter_broker_sasl_username", why));
+        }
+        if inter.as_ref().is_some_and(|l| l.protocol.tls()) && sec.ssl_truststore_location.is_empty() {
+            let why = "a TLS inter-broker listener needs the CA that signs the peers' certificates".to_string();
             return Err(ConfigError::Invalid("ssl_truststore_location", why));
         }
         let known = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];

@@ -275,6 +275,22 @@ settings! {
         /// when the cluster's credentials file does not exist yet (the first start), as Kafka's
         /// `kafka-storage format --add-scram`; for both SCRAM mechanisms.
         scram_users_at_first_start: std::collections::BTreeMap<String, String> = Default::default();
+        /// Kafka's `inter.broker.listener.name`: the listener peer brokers reach this one on (the
+        /// address it registers for them, and the security of the links it opens to them);
+        /// empty: PLAINTEXT when it is served, else the first listener.
+        inter_broker_listener_name: String = String::new(),
+            kafka "inter.broker.listener.name" TYPE_STRING None => |s| {
+                s.inter_broker_listener().map(|l| l.name().to_string()).unwrap_or_default()
+            };
+        /// Kafka's `sasl.mechanism.inter.broker.protocol`: how a broker logs in to its peers'
+        /// inter-broker listener when it has SASL (`PLAIN`, `SCRAM-SHA-256`, `SCRAM-SHA-512`).
+        inter_broker_sasl_mechanism: String = "PLAIN".into(), one_of ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"],
+            kafka "sasl.mechanism.inter.broker.protocol" TYPE_STRING Some("GSSAPI");
+        /// The user a broker logs in to its peers as (the JAAS username of Kafka's inter-broker
+        /// listener); make it a super user, or give it CLUSTER_ACTION on the cluster.
+        inter_broker_sasl_username: String = String::new();
+        /// Its password.
+        inter_broker_sasl_password: String = String::new();
         /// `standard` turns on the authorizer (Kafka's
         /// `authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer`):
         /// every request is checked against the ACLs (CreateAcls, `kafka-acls`); empty: none, every

@@ -16,18 +16,20 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use actix::{Actor, Context, Handler, Message};
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::add_partitions_to_txn_request::{AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction};
 use kafka_protocol::messages::{
     AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ApiKey, ApiVersionsRequest, ApiVersionsResponse, ProducerId,
-    RequestHeader, ResponseHeader, TopicName, TransactionalId,
+    ResponseHeader, TopicName, TransactionalId,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc::{self, error::TrySendError};
 use tokio::time::Instant;
 
+use super::peer_frame::{read_response, request_frame};
+use super::peer_security::{PeerSecurity, PeerStream};
 use super::txn_markers_codec::{decode_response, encode_request, MarkerTopic, TxnMarker};
 use crate::actors::messages::{PeerMarker, PeerMarkerAnswer, PeerSendError, Reply, SendPeerMarker};
 use crate::store::ownership::Broker;
@@ -51,6 +53,8 @@ pub struct PeerLinkConfig {
     /// Largest response frame accepted from a peer.
     pub max_response_bytes: usize,
     pub client_id: String,
+    /// TLS and SASL to the peers' inter-broker listener (protocol::peer_security).
+    pub security: PeerSecurity,
 }
 
 impl Default for PeerLinkConfig {
@@ -62,6 +66,7 @@ impl Default for PeerLinkConfig {
             max_in_flight: 32,
             max_response_bytes: 1 << 20,
             client_id: "kaas-txn-coordinator".into(),
+            security: PeerSecurity::default(),
         }
     }
 }
@@ -265,12 +270,16 @@ fn lost(e: std::io::Error) -> PeerSendError {
 
 /// Connects and asks ApiVersions: the versions to send markers (eos-rules 43) and
 /// AddPartitionsToTxn with.
-async fn open(address: &(String, i32), config: &PeerLinkConfig) -> Result<(TcpStream, Versions), PeerSendError> {
+async fn open(
+    address: &(String, i32),
+    config: &PeerLinkConfig,
+) -> Result<(Box<dyn PeerStream>, Versions), PeerSendError> {
     let port = u16::try_from(address.1).map_err(|_| PeerSendError::Unreachable(format!("port {}", address.1)))?;
-    let mut stream = TcpStream::connect((address.0.as_str(), port))
+    let tcp = TcpStream::connect((address.0.as_str(), port))
         .await
         .map_err(|e| PeerSendError::Unreachable(format!("{}:{port}: {e}", address.0)))?;
-    let _ = stream.set_nodelay(true);
+    let _ = tcp.set_nodelay(true);
+    let mut stream = config.security.wrap(tcp, &address.0).await?;
     let mut body = BytesMut::new();
     ApiVersionsRequest::default()
         .with_client_software_name(StrBytes::from_static_str("kaas"))
@@ -296,31 +305,8 @@ async fn open(address: &(String, i32), config: &PeerLinkConfig) -> Result<(TcpSt
     };
     let markers = marker_request_version(config.max_version, range(ApiKey::WriteTxnMarkers));
     let add_partitions = range(ApiKey::AddPartitionsToTxn).map(|(_, max)| max);
+    config.security.login(&mut stream, &config.client_id, config.max_response_bytes).await?;
     Ok((stream, Versions { markers, add_partitions }))
-}
-
-/// A request frame: length, header (with `client_id`), body.
-fn request_frame(
-    key: ApiKey,
-    version: i16,
-    correlation_id: i32,
-    client_id: &str,
-    body: &[u8],
-) -> Result<Bytes, PeerSendError> {
-    let header = RequestHeader::default()
-        .with_request_api_key(key as i16)
-        .with_request_api_version(version)
-        .with_correlation_id(correlation_id)
-        .with_client_id(Some(StrBytes::from_string(client_id.to_string())));
-    let mut buf = BytesMut::with_capacity(64 + body.len());
-    buf.put_i32(0);
-    header
-        .encode(&mut buf, key.request_header_version(version))
-        .map_err(|e| PeerSendError::Malformed(e.to_string()))?;
-    buf.extend_from_slice(body);
-    let len = i32::try_from(buf.len() - 4).map_err(|_| PeerSendError::Malformed("request too large".into()))?;
-    buf[..4].copy_from_slice(&len.to_be_bytes());
-    Ok(buf.freeze())
 }
 
 /// The WriteTxnMarkers request for one job's marker.
@@ -340,18 +326,6 @@ pub fn marker_request(
         transaction_version: marker.transaction_version,
     };
     request_frame(ApiKey::WriteTxnMarkers, version, correlation_id, client_id, &encode_request(&[m], version))
-}
-
-/// Reads one response frame (length checked before anything is allocated).
-async fn read_response<R: AsyncRead + Unpin>(r: &mut R, max: usize) -> Result<Bytes, PeerSendError> {
-    let mut len = [0u8; 4];
-    r.read_exact(&mut len).await.map_err(lost)?;
-    let len = i32::from_be_bytes(len);
-    let size = usize::try_from(len).ok().filter(|n| (4..=max).contains(n));
-    let size = size.ok_or_else(|| PeerSendError::Malformed(format!("response length {len}")))?;
-    let mut buf = vec![0u8; size];
-    r.read_exact(&mut buf).await.map_err(lost)?;
-    Ok(Bytes::from(buf))
 }
 
 /// A response frame's correlation id and body. Every request the link sends is flexible
@@ -429,12 +403,12 @@ pub fn marker_answer(body: Bytes, version: i16, marker: &PeerMarker) -> Result<P
 /// Sends queued markers on an open connection and hands each answer to its job, until the
 /// connection fails (the error that ended it comes back; what was in flight is answered with it).
 async fn serve(
-    stream: TcpStream,
+    stream: Box<dyn PeerStream>,
     versions: Versions,
     jobs: &mut mpsc::Receiver<Job>,
     config: &PeerLinkConfig,
 ) -> PeerSendError {
-    let (mut rd, mut wr) = stream.into_split();
+    let (mut rd, mut wr) = tokio::io::split(stream);
     let (frames_tx, mut frames) = mpsc::channel::<Result<Bytes, PeerSendError>>(4);
     let max = config.max_response_bytes;
     let reader = actix_rt::spawn(async move {
@@ -519,6 +493,7 @@ async fn serve(
 mod tests {
     use super::*;
     use crate::protocol::txn_markers_codec::decode_request;
+    use kafka_protocol::messages::RequestHeader;
 
     fn marker(tv: i8) -> PeerMarker {
         PeerMarker {

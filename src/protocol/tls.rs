@@ -54,8 +54,8 @@ impl ClientAuth {
 /// deprecated because it has no post-quantum key exchange; the Kafka clients tested here (Java
 /// 17, librdkafka) negotiate X25519 or P-256 ECDHE, which it has.
 #[allow(deprecated)]
-fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+pub fn provider() -> CryptoProvider {
+    rustls::crypto::ring::default_provider()
 }
 
 /// The certificate chain and private key of a PEM file.
@@ -113,7 +113,7 @@ impl Tls {
     /// From the keystore (certificate chain and key, PEM), the truststore (CA certificates of
     /// client certificates, PEM) and `ssl.client.auth`.
     pub fn load(keystore: &Path, truststore: Option<&Path>, client_auth: ClientAuth) -> Result<Tls, TlsError> {
-        let provider = provider();
+        let provider = Arc::new(provider());
         let key = certified_key(keystore, &provider)?;
         let certificates = Arc::new(Certificates {
             path: keystore.to_path_buf(),

@@ -33,6 +33,7 @@ use crate::protocol::connection::Limits;
 use crate::protocol::fetch_session::FetchSessions;
 use crate::protocol::frame::RequestPool;
 use crate::protocol::peer_link::{PeerLinkConfig, PeerLinks};
+use crate::protocol::peer_security::PeerSecurity;
 use crate::protocol::response_budget::ResponseBudget;
 use crate::protocol::session::{Actors, Session};
 use crate::store::auth::credentials::ScramCredentials;
@@ -210,8 +211,11 @@ impl Broker {
         let fences =
             FenceWriter::start_in_arbiter(&cluster_arbiter.handle(), move |_| FenceWriter::new(fence_log, max_age));
         // eos-rules 43, 50: markers for partitions peers lead, over the wire, on their own thread.
+        let security =
+            PeerSecurity::from_settings(settings).map_err(|e| ServerError::Startup(format!("peer links: {e}")))?;
         let link_config = PeerLinkConfig {
             max_version: settings.transactions.write_txn_markers_max_version,
+            security,
             ..PeerLinkConfig::default()
         };
         let peer_links = PeerLinks::start_in_arbiter(&peer_arbiter.handle(), move |_| PeerLinks::new(link_config));

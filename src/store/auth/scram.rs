@@ -273,6 +273,74 @@ impl ServerFirst {
     }
 }
 
+/// The client side of an exchange (a broker logging in to its peers): the client-first
+/// message, then the client-final from the server-first, then the server-final checked.
+#[derive(Debug, Clone)]
+pub struct ClientExchange {
+    mechanism: Mechanism,
+    client_first_bare: String,
+    nonce: String,
+    server_signature: Vec<u8>,
+}
+
+fn escape_name(user: &str) -> String {
+    user.replace('=', "=3D").replace(',', "=2C")
+}
+
+impl ClientExchange {
+    /// The client-first message for `user` with a fresh printable `nonce`.
+    pub fn start(mechanism: Mechanism, user: &str, nonce: &str) -> (ClientExchange, String) {
+        let bare = format!("n={},r={nonce}", escape_name(user));
+        let message = format!("n,,{bare}");
+        let exchange = ClientExchange {
+            mechanism,
+            client_first_bare: bare,
+            nonce: nonce.to_string(),
+            server_signature: Vec::new(),
+        };
+        (exchange, message)
+    }
+
+    /// The client-final message answering `server_first`, proving `password`.
+    pub fn finish(&mut self, server_first: &[u8], password: &str) -> Result<String, ScramError> {
+        let text = std::str::from_utf8(server_first).map_err(|_| ScramError::BadClientFinal)?;
+        let mut nonce = None;
+        let mut salt = None;
+        let mut iterations = None;
+        for field in text.split(',') {
+            match field.split_at_checked(2) {
+                Some(("r=", v)) => nonce = Some(v),
+                Some(("s=", v)) => salt = B64.decode(v).ok(),
+                Some(("i=", v)) => iterations = v.parse::<u32>().ok(),
+                _ => {}
+            }
+        }
+        let failed = ScramError::Failed(self.mechanism.name());
+        let (Some(nonce), Some(salt), Some(iterations)) = (nonce, salt, iterations) else { return Err(failed) };
+        // The server's nonce must extend ours, and the iterations stay within Kafka's bounds.
+        if !nonce.starts_with(&self.nonce) || nonce.len() == self.nonce.len() || iterations > MAX_ITERATIONS as u32 {
+            return Err(failed);
+        }
+        let m = self.mechanism;
+        let salted = m.salted_password(password.as_bytes(), &salt, iterations);
+        let client_key = m.hmac(&salted, b"Client Key");
+        let stored_key = m.hash(&client_key);
+        let without_proof = format!("c=biws,r={nonce}");
+        let auth_message = format!("{},{text},{without_proof}", self.client_first_bare);
+        let signature = m.hmac(&stored_key, auth_message.as_bytes());
+        let proof: Vec<u8> = client_key.iter().zip(&signature).map(|(k, s)| k ^ s).collect();
+        let server_key = m.hmac(&salted, b"Server Key");
+        self.server_signature = m.hmac(&server_key, auth_message.as_bytes());
+        Ok(format!("{without_proof},p={}", B64.encode(proof)))
+    }
+
+    /// Whether `server_final` proves the server knows the credential.
+    pub fn verify(&self, server_final: &[u8]) -> bool {
+        let Some(v) = std::str::from_utf8(server_final).ok().and_then(|t| t.strip_prefix("v=")) else { return false };
+        B64.decode(v).is_ok_and(|sig| !self.server_signature.is_empty() && ct_eq(&sig, &self.server_signature))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -342,6 +410,31 @@ mod tests {
         ));
         let first = server_first(Mechanism::Sha256, b"n,,n=u,r=a", Some(cred()), "s").unwrap();
         assert_eq!(first.client_final(b"garbage"), Err(ScramError::BadClientFinal));
+    }
+
+    #[test]
+    fn the_client_side_reproduces_rfc_7677() {
+        let (mut client, first) = ClientExchange::start(Mechanism::Sha256, "user", "rOprNGfwEbeRWgbNEkqO");
+        assert_eq!(first, "n,,n=user,r=rOprNGfwEbeRWgbNEkqO");
+        let last = client
+            .finish(b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096", "pencil")
+            .unwrap();
+        assert_eq!(last, "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=");
+        assert!(client.verify(b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="));
+        assert!(!client.verify(b"v=AAAA"));
+    }
+
+    #[test]
+    fn a_client_and_the_server_agree_and_a_server_nonce_not_extending_ours_fails() {
+        let c = Credential::from_password(Mechanism::Sha512, "pw", b"salt", 4096);
+        let (mut client, first) = ClientExchange::start(Mechanism::Sha512, "a,b", "cnonce");
+        let server = server_first(Mechanism::Sha512, first.as_bytes(), Some(c), "snonce").unwrap();
+        assert_eq!(server.user, "a,b");
+        let last = client.finish(server.message.as_bytes(), "pw").unwrap();
+        let verdict = server.client_final(last.as_bytes()).unwrap();
+        assert!(client.verify(verdict.as_bytes()));
+        let (mut other, _) = ClientExchange::start(Mechanism::Sha512, "a", "mine");
+        assert!(other.finish(b"r=theirs,s=c2FsdA==,i=4096", "pw").is_err());
     }
 
     #[test]

@@ -13,6 +13,7 @@ ACLs, and DescribeAcls without ALTER/DESCRIBE on the cluster is refused.
 """
 import socket
 import struct
+import subprocess
 import time
 import uuid
 
@@ -20,7 +21,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 import javaharness as jh
-from conftest import Broker, free_port
+from conftest import ROOT, Broker, free_port
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 
@@ -168,3 +169,86 @@ def test_acl_apis_need_the_cluster_permissions(guarded, tmp_path):
     assert run.returncode != 0 or "ClusterAuthorization" in (run.stdout + run.stderr), run.describe()
     listed = acls(guarded, tmp_path, "--list")
     assert listed.returncode == 0 and "User:bob" not in listed.stdout, listed.describe()
+
+
+@pytest.mark.parametrize("listener,mechanism", [("SASL_PLAINTEXT", "PLAIN"), ("SASL_SSL", "SCRAM-SHA-512")])
+def test_a_secured_cluster_sends_its_markers_over_authenticated_peer_links(tmp_path, listener, mechanism):
+    """Two brokers on one data directory, each with `listener` as the inter-broker listener and
+    the authorizer on: they log in to each other with `mechanism` as User:broker (a super user;
+    over TLS each checks the other's certificate), so the markers and verifications of a
+    transaction spanning partitions of both brokers reach the peer's partitions and a
+    read_committed consumer reads every committed record."""
+    shared = tmp_path / "shared"
+    certs = tmp_path / "certs"
+    subprocess.run([str(ROOT / "scripts" / "dev-certs.sh"), str(certs)], check=True, capture_output=True)
+    users = {**USERS, "broker": "broker-secret"}
+    table = "\n".join(f'{u} = "{p}"' for u, p in users.items())
+    brokers = []
+    for node in (1, 2):
+        port = free_port()
+        config = tmp_path / f"kaas-{node}.toml"
+        config.write_text(f"""
+listeners = "{listener}://127.0.0.1:{port}"
+inter_broker_listener_name = "{listener}"
+inter_broker_sasl_mechanism = "{mechanism}"
+inter_broker_sasl_username = "broker"
+inter_broker_sasl_password = "broker-secret"
+ssl_keystore_location = "{certs}/broker.pem"
+ssl_truststore_location = "{certs}/ca.pem"
+sasl_enabled_mechanisms = ["{mechanism}"]
+authorizer = "standard"
+super_users = ["User:admin", "User:broker"]
+cluster_tick_ms = 200
+fence_poll_interval_ms = 200
+
+[sasl_plain_users]
+{table}
+
+[scram_users_at_first_start]
+{table}
+""")
+        b = Broker(shared, free_port(), config_file=config, node_id=node).start()
+        b.sasl = f"127.0.0.1:{port}"
+        brokers.append(b)
+    bootstrap = ",".join(b.sasl for b in brokers)
+    client = {**conf(brokers[0], "admin"), "bootstrap.servers": bootstrap, "security.protocol": listener,
+              "sasl.mechanism": mechanism}
+    if listener == "SASL_SSL":
+        client["ssl.ca.location"] = str(certs / "ca.pem")
+    from confluent_kafka.admin import AdminClient, NewTopic
+    # Each broker lists both before the topic is made (placement takes the brokers live then).
+    for b in brokers:
+        one = AdminClient({**client, "bootstrap.servers": b.sasl})
+        deadline = time.time() + 30
+        while len(one.list_topics(timeout=5).brokers) < 2:
+            assert time.time() < deadline, f"broker {b.node_id} does not see both brokers"
+            time.sleep(0.2)
+    admin = AdminClient(client)
+    topic = f"span-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([NewTopic(topic, 4, 1)])[topic].result(30)
+    deadline = time.time() + 30
+    while True:
+        leaders = {p.leader for p in admin.list_topics(topic, timeout=5).topics[topic].partitions.values()}
+        if leaders == {1, 2}:
+            break
+        assert time.time() < deadline, f"the partitions are not spread: {leaders}"
+        time.sleep(0.2)
+    p = Producer({**client, "transactional.id": "span-tx"})
+    p.init_transactions(30)
+    for t in range(3):
+        p.begin_transaction()
+        for i in range(40):
+            p.produce(topic, value=f"{t}-{i}".encode(), partition=i % 4)
+        p.commit_transaction(30)
+    c = Consumer({**client, "group.id": "span-reader", "isolation.level": "read_committed",
+                  "auto.offset.reset": "earliest"})
+    c.assign([TopicPartition(topic, part, 0) for part in range(4)])
+    seen, deadline = [], time.time() + 60
+    while len(seen) < 120 and time.time() < deadline:
+        m = c.poll(1.0)
+        if m is not None and not m.error():
+            seen.append(m.value())
+    c.close()
+    assert len(seen) == 120, f"read {len(seen)} of 120 committed records: markers on the peer's partitions missing"
+    for b in brokers:
+        assert "SASL login to a peer refused" not in b.log_text()
