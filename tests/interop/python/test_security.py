@@ -260,3 +260,43 @@ def test_kafka_configs_manages_scram_users_that_then_log_in(secured, certs):
     with pytest.raises(KafkaException) as e:
         futures["dave"].result(30)
     assert e.value.args[0].code() == KafkaError.UNACCEPTABLE_CREDENTIAL, e.value
+
+
+def served_certificate(port, ca):
+    import ssl
+    ctx = ssl.create_default_context(cafile=str(ca))
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            return tls.getpeercert(binary_form=True)
+
+
+def test_sighup_reads_the_certificate_again(secured, certs, tmp_path):
+    """The keystore file replaced by one of another CA and SIGHUP sent: new handshakes get the new
+    certificate (checked against the new CA), without a restart; a broken file leaves the current
+    one, with an ERROR logged."""
+    import shutil
+    import signal
+    first = served_certificate(secured.ports["SSL"], certs / "ca.pem")
+    other = tmp_path / "other-certs"
+    subprocess.run([str(ROOT / "scripts" / "dev-certs.sh"), str(other)], check=True, capture_output=True)
+    keystore = certs / "broker.pem"
+    saved = keystore.read_bytes()
+    try:
+        shutil.copy(other / "broker.pem", keystore)
+        secured.proc.send_signal(signal.SIGHUP)
+        deadline, second = time.time() + 10, first
+        while second == first and time.time() < deadline:
+            time.sleep(0.2)
+            try:
+                second = served_certificate(secured.ports["SSL"], other / "ca.pem")
+            except Exception:
+                pass
+        assert second != first, "the new certificate is served after SIGHUP"
+        secured.allow_log_errors("SIGHUP: the TLS certificate stays as it was")
+        keystore.write_text("not a certificate")
+        secured.proc.send_signal(signal.SIGHUP)
+        time.sleep(1)
+        assert served_certificate(secured.ports["SSL"], other / "ca.pem") == second
+        assert secured.alive()
+    finally:
+        keystore.write_bytes(saved)
