@@ -110,6 +110,11 @@ pub struct Upsertion {
     pub salted_password: Vec<u8>,
 }
 
+/// At most this many SCRAM users (the file is read whole by every broker every two seconds), and
+/// a salt of at most this many bytes (clients send 32 or 64).
+pub const MAX_USERS: usize = 10_000;
+pub const MAX_SALT_BYTES: usize = 1024;
+
 /// One user's answer.
 pub type UserResult = (String, Result<(), (ResponseError, String)>);
 
@@ -174,11 +179,24 @@ pub fn alter(
             Some(_) if u.iterations > MAX_ITERATIONS => {
                 fail(&u.user, ResponseError::UnacceptableCredential, "Too many iterations")
             }
-            Some(m) if u.salt.is_empty() || u.salted_password.len() != m.hash_len() => {
+            Some(m)
+                if u.salt.is_empty() || u.salt.len() > MAX_SALT_BYTES || u.salted_password.len() != m.hash_len() =>
+            {
                 fail(&u.user, ResponseError::UnacceptableCredential, "Invalid salt or salted password")
             }
             Some(_) => {}
         }
+    }
+    // New users beyond the bound are refused before anything is applied.
+    let mut new_users: Vec<String> = Vec::new();
+    for u in upsertions {
+        if !map.contains_key(&u.user) && !errors.contains_key(&u.user) && !new_users.contains(&u.user) {
+            new_users.push(u.user.clone());
+        }
+    }
+    for user in new_users.into_iter().skip(MAX_USERS.saturating_sub(map.len())) {
+        let why = format!("kaas keeps at most {MAX_USERS} SCRAM users");
+        errors.insert(user, (ResponseError::UnacceptableCredential, why));
     }
     let mut next = map.clone();
     for d in deletions.iter().filter(|d| !errors.contains_key(&d.user)) {
@@ -363,6 +381,18 @@ mod tests {
         assert_eq!(code(&r, ""), Some(ResponseError::UnacceptableCredential));
         assert_eq!(code(&r, "ok"), None);
         assert_eq!(map.keys().collect::<Vec<_>>(), vec!["ok"]);
+    }
+
+    #[test]
+    fn new_users_beyond_the_bound_and_oversized_salts_are_unacceptable() {
+        let full: CredentialMap = (0..MAX_USERS).map(|i| (format!("u{i}"), BTreeMap::new())).collect();
+        let (map, r) = alter(&full, &[], &[upsert("u1", 1, 4096), upsert("one-more", 1, 4096)]);
+        assert_eq!(r[0].1, Ok(()), "an existing user may still change");
+        assert_eq!(r[1].1.as_ref().map_err(|e| e.0), Err(ResponseError::UnacceptableCredential));
+        assert!(!map.contains_key("one-more"));
+        let big = Upsertion { salt: vec![1; MAX_SALT_BYTES + 1], ..upsert("s", 1, 4096) };
+        let (_, r) = alter(&CredentialMap::new(), &[], &[big]);
+        assert_eq!(r[0].1.as_ref().map_err(|e| e.0), Err(ResponseError::UnacceptableCredential));
     }
 
     #[test]

@@ -14,6 +14,12 @@ pub mod scram;
 
 use std::fmt;
 
+/// Whether `a` and `b` are equal, in a time that does not tell how much of them matched (a
+/// password, a SCRAM proof or signature).
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 /// Kafka's KafkaPrincipal: a type (always `User` here) and a name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Principal {

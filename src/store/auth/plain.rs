@@ -38,7 +38,7 @@ pub fn authenticate<'a>(message: &[u8], password_of: impl Fn(&str) -> Option<&'a
     }
     match password_of(&user) {
         // Compared in constant time: the time does not tell how much of a guess was right.
-        Some(expected) if ct_eq(expected.as_bytes(), password) => Ok(user),
+        Some(expected) if super::constant_time_eq(expected.as_bytes(), password) => Ok(user),
         _ => Err(PlainError::Invalid),
     }
 }
@@ -49,10 +49,6 @@ pub fn authenticate_owned(message: &[u8], password_of: &dyn Fn(&str) -> Option<S
     let user = parts.get(1).and_then(|u| std::str::from_utf8(u).ok()).unwrap_or("");
     let password = password_of(user);
     authenticate(message, |_| password.as_deref())
-}
-
-fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]

@@ -234,10 +234,6 @@ pub fn server_first(
     Ok(ServerFirst { mechanism, user, message, client_first_bare, nonce, credential })
 }
 
-fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 impl ServerFirst {
     /// Checks the client-final message; on success the server-final message (`v=...`).
     pub fn client_final(&self, message: &[u8]) -> Result<String, ScramError> {
@@ -266,7 +262,7 @@ impl ServerFirst {
             return Err(failed);
         }
         let client_key: Vec<u8> = proof.iter().zip(&client_signature).map(|(p, s)| p ^ s).collect();
-        if !ct_eq(&m.hash(&client_key), &stored_key) {
+        if !super::constant_time_eq(&m.hash(&client_key), &stored_key) {
             return Err(failed);
         }
         Ok(format!("v={}", B64.encode(m.hmac(&server_key, auth_message.as_bytes()))))
@@ -337,7 +333,8 @@ impl ClientExchange {
     /// Whether `server_final` proves the server knows the credential.
     pub fn verify(&self, server_final: &[u8]) -> bool {
         let Some(v) = std::str::from_utf8(server_final).ok().and_then(|t| t.strip_prefix("v=")) else { return false };
-        B64.decode(v).is_ok_and(|sig| !self.server_signature.is_empty() && ct_eq(&sig, &self.server_signature))
+        B64.decode(v)
+            .is_ok_and(|sig| !self.server_signature.is_empty() && super::constant_time_eq(&sig, &self.server_signature))
     }
 }
 

@@ -6,6 +6,23 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::{live, Decision, TopicPartition, TxnEntry, TxnError, TxnState, CONSUMER_OFFSETS_TOPIC, TV_0};
 use crate::error_code::ResponseError;
 
+/// eos-rules 30: v4+ batches come from brokers and need CLUSTER_ACTION (a top-level
+/// CLUSTER_AUTHORIZATION_FAILED); in any version each transaction needs WRITE on its
+/// transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on its every partition).
+pub fn add_partitions_authorization(
+    broker_batch: bool,
+    may_cluster_action: bool,
+    may_write_transactional_id: bool,
+) -> Result<(), ResponseError> {
+    if broker_batch && !may_cluster_action {
+        return Err(ResponseError::ClusterAuthorizationFailed);
+    }
+    if !may_write_transactional_id {
+        return Err(ResponseError::TransactionalIdAuthorizationFailed);
+    }
+    Ok(())
+}
+
 /// eos-rules 31: one partition of a topic the client may not write (without WRITE on it), or one
 /// unknown partition, fails the transaction's whole add before the coordinator sees it:
 /// TOPIC_AUTHORIZATION_FAILED, else UNKNOWN_TOPIC_OR_PARTITION on the bad partitions,

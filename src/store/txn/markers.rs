@@ -4,6 +4,17 @@
 
 use std::collections::BTreeSet;
 
+/// eos-rules 43: who may write markers: a principal with ALTER on the cluster (Kafka's admin
+/// abortTransaction) or CLUSTER_ACTION (the brokers' coordinators); anyone else gets
+/// CLUSTER_AUTHORIZATION_FAILED on every partition and nothing is written.
+pub fn write_txn_markers_authorization(may_alter: bool, may_cluster_action: bool) -> Result<(), ResponseError> {
+    if may_alter || may_cluster_action {
+        Ok(())
+    } else {
+        Err(ResponseError::ClusterAuthorizationFailed)
+    }
+}
+
 use crate::error_code::ResponseError;
 
 use super::{

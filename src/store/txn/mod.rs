@@ -38,13 +38,13 @@ pub mod verification;
 #[cfg(test)]
 mod tests;
 
-pub use add_partitions::{add_offsets, add_partitions, unknown_partitions_precheck};
+pub use add_partitions::{add_offsets, add_partitions, add_partitions_authorization, unknown_partitions_precheck};
 pub use describe::ListFilter;
 pub use end_txn::end_txn;
 pub use init_producer_id::{idempotent_init_producer_id, init_producer_id, init_producer_id_authorization};
 pub use markers::{
     complete, completion, marker_outcome, marker_phase_stuck, marker_target, next_marker_backoff_ms, resend_markers,
-    schedule, MarkerBatch, MarkerOutcome, MarkerTarget, MARKER_FIRST_BACKOFF_MS,
+    schedule, write_txn_markers_authorization, MarkerBatch, MarkerOutcome, MarkerTarget, MARKER_FIRST_BACKOFF_MS,
 };
 pub use peer_markers::{
     marker_request_version, peer_code_is_expected, peer_marker_outcome, peer_send_code, PeerSendError,

@@ -34,6 +34,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def free_ports(n: int):
+    """`n` distinct free ports: all bound at once, so that no two are the same (separate
+    free_port() calls may return a port twice)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
 def poll_until(condition, timeout: float, what: str, interval: float = 0.05):
     """Calls `condition()` until it returns something truthy and returns that; raises
     AssertionError naming `what` when `timeout` seconds pass first."""

@@ -21,14 +21,14 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 import javaharness as jh
-from conftest import ROOT, Broker, free_port
+from conftest import ROOT, Broker, free_ports
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 
 
 @pytest.fixture
 def guarded(tmp_path):
-    port = free_port()
+    port, plaintext = free_ports(2)
     config = tmp_path / "kaas.toml"
     users = "\n".join(f'{u} = "{p}"' for u, p in USERS.items())
     config.write_text(f"""
@@ -40,7 +40,7 @@ super_users = ["User:admin"]
 [sasl_plain_users]
 {users}
 """)
-    broker = Broker(tmp_path / "data", free_port(), config_file=config)
+    broker = Broker(tmp_path / "data", plaintext, config_file=config)
     broker.start()
     broker.sasl = f"127.0.0.1:{port}"
     yield broker
@@ -184,8 +184,9 @@ def test_a_secured_cluster_sends_its_markers_over_authenticated_peer_links(tmp_p
     users = {**USERS, "broker": "broker-secret"}
     table = "\n".join(f'{u} = "{p}"' for u, p in users.items())
     brokers = []
+    ports = free_ports(4)
     for node in (1, 2):
-        port = free_port()
+        port, plaintext = ports[2 * node - 2], ports[2 * node - 1]
         config = tmp_path / f"kaas-{node}.toml"
         config.write_text(f"""
 listeners = "{listener}://127.0.0.1:{port}"
@@ -207,7 +208,7 @@ fence_poll_interval_ms = 200
 [scram_users_at_first_start]
 {table}
 """)
-        b = Broker(shared, free_port(), config_file=config, node_id=node).start()
+        b = Broker(shared, plaintext, config_file=config, node_id=node).start()
         b.sasl = f"127.0.0.1:{port}"
         brokers.append(b)
     bootstrap = ",".join(b.sasl for b in brokers)

@@ -20,7 +20,7 @@ from confluent_kafka.admin import (AdminClient, NewTopic, ScramCredentialInfo, S
                                   UserScramCredentialUpsertion)
 
 import javaharness as jh
-from conftest import ROOT, Broker, free_port
+from conftest import ROOT, Broker, free_ports
 
 PLAIN_USER, PLAIN_PASSWORD = "alice", "alice-secret"
 SCRAM_USER, SCRAM_PASSWORD = "admin", "admin-secret"
@@ -35,7 +35,8 @@ def certs(tmp_path_factory):
 
 @pytest.fixture
 def secured(tmp_path, certs):
-    ports = {name: free_port() for name in ("SSL", "SASL_PLAINTEXT", "SASL_SSL")}
+    plaintext, *others = free_ports(4)
+    ports = dict(zip(("SSL", "SASL_PLAINTEXT", "SASL_SSL"), others))
     listeners = ",".join(f"{name}://127.0.0.1:{port}" for name, port in ports.items())
     config = tmp_path / "kaas.toml"
     config.write_text(f"""
@@ -51,7 +52,7 @@ sasl_enabled_mechanisms = ["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"]
 [scram_users_at_first_start]
 {SCRAM_USER} = "{SCRAM_PASSWORD}"
 """)
-    broker = Broker(tmp_path / "data", free_port(), config_file=config)
+    broker = Broker(tmp_path / "data", plaintext, config_file=config)
     broker.start()
     broker.ports = ports
     yield broker

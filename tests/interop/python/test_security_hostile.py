@@ -16,14 +16,15 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 
-from conftest import ROOT, Broker, free_port
+from conftest import ROOT, Broker, free_ports
 
 
 @pytest.fixture
 def hostile_target(tmp_path):
     certs = tmp_path / "certs"
     subprocess.run([str(ROOT / "scripts" / "dev-certs.sh"), str(certs)], check=True, capture_output=True)
-    ports = {"SSL": free_port(), "SASL_PLAINTEXT": free_port(), "metrics": free_port()}
+    plaintext, ssl, sasl, metrics = free_ports(4)
+    ports = {"SSL": ssl, "SASL_PLAINTEXT": sasl, "metrics": metrics}
     config = tmp_path / "kaas.toml"
     config.write_text(f"""
 listeners = "SSL://127.0.0.1:{ports['SSL']},SASL_PLAINTEXT://127.0.0.1:{ports['SASL_PLAINTEXT']}"
@@ -34,7 +35,7 @@ metrics_listen = "127.0.0.1:{ports['metrics']}"
 [sasl_plain_users]
 alice = "alice-secret"
 """)
-    broker = Broker(tmp_path / "data", free_port(), config_file=config)
+    broker = Broker(tmp_path / "data", plaintext, config_file=config)
     broker.start()
     broker.ports = ports
     broker.certs = certs

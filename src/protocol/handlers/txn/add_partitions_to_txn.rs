@@ -17,8 +17,8 @@ use crate::protocol::{str_bytes, Session};
 use crate::store::auth::acl;
 use crate::store::coordinator_key::OFFSETS_PARTITIONS;
 use crate::store::txn::{
-    add_partitions_is_broker_batch, add_partitions_txn_version, unknown_partitions_precheck, CoordinatorApi, TxnError,
-    CONSUMER_OFFSETS_TOPIC,
+    add_partitions_authorization, add_partitions_is_broker_batch, add_partitions_txn_version,
+    unknown_partitions_precheck, CoordinatorApi, TxnError, CONSUMER_OFFSETS_TOPIC,
 };
 
 /// The partitions of `topics` this broker does not know (eos-rules 31). `__consumer_offsets`
@@ -75,10 +75,10 @@ async fn one(
     topics: &[AddPartitionsToTxnTopic],
 ) -> BTreeMap<TopicPartition, i16> {
     let partitions = partition_set(topics);
-    // WRITE on the transactional id first, as Kafka checks.
-    if !s.authorized(acl::OP_WRITE, acl::RESOURCE_TRANSACTIONAL_ID, &id.0) {
-        let code = ResponseError::TransactionalIdAuthorizationFailed.code();
-        return partitions.into_iter().map(|tp| (tp, code)).collect();
+    // eos-rules 30: WRITE on the transactional id first, as Kafka checks.
+    let may_write = s.authorized(acl::OP_WRITE, acl::RESOURCE_TRANSACTIONAL_ID, &id.0);
+    if let Err(e) = add_partitions_authorization(false, true, may_write) {
+        return partitions.into_iter().map(|tp| (tp, e.code())).collect();
     }
     let unauthorized: BTreeSet<String> = topics
         .iter()
@@ -118,8 +118,9 @@ async fn one(
 
 pub async fn handle(s: Rc<Session>, version: i16, req: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse {
     let mut resp = AddPartitionsToTxnResponse::default();
-    // v4+ batches come from brokers verifying a transaction: CLUSTER_ACTION, as in Kafka.
-    if add_partitions_is_broker_batch(version) && !s.authorized_cluster(acl::OP_CLUSTER_ACTION) {
+    // eos-rules 30: v4+ batches come from brokers verifying a transaction: CLUSTER_ACTION.
+    let batch = add_partitions_is_broker_batch(version);
+    if batch && add_partitions_authorization(true, s.authorized_cluster(acl::OP_CLUSTER_ACTION), true).is_err() {
         resp.error_code = ResponseError::ClusterAuthorizationFailed.code();
         return resp;
     }

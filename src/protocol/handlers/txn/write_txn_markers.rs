@@ -20,6 +20,7 @@ use crate::store::auth::acl;
 use crate::store::coordinator_key::OFFSETS_PARTITIONS;
 use crate::store::ownership::Owned;
 use crate::store::partition::marker_txn_version;
+use crate::store::txn::write_txn_markers_authorization;
 use crate::store::txn::CONSUMER_OFFSETS_TOPIC;
 
 pub async fn handle(s: Rc<Session>, version: i16, markers: Vec<TxnMarker>) -> WriteTxnMarkersResponse {
@@ -27,9 +28,10 @@ pub async fn handle(s: Rc<Session>, version: i16, markers: Vec<TxnMarker>) -> Wr
     // eos-rules 43: markers come only from a transaction coordinator (CLUSTER_ACTION on the
     // cluster: the brokers) or an administrator (ALTER on it, Kafka's abortTransaction); anyone
     // else gets CLUSTER_AUTHORIZATION_FAILED on every partition and writes nothing.
-    if !s.authorized_cluster(acl::OP_ALTER) && !s.authorized_cluster(acl::OP_CLUSTER_ACTION) {
-        r.markers =
-            markers.iter().map(|m| refused_marker(m, ResponseError::ClusterAuthorizationFailed.code())).collect();
+    let may_alter = s.authorized_cluster(acl::OP_ALTER);
+    let may_act = may_alter || s.authorized_cluster(acl::OP_CLUSTER_ACTION);
+    if let Err(e) = write_txn_markers_authorization(may_alter, may_act) {
+        r.markers = markers.iter().map(|m| refused_marker(m, e.code())).collect();
         return r;
     }
     for m in markers {

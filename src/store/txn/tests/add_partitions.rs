@@ -71,6 +71,18 @@ fn rule_31_a_topic_the_client_may_not_write_fails_the_whole_add() {
 }
 
 #[test]
+fn rule_30_a_broker_batch_needs_cluster_action_and_every_transaction_write_on_its_id() {
+    use crate::error_code::ResponseError;
+    assert_eq!(add_partitions_authorization(true, false, true), Err(ResponseError::ClusterAuthorizationFailed));
+    assert_eq!(
+        add_partitions_authorization(false, false, false),
+        Err(ResponseError::TransactionalIdAuthorizationFailed)
+    );
+    assert_eq!(add_partitions_authorization(true, true, false), Err(ResponseError::TransactionalIdAuthorizationFailed));
+    assert_eq!(add_partitions_authorization(false, false, true), Ok(()));
+}
+
+#[test]
 fn rule_30_versions_0_to_3_are_one_client_transaction_and_4_up_a_broker_batch() {
     assert!(!add_partitions_is_broker_batch(3));
     assert!(add_partitions_is_broker_batch(4));

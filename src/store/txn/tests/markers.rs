@@ -5,6 +5,14 @@ use TxnError::*;
 use TxnState::*;
 
 #[test]
+fn rule_43_markers_need_alter_or_cluster_action_on_the_cluster() {
+    use crate::error_code::ResponseError;
+    assert_eq!(write_txn_markers_authorization(false, false), Err(ResponseError::ClusterAuthorizationFailed));
+    assert_eq!(write_txn_markers_authorization(true, false), Ok(()));
+    assert_eq!(write_txn_markers_authorization(false, true), Ok(()));
+}
+
+#[test]
 fn rule_41_complete_clears_partitions_after_the_marker_phase() {
     let preparing = entry(PrepareCommit, PID, 5).settled();
     assert!(preparing.pending, "the marker phase counts as pending");
