@@ -313,6 +313,11 @@ settings! {
         /// answered this long after it failed, and the connection closed.
         connection_failed_authentication_delay_ms: u64 = 100,
             kafka "connection.failed.authentication.delay.ms" TYPE_INT Some("100");
+        /// Kafka's `connections.max.reauth.ms` (KIP-368): a SASL session lasts this long; the
+        /// client is told so and re-authenticates on its open connection before it ends, or the
+        /// connection is closed at its next request. 0: sessions do not end.
+        connections_max_reauth_ms: u64 = 0,
+            kafka "connections.max.reauth.ms" TYPE_LONG Some("0");
     }
 
     /// Brokers sharing one data directory (docs/cluster.md).

@@ -43,6 +43,12 @@ struct KindLabels {
     kind: String,
 }
 
+/// Kafka's `listener` tag of its socket-server metrics.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ListenerLabels {
+    listener: String,
+}
+
 /// Every transaction state, in the order of [`state_index`].
 const TXN_STATES: [TxnState; 8] = [
     TxnState::Empty,
@@ -103,7 +109,10 @@ struct Inner {
     connections: Gauge,
     transactions: Vec<Gauge>,
     fenced_producers: Counter,
-    failed_authentication: Counter,
+    failed_authentication: Family<ListenerLabels, Counter>,
+    successful_authentication: Family<ListenerLabels, Counter>,
+    successful_reauthentication: Family<ListenerLabels, Counter>,
+    expired_connections_killed: Family<ListenerLabels, Counter>,
     authorization_denied: Counter,
     txn_shards: Gauge,
     group_coordinators: Gauge,
@@ -213,11 +222,30 @@ impl Metrics {
             "Producer epochs this broker's transaction coordinators fenced (an epoch bump of a transactional id: InitProducerId, a timeout, KIP-360)",
             fenced_producers.clone(),
         );
-        let failed_authentication = Counter::default();
-        r.register(
+        let by_listener = |r: &mut Registry, name: &str, help: &str| {
+            let family = Family::<ListenerLabels, Counter>::default();
+            r.register(name, help, family.clone());
+            family
+        };
+        let failed_authentication = by_listener(
+            &mut r,
             "kafka_server_socketservermetrics_failed_authentication",
-            "Failed authentications: TLS handshakes, SASL exchanges (failed-authentication-total)",
-            failed_authentication.clone(),
+            "Failed authentications and re-authentications: TLS handshakes, SASL exchanges (failed-authentication-total)",
+        );
+        let successful_authentication = by_listener(
+            &mut r,
+            "kafka_server_socketservermetrics_successful_authentication",
+            "Completed SASL authentications (successful-authentication-total)",
+        );
+        let successful_reauthentication = by_listener(
+            &mut r,
+            "kafka_server_socketservermetrics_successful_reauthentication",
+            "Completed KIP-368 re-authentications (successful-reauthentication-total)",
+        );
+        let expired_connections_killed = by_listener(
+            &mut r,
+            "kafka_server_socketservermetrics_expired_connections_killed",
+            "Connections closed because their SASL session expired (expired-connections-killed-count)",
         );
         let authorization_denied = Counter::default();
         r.register(
@@ -250,6 +278,9 @@ impl Metrics {
             transactions,
             fenced_producers,
             failed_authentication,
+            successful_authentication,
+            successful_reauthentication,
+            expired_connections_killed,
             authorization_denied,
             txn_shards,
             group_coordinators,
@@ -313,8 +344,25 @@ impl Metrics {
     }
 
     /// Counts a failed TLS handshake or SASL exchange.
-    pub fn failed_authentication(&self) {
-        self.0.failed_authentication.inc();
+    /// Counts a failed TLS handshake or SASL exchange on `listener`.
+    pub fn failed_authentication(&self, listener: &str) {
+        Self::count(&self.0.failed_authentication, listener);
+    }
+
+    pub fn successful_authentication(&self, listener: &str) {
+        Self::count(&self.0.successful_authentication, listener);
+    }
+
+    pub fn successful_reauthentication(&self, listener: &str) {
+        Self::count(&self.0.successful_reauthentication, listener);
+    }
+
+    pub fn expired_connection_killed(&self, listener: &str) {
+        Self::count(&self.0.expired_connections_killed, listener);
+    }
+
+    fn count(family: &Family<ListenerLabels, Counter>, listener: &str) {
+        family.get_or_create(&ListenerLabels { listener: listener.to_string() }).inc();
     }
 
     /// Counts a request (or a resource of one) the authorizer denied.

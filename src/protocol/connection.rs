@@ -40,7 +40,7 @@ use super::versions::Offered;
 use super::{decode_for, dispatch, Answer, RequestError, Session};
 use crate::actors::quotas::ConnectionPermit;
 use crate::metrics::Metrics;
-use crate::store::auth::sasl::{Gate, SaslState, Secrets};
+use crate::store::auth::sasl::{Gate, SaslSession, SaslState, Secrets};
 
 /// Kafka's `sasl.server.max.receive.size`: the largest frame before SASL authentication.
 pub const SASL_MAX_RECEIVE: usize = 524_288;
@@ -151,7 +151,7 @@ async fn adopt(
             Some(Writer::Tls(wr))
         }
         Ok(Err(e)) => {
-            session.metrics.failed_authentication();
+            session.metrics.failed_authentication(listener.protocol.name());
             tracing::info!(%peer, "closing connection: TLS handshake failed: {e}");
             None
         }
@@ -176,7 +176,7 @@ async fn serve(
     };
     let _ = stream.set_nodelay(true);
     session.listener.set(listener.protocol);
-    let mut sasl: Option<SaslState> = listener.sasl.as_ref().map(|_| SaslState::Handshake);
+    let mut sasl: Option<SaslSession> = listener.sasl.as_ref().map(|_| SaslSession::new(listener.max_reauth));
     let authenticated = Rc::new(Cell::new(sasl.is_none()));
     let (frame_tx, mut frame_rx) = mpsc::channel::<Result<(Bytes, OwnedSemaphorePermit), FrameError>>(2);
     let mut reader = None;
@@ -225,31 +225,51 @@ async fn serve(
                     tracing::warn!(%peer, "closing connection: {e}");
                     break;
                 }
-                Some(Ok((frame, permit))) => match sasl.as_ref().map(|st| st.gate(i16::from_be_bytes([frame[0], frame[1]]))) {
+                Some(Ok((frame, permit))) => match sasl.as_mut().map(|st| st.gate(i16::from_be_bytes([frame[0], frame[1]]), Instant::now())) {
                     Some(Gate::Close) => {
                         // Kafka: "Unexpected Kafka request of type X during SASL handshake".
                         tracing::warn!(%peer, api_key = i16::from_be_bytes([frame[0], frame[1]]), "closing connection: a request other than ApiVersions or SASL before authentication");
+                        break;
+                    }
+                    Some(Gate::Expired) => {
+                        // KIP-368: the client did not re-authenticate within connections_max_reauth_ms.
+                        tracing::info!(%peer, "closing connection: its SASL session expired (connections_max_reauth_ms)");
+                        session.metrics.expired_connection_killed(listener.protocol.name());
                         break;
                     }
                     _ => match decode_for(frame, offered) {
                     Ok(d) if matches!(d.api_key, ApiKey::SaslHandshake | ApiKey::SaslAuthenticate) => {
                         let started = Instant::now();
                         let (header, key) = (d.header.clone(), d.api_key);
-                        let Some((response, after)) = sasl_step(&listener, &mut sasl, d.request) else { break };
-                        if let Some(SaslState::Authenticated(principal)) = &sasl {
+                        let version = header.request_api_version;
+                        let Some((response, after)) = sasl_step(&listener, &mut sasl, d.request, version) else { break };
+                        if let Some(SaslState::Authenticated(principal)) = sasl.as_ref().map(SaslSession::state) {
                             if !authenticated.get() {
                                 tracing::debug!(%peer, %principal, "authenticated");
+                                session.metrics.successful_authentication(listener.protocol.name());
                                 *session.principal.borrow_mut() = principal.clone();
                                 authenticated.set(true);
                             }
                         }
+                        let mut answer = Some(Answer::from(response));
                         let delay = match after {
                             AfterSasl::GoOn => None,
+                            AfterSasl::Reauthenticated => {
+                                tracing::debug!(%peer, "re-authenticated");
+                                session.metrics.successful_reauthentication(listener.protocol.name());
+                                None
+                            }
                             AfterSasl::Close { delayed } => {
                                 // The answer is sent, then the connection closes: nothing more is read.
                                 reading = false;
-                                session.metrics.failed_authentication();
+                                session.metrics.failed_authentication(listener.protocol.name());
                                 Some(if delayed { listener.failed_authentication_delay } else { Duration::ZERO })
+                            }
+                            AfterSasl::CloseUnanswered => {
+                                reading = false;
+                                answer = None;
+                                session.metrics.failed_authentication(listener.protocol.name());
+                                None
                             }
                         };
                         pending.push_back(async move {
@@ -257,7 +277,7 @@ async fn serve(
                                 tokio::time::sleep(d).await;
                             }
                             drop(permit);
-                            (header, key, Some(Answer::from(response)), started)
+                            (header, key, answer, started)
                         }.boxed_local());
                     }
                     Ok(d) => {
@@ -333,8 +353,9 @@ async fn serve(
 /// connection's exchange, `sasl` (None on a listener without SASL); None for any other request.
 fn sasl_step(
     listener: &ListenerContext,
-    sasl: &mut Option<SaslState>,
+    sasl: &mut Option<SaslSession>,
     request: super::Request,
+    version: i16,
 ) -> Option<(ResponseKind, AfterSasl)> {
     let super::Request::Kafka(kind) = request else { return None };
     let ctx = listener.sasl.as_deref();
@@ -348,7 +369,7 @@ fn sasl_step(
             let plain = |user: &str| ctx.and_then(|c| c.plain_users.get(user).cloned());
             let scram = |user: &str, m| ctx.and_then(|c| c.scram.get(user, m));
             let secrets = Secrets { plain_password: &plain, scram_credential: &scram, nonce: scram_nonce() };
-            let (resp, after) = sasl_authenticate::handle(sasl, &secrets, &req);
+            let (resp, after) = sasl_authenticate::handle(sasl, &secrets, &req, version, Instant::now());
             Some((ResponseKind::SaslAuthenticate(resp), after))
         }
         _ => None,

@@ -152,7 +152,8 @@ pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
                 scram_credential: &no_credential,
                 nonce: String::new(),
             };
-            let (resp, _) = handlers::security::sasl_authenticate::handle(&mut None, &secrets, &r);
+            let (resp, _) =
+                handlers::security::sasl_authenticate::handle(&mut None, &secrets, &r, v, std::time::Instant::now());
             return async move { Some(ResponseKind::SaslAuthenticate(resp).into()) }.boxed_local();
         }
         RequestKind::DescribeCluster(r) => {

@@ -27,6 +27,8 @@ pub struct ListenerContext {
     pub sasl: Option<Arc<SaslContext>>,
     /// Kafka's `connection.failed.authentication.delay.ms`.
     pub failed_authentication_delay: Duration,
+    /// Kafka's `connections.max.reauth.ms` (KIP-368; zero: SASL sessions do not end).
+    pub max_reauth: Duration,
 }
 
 impl ListenerContext {
@@ -37,6 +39,7 @@ impl ListenerContext {
             tls: None,
             sasl: None,
             failed_authentication_delay: Duration::ZERO,
+            max_reauth: Duration::ZERO,
         }
     }
 }

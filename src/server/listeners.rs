@@ -84,6 +84,7 @@ pub fn context(
         tls: if listener.protocol.tls() { tls.map(|t| TlsAcceptor::from(t.config.clone())) } else { None },
         sasl,
         failed_authentication_delay: Duration::from_millis(sec.connection_failed_authentication_delay_ms),
+        max_reauth: Duration::from_millis(sec.connections_max_reauth_ms),
     }
 }
 

@@ -90,9 +90,10 @@ async def many_failed_logins(port, total, concurrency):
     return results
 
 
-def failed_authentication_count(broker):
+def failed_authentication_count(broker, listener="SASL_PLAINTEXT"):
     text = urllib.request.urlopen(f"http://127.0.0.1:{broker.ports['metrics']}/metrics", timeout=10).read().decode()
-    m = re.search(r"^kafka_server_socketservermetrics_failed_authentication_total (\d+)", text, re.M)
+    pattern = r'^kafka_server_socketservermetrics_failed_authentication_total\{listener="%s"\} (\d+)' % listener
+    m = re.search(pattern, text, re.M)
     return int(m.group(1)) if m else None
 
 

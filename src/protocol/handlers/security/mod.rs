@@ -30,6 +30,10 @@ fn acl_error(s: &Session, operation: i8) -> Option<(i16, String)> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AfterSasl {
     GoOn,
+    /// KIP-368: a re-authentication completed (counted in the listener's metrics).
+    Reauthenticated,
+    /// Closes the connection without sending the answer.
+    CloseUnanswered,
     /// Kafka closes the connection once a failed exchange's answer is sent (after
     /// `connection_failed_authentication_delay_ms` for a failed authentication).
     Close {

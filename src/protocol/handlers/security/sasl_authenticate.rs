@@ -1,8 +1,10 @@
 //! SaslAuthenticate (key 36, KIP-152): one step of the exchange the handshake chose
 //! (store::auth::sasl). A failure is SASL_AUTHENTICATION_FAILED with Kafka's message, sent after
 //! `connection_failed_authentication_delay_ms`, and closes the connection; on a listener without
-//! SASL, or once authenticated, ILLEGAL_SASL_STATE. `session_lifetime_ms` is 0: kaas does not ask
-//! clients to re-authenticate (KIP-368's `connections.max.reauth.ms` is off, Kafka's default).
+//! SASL, or once authenticated, ILLEGAL_SASL_STATE. The answer completing the exchange carries
+//! KIP-368's `session_lifetime_ms`: `connections_max_reauth_ms` (0, Kafka's default: no limit).
+
+use std::time::Instant;
 
 use bytes::Bytes;
 use kafka_protocol::messages::{SaslAuthenticateRequest, SaslAuthenticateResponse};
@@ -10,14 +12,16 @@ use kafka_protocol::messages::{SaslAuthenticateRequest, SaslAuthenticateResponse
 use super::AfterSasl;
 use crate::error_code::ResponseError;
 use crate::protocol::str_bytes;
-use crate::store::auth::sasl::{SaslError, SaslState, Secrets};
+use crate::store::auth::sasl::{SaslError, SaslSession, Secrets};
 
 /// `state`: the connection's exchange, None on a listener without SASL (it holds the principal
 /// once a step completes the exchange).
 pub fn handle(
-    state: &mut Option<SaslState>,
+    state: &mut Option<SaslSession>,
     secrets: &Secrets<'_>,
     req: &SaslAuthenticateRequest,
+    version: i16,
+    now: Instant,
 ) -> (SaslAuthenticateResponse, AfterSasl) {
     let mut resp = SaslAuthenticateResponse::default();
     let Some(state) = state else {
@@ -25,10 +29,17 @@ pub fn handle(
         resp.error_message = Some(str_bytes("SaslAuthenticate on a listener without SASL"));
         return (resp, AfterSasl::GoOn);
     };
-    match state.authenticate(&req.auth_bytes, secrets) {
+    match state.authenticate(&req.auth_bytes, version, secrets, now) {
         Ok(challenge) => {
             resp.auth_bytes = Bytes::from(challenge.bytes);
-            (resp, AfterSasl::GoOn)
+            resp.session_lifetime_ms = challenge.session_lifetime_ms;
+            let after = if challenge.reauthenticated { AfterSasl::Reauthenticated } else { AfterSasl::GoOn };
+            (resp, after)
+        }
+        Err(SaslError::Unanswered(why)) => {
+            // KIP-368: Kafka closes without answering a re-authentication with another mechanism.
+            tracing::info!("SASL re-authentication failed: {why}");
+            (resp, AfterSasl::CloseUnanswered)
         }
         Err(e @ SaslError::IllegalState(..)) => {
             resp.error_code = e.code();

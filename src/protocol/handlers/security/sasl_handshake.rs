@@ -1,18 +1,19 @@
 //! SaslHandshake (key 17): the mechanism of the exchange (store::auth::sasl). On a listener
 //! without SASL, or once authenticated, Kafka answers ILLEGAL_SASL_STATE; a mechanism the
 //! listener does not enable is UNSUPPORTED_SASL_MECHANISM with the enabled ones, and the
-//! connection closes.
+//! connection closes. On an authenticated connection of a client that re-authenticates (KIP-368),
+//! it begins a re-authentication (store::auth::sasl::SaslSession::gate).
 
 use kafka_protocol::messages::{SaslHandshakeRequest, SaslHandshakeResponse};
 
 use super::AfterSasl;
 use crate::error_code::ResponseError;
 use crate::protocol::str_bytes;
-use crate::store::auth::sasl::{SaslError, SaslState};
+use crate::store::auth::sasl::{SaslError, SaslSession};
 
 /// `state`: the connection's exchange, None on a listener without SASL.
 pub fn handle(
-    state: &mut Option<SaslState>,
+    state: &mut Option<SaslSession>,
     enabled: &[String],
     req: &SaslHandshakeRequest,
 ) -> (SaslHandshakeResponse, AfterSasl) {
