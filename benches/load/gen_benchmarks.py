@@ -15,7 +15,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
-from matrix import COLUMNS, KINDS, NAMES  # noqa: E402  (importing matrix runs nothing)
+from matrix import COLUMNS, KINDS, NAMES, RATIOS  # noqa: E402  (importing matrix runs nothing)
 
 LIMITS_HEAD = "## What limits kaas now"
 PLACEHOLDER = (
@@ -52,6 +52,10 @@ def fmt(v):
     return str(v)
 
 
+def short(kind):
+    return NAMES[kind].replace("Apache ", "")
+
+
 def table(doc, load):
     cols = COLUMNS.get(load, [])
     variants = []
@@ -72,8 +76,8 @@ def table(doc, load):
                 continue
             m = r["metrics"]
             lines.append("| %s | %s | %s |" % (v, name, " | ".join(fmt(m.get(k)) for k, _, _ in cols)))
-        k = got.get("kaas", {}).get("metrics")
-        for other in ("kafka", "kafka-fsync"):
+        for num, other in RATIOS:
+            k = got.get(num, {}).get("metrics")
             a = got.get(other, {}).get("metrics")
             if not (a and k):
                 continue
@@ -84,7 +88,7 @@ def table(doc, load):
                     cells.append("x%.2f" % (y / x))
                 else:
                     cells.append("")
-            lines.append("| %s | *kaas/%s* | %s |" % (v, NAMES[other].replace("Apache ", ""), " | ".join(cells)))
+            lines.append("| %s | *%s / %s* | %s |" % (v, short(num), short(other), " | ".join(cells)))
     notes = [r for r in doc["results"] if r["load"] == load and r.get("metrics", {}).get("warning")]
     out = "\n".join(lines)
     for r in notes:
@@ -208,8 +212,9 @@ while Apache Kafka is still creating partition logs).
     })
     o.append("## Results\n")
     o.append("Ratios are kaas / Apache Kafka (with its defaults, and with an fsync per append where that "
-             "broker ran): above 1 is better for records/s and MB/s, below 1 is better for latency, CPU "
-             "and memory.\n")
+             "broker ran) on the same security protocol, and, where TLS variants ran, each broker over TLS / "
+             "the same broker in plaintext (the cost of TLS): above 1 is better for records/s and MB/s, "
+             "below 1 is better for latency, CPU and memory.\n")
     seen = []
     for r in doc["results"]:
         if r["load"] not in seen:

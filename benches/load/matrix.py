@@ -3,7 +3,11 @@
 
 Brokers (BROKERS): `kafka` is Apache Kafka with its defaults (no fsync before an answer),
 `kafka-fsync` the same with `log.flush.interval.messages=1` (every append fsynced before the
-answer, the durability kaas gives by default), `kaas` kaas with its defaults.
+answer, the durability kaas gives by default), `kaas` kaas with its defaults. Each has a TLS
+variant (`kafka-tls`, `kafka-fsync-tls`, `kaas-tls`): the same broker with its client listener
+on SSL (certificates from scripts/dev-certs.sh), and every client of the matrix (perf tools,
+BenchTool's admin calls) on SSL with the CA as a PEM truststore. SECURITY="plaintext tls" runs
+each broker of BROKERS in both (SECURITY=tls: TLS only).
 
 Started by benches/load/matrix.sh (which builds kaas, fetches the jars and makes the venv);
 runs with the standard library only. For every load and every broker: a fresh data dir, start
@@ -20,6 +24,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -55,9 +60,31 @@ def env_list(name, full, quick=None):
     return env(name, full, quick).split()
 
 
+def brokers_setting():
+    """BROKERS, each expanded to the security protocols of SECURITY ("plaintext", "tls" or both:
+    a broker's TLS variant runs right after its plaintext one). A name already ending in -tls
+    stays as it is."""
+    names = env_list("BROKERS", "kafka kafka-fsync kaas")
+    sec = env_list("SECURITY", "plaintext")
+    bad = [x for x in sec if x not in ("plaintext", "tls")]
+    if bad or not sec:
+        raise SystemExit("SECURITY takes plaintext and/or tls, not %r" % " ".join(sec))
+    out = []
+    for n in names:
+        if n.endswith(TLS_SUFFIX):
+            out.append(n)
+            continue
+        for x in sec:
+            out.append(n if x == "plaintext" else n + TLS_SUFFIX)
+    return out
+
+
+TLS_SUFFIX = "-tls"
+
 CFG = {
     "profile": "quick" if QUICK else "full",
-    "brokers": env_list("BROKERS", "kafka kafka-fsync kaas"),
+    "brokers": brokers_setting(),
+    "security": env_list("SECURITY", "plaintext"),
     "loads": env_list("LOADS", "produce fixed_rate txn consume e2e read_committed partition_scale"),
     "record_size": env_int("RECORD_SIZE", 1024),
     # producer perf test, unthrottled, acks=all, idempotent
@@ -96,6 +123,18 @@ CFG = {
     "load_timeout": env_int("LOAD_TIMEOUT", 900),
     "kaas_bin": env("KAAS_BIN", os.path.join(ROOT, "target", "release", "kaas")),
     "kaas_extra_args": env_list("KAAS_EXTRA_ARGS", ""),
+    # TLS variants: the certificates (scripts/dev-certs.sh writes them there when missing;
+    # default WORK_DIR/certs)
+    "tls_certs_dir": env("TLS_CERTS_DIR", ""),
+    # wait before each case until other processes use at most this fraction of the machine
+    # (unset: do not wait); measured over QUIET_SAMPLE_S seconds
+    "quiet_max_busy": float(os.environ["QUIET_MAX_BUSY"]) if os.environ.get("QUIET_MAX_BUSY") else None,
+    "quiet_sample_s": float(env("QUIET_SAMPLE_S", 5)),
+    # with QUIET_MAX_BUSY: a case during whose measured window other processes took more than
+    # QUIET_MAX_OTHERS of the machine is run again, up to QUIET_RETRIES times (not e2e, whose
+    # background producer counts as other)
+    "quiet_max_others": float(env("QUIET_MAX_OTHERS", 0.1)),
+    "quiet_retries": env_int("QUIET_RETRIES", 2),
     # kafka-fsync writes produce/txn/consume record counts divided by this (an fsync per append
     # makes it several times slower; the figures are rates, the wall time stays bounded)
     "fsync_records_div": max(1, env_int("FSYNC_RECORDS_DIV", 5, 1)),
@@ -115,8 +154,16 @@ KAFKA_KINDS = {
     # produce answer waits for the fsync: the durability kaas gives every acks=1/all answer.
     "kafka-fsync": ["log.flush.interval.messages=1"],
 }
-KINDS = ("kafka", "kafka-fsync", "kaas")  # table and chart order
+BASE_KINDS = ("kafka", "kafka-fsync", "kaas")
+# table and chart order: the plaintext brokers, then their TLS variants
+KINDS = BASE_KINDS + tuple(k + TLS_SUFFIX for k in BASE_KINDS)
 NAMES = {"kafka": "Apache Kafka", "kafka-fsync": "Apache Kafka, fsync", "kaas": "kaas"}
+NAMES.update({k + TLS_SUFFIX: NAMES[k] + ", TLS" for k in BASE_KINDS})
+# the ratios the table shows (numerator / denominator, when both ran): kaas against Apache Kafka
+# on the same security protocol, then each broker's TLS over its own plaintext
+RATIOS = [("kaas", "kafka"), ("kaas", "kafka-fsync"),
+          ("kaas-tls", "kafka-tls"), ("kaas-tls", "kafka-fsync-tls"),
+          ("kafka-tls", "kafka"), ("kafka-fsync-tls", "kafka-fsync"), ("kaas-tls", "kaas")]
 FSYNC = {
     "kafka": "defaults (log.flush.interval.messages and log.flush.interval.ms unset): "
              "no fsync before the answer; a segment is fsynced in the background when it rolls "
@@ -130,8 +177,26 @@ FSYNC = {
 }
 
 
+TLS_NOTE = ("; over TLS: the client listener is SSL (TLS 1.2/1.3, server certificate only, "
+            "no client certificate), every client of the matrix on it")
+FSYNC.update({k + TLS_SUFFIX: FSYNC[k] + TLS_NOTE for k in BASE_KINDS})
+
+
+def base_kind(kind):
+    """The broker without its security protocol: kafka-fsync-tls -> kafka-fsync."""
+    return kind[: -len(TLS_SUFFIX)] if kind.endswith(TLS_SUFFIX) else kind
+
+
+def is_tls(kind):
+    return kind.endswith(TLS_SUFFIX)
+
+
 def is_kafka(kind):
-    return kind in KAFKA_KINDS
+    return base_kind(kind) in KAFKA_KINDS
+
+
+def ratio_name(num, den):
+    return "%s/%s" % (num, den)
 
 
 def log(msg):
@@ -195,8 +260,60 @@ def on_signal(signum, _frame):
     raise SystemExit(128 + signum)
 
 
-def java(heap, cls, *args):
-    return ["java", "-Xmx" + heap, "-cp", CP, LOG4J, cls] + [str(a) for a in args]
+def java(heap, cls, *args, sysprops=()):
+    return ["java", "-Xmx" + heap, "-cp", CP, LOG4J, *sysprops, cls] + [str(a) for a in args]
+
+
+def bench_tool(broker, heap, *args):
+    """BenchTool's command line; on a TLS broker it reads the client properties file
+    (-Dkaas.bench.client.config) into its admin client and producers."""
+    sp = ["-Dkaas.bench.client.config=" + broker.client_config] if broker.client_config else []
+    return java(heap, "kaas.bench.BenchTool", *args, sysprops=sp)
+
+
+# ---------------------------------------------------------------- TLS
+
+CERTS_DIR = None  # set by main() when a TLS broker runs
+CLIENT_SSL = None  # the client properties file of the TLS brokers (set with CERTS_DIR)
+
+
+def client_tls_props():
+    """What every client of a TLS broker sets: SSL, the dev CA as a PEM truststore (the broker's
+    certificate names IP 127.0.0.1, so Kafka's default hostname check passes)."""
+    return {
+        "security.protocol": "SSL",
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": os.path.join(CERTS_DIR, "ca.pem"),
+    }
+
+
+def setup_tls():
+    """Makes the certificates (scripts/dev-certs.sh) unless TLS_CERTS_DIR has them, and the
+    client properties file; returns what the results record about them."""
+    global CERTS_DIR, CLIENT_SSL
+    CERTS_DIR = os.path.abspath(CFG["tls_certs_dir"] or os.path.join(WORK_DIR, "certs"))
+    if not all(os.path.exists(os.path.join(CERTS_DIR, f)) for f in ("ca.pem", "broker.pem")):
+        r = subprocess.run([os.path.join(ROOT, "scripts", "dev-certs.sh"), CERTS_DIR], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SystemExit("scripts/dev-certs.sh %s failed: %s%s" % (CERTS_DIR, r.stdout, r.stderr))
+    CLIENT_SSL = os.path.join(CERTS_DIR, "client-ssl.properties")
+    with open(CLIENT_SSL, "w") as f:
+        f.write("".join("%s=%s\n" % kv for kv in client_tls_props().items()))
+    key = sh("openssl pkey -in %s -noout -text 2>/dev/null | sed -n 1p" % os.path.join(CERTS_DIR, "broker.pem"))
+    return {"certs_dir": CERTS_DIR, "client_properties": client_tls_props(), "broker_key": key}
+
+
+def tls_probe(port):
+    """The protocol and cipher suite a TLS broker chooses for Python's ssl client (a check that
+    it serves TLS; the Java clients offer TLS 1.3 and 1.2 too)."""
+    import ssl
+    ctx = ssl.create_default_context(cafile=os.path.join(CERTS_DIR, "ca.pem"))
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+            with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as t:
+                return {"version": t.version(), "cipher": t.cipher()[0]}
+    except Exception as e:  # recorded, the load tells whether the clients got through
+        return {"error": str(e)}
 
 
 def run_tool(name, argv, timeout=None):
@@ -230,6 +347,33 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def machine_busy_seconds():
+    """CPU seconds the whole machine spent busy (all CPUs; /proc/stat without idle and iowait)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    # user nice system idle iowait irq softirq steal (guest time is within user)
+    return (v[0] + v[1] + v[2] + v[5] + v[6] + (v[7] if len(v) > 7 else 0)) / CLK_TCK
+
+
+def wait_quiet():
+    """With QUIET_MAX_BUSY set (a fraction of the machine, e.g. 0.1), waits before a case until
+    the machine's CPU use over QUIET_SAMPLE_S seconds (nothing of the matrix runs then: it is
+    other processes') is at most that; returns (seconds waited, busy fraction seen last)."""
+    limit = CFG["quiet_max_busy"]
+    if limit is None:
+        return None, None
+    waited, n = 0.0, os.cpu_count() or 1
+    while True:
+        b0, t0 = machine_busy_seconds(), time.monotonic()
+        time.sleep(CFG["quiet_sample_s"])
+        busy = (machine_busy_seconds() - b0) / ((time.monotonic() - t0) * n)
+        if busy <= limit:
+            return waited, busy
+        log("machine busy (%.0f%% of %d CPUs, other processes); waiting for <= %.0f%%" % (100 * busy, n, 100 * limit))
+        time.sleep(30)
+        waited += 30 + CFG["quiet_sample_s"]
+
+
 def status_kib(pid, key):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
@@ -244,17 +388,60 @@ def status_kib(pid, key):
 class Broker:
     def __init__(self, kind, data_dir):
         self.kind = kind
+        self.tls = is_tls(kind)
         self.dir = data_dir
         self.proc = None
         self.log_path = None
         self.starts = 0
+        self.samples = []  # cpu(): (broker CPU s, machine busy CPU s, children CPU s, monotonic s)
+        # what the clients add to their configuration (the TLS brokers: SSL and the truststore)
+        self.client_props = client_tls_props() if self.tls else {}
+        self.client_config = CLIENT_SSL if self.tls else None
         os.makedirs(self.dir, exist_ok=True)
         if is_kafka(kind):
             self.port = CFG["kafka_port"]
             self._configure_kafka()
         else:
             self.port = CFG["kaas_port"]
+            self.kaas_config = self._configure_kaas() if self.tls else None
         self.bootstrap = "127.0.0.1:%d" % self.port
+
+    def _configure_kaas(self):
+        """kaas-tls: a TOML file with one SSL listener and no plaintext one. That listener is
+        also the inter-broker one, which needs the CA its peers' certificates are checked
+        against (kaas refuses to start without it; as Kafka's config above, no client
+        certificates are asked for: ssl_client_auth stays none)."""
+        path = os.path.join(self.dir, "kaas.toml")
+        with open(path, "w") as f:
+            f.write('listen = ""\nlisteners = "SSL://127.0.0.1:%d"\nssl_keystore_location = "%s"\n'
+                    'ssl_truststore_location = "%s"\n'
+                    % (self.port, os.path.join(CERTS_DIR, "broker.pem"), os.path.join(CERTS_DIR, "ca.pem")))
+        return path
+
+    def _kafka_listener_lines(self, cport):
+        if not self.tls:
+            return [
+                "listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d" % (self.port, cport),
+                "advertised.listeners=PLAINTEXT://127.0.0.1:%d" % self.port,
+                "controller.listener.names=CONTROLLER",
+                "inter.broker.listener.name=PLAINTEXT",
+                "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            ]
+        # the broker listener on SSL (also the inter-broker one: the node sends itself its
+        # transaction markers there, checking its own certificate against the CA); the
+        # controller stays PLAINTEXT. PEM keystore: certificate chain + unencrypted PKCS#8 key in
+        # one file, no key password (accepted since Kafka 3.3).
+        return [
+            "listeners=SSL://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d" % (self.port, cport),
+            "advertised.listeners=SSL://127.0.0.1:%d" % self.port,
+            "controller.listener.names=CONTROLLER",
+            "inter.broker.listener.name=SSL",
+            "listener.security.protocol.map=SSL:SSL,CONTROLLER:PLAINTEXT",
+            "ssl.keystore.type=PEM",
+            "ssl.keystore.location=%s" % os.path.join(CERTS_DIR, "broker.pem"),
+            "ssl.truststore.type=PEM",
+            "ssl.truststore.location=%s" % os.path.join(CERTS_DIR, "ca.pem"),
+        ]
 
     def _configure_kafka(self):
         cport = CFG["controller_port"]
@@ -266,11 +453,9 @@ class Broker:
                         "process.roles=broker,controller",
                         "node.id=1",
                         "controller.quorum.bootstrap.servers=127.0.0.1:%d" % cport,
-                        "listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d" % (self.port, cport),
-                        "advertised.listeners=PLAINTEXT://127.0.0.1:%d" % self.port,
-                        "controller.listener.names=CONTROLLER",
-                        "inter.broker.listener.name=PLAINTEXT",
-                        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                    ]
+                    + self._kafka_listener_lines(cport)
+                    + [
                         "log.dirs=%s/logs" % self.dir,
                         "num.partitions=1",
                         "offsets.topic.replication.factor=1",
@@ -281,7 +466,7 @@ class Broker:
                         "group.initial.rebalance.delay.ms=0",
                         "auto.create.topics.enable=true",
                     ]
-                    + KAFKA_KINDS[self.kind]
+                    + KAFKA_KINDS[base_kind(self.kind)]
                     + [
                         "",
                     ]
@@ -321,8 +506,9 @@ class Broker:
         else:
             if not os.access(CFG["kaas_bin"], os.X_OK):
                 raise RuntimeError("kaas binary %s not found" % CFG["kaas_bin"])
-            argv = [CFG["kaas_bin"], "serve", "--data-dir", os.path.join(self.dir, "data"),
-                    "--listen", self.bootstrap] + CFG["kaas_extra_args"]
+            argv = [CFG["kaas_bin"], "serve", "--data-dir", os.path.join(self.dir, "data")]
+            argv += ["--config", self.kaas_config] if self.tls else ["--listen", self.bootstrap]
+            argv += CFG["kaas_extra_args"]
             extra = {"RUST_LOG": os.environ.get("RUST_LOG", "warn")}
         t0 = time.monotonic()
         self.proc = spawn(argv, self.log_path, env_extra=extra)
@@ -336,7 +522,13 @@ class Broker:
         return time.monotonic() - t0
 
     def cpu(self):
-        return cpu_seconds(self.proc.pid)
+        """The broker's CPU seconds; also notes the machine's busy CPU seconds and the CPU of
+        this script's reaped children (the load's client tools) at the same moment, from which
+        run_case tells how much CPU other processes took during the measured window."""
+        c = cpu_seconds(self.proc.pid)
+        ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.samples.append((c, machine_busy_seconds(), ch.ru_utime + ch.ru_stime, time.monotonic()))
+        return c
 
     def hwm_mib(self):
         v = status_kib(self.proc.pid, "VmHWM")
@@ -352,7 +544,7 @@ class Broker:
         s = stop(self.proc, 30)
         rc = self.proc.returncode
         self.proc = None
-        if self.kind == "kaas" and self.log_path:
+        if not is_kafka(self.kind) and self.log_path:
             with open(self.log_path, errors="replace") as f:
                 if "panic" in f.read().lower():
                     log("kaas log %s mentions a panic" % self.log_path)
@@ -363,7 +555,7 @@ class Broker:
         (BenchTool create); returns the seconds that took."""
         rc, out, err = run_tool(
             "create-" + topic,
-            java("256m", "kaas.bench.BenchTool", "create", self.bootstrap, topic, partitions, 240000),
+            bench_tool(self, "256m", "create", self.bootstrap, topic, partitions, 240000),
             timeout=300,
         )
         w = kv_line(out)
@@ -395,12 +587,13 @@ def parse_perf(out):
     }
 
 
-def perf_argv(bootstrap, topic, records, throughput, extra_args=(), props=()):
+def perf_argv(broker, topic, records, throughput, extra_args=(), props=()):
     return java(
         CFG["perf_heap"], "org.apache.kafka.tools.ProducerPerformance",
         "--topic", topic, "--num-records", records, "--record-size", CFG["record_size"],
         "--throughput", throughput, *extra_args,
-        "--command-property", "bootstrap.servers=" + bootstrap, "acks=all", "enable.idempotence=true", *props,
+        "--command-property", "bootstrap.servers=" + broker.bootstrap, "acks=all", "enable.idempotence=true",
+        *["%s=%s" % kv for kv in broker.client_props.items()], *props,
     )
 
 
@@ -411,7 +604,7 @@ def run_producers(broker, topic, records, procs, throughput=-1, extra_args=(), t
     for i in range(procs):
         out = os.path.join(CUR_DIR, "%s.%d.out" % (tag, i))
         err = os.path.join(CUR_DIR, "%s.%d.err" % (tag, i))
-        ps.append((spawn(perf_argv(broker.bootstrap, topic, per, throughput, extra_args), out, err), out, err))
+        ps.append((spawn(perf_argv(broker, topic, per, throughput, extra_args), out, err), out, err))
     parts, errors = [], 0
     for p, out, err in ps:
         rc = wait_done(p, CFG["load_timeout"])
@@ -468,6 +661,7 @@ def parse_consumer(out):
 def run_consumer(broker, topic, records, tag, props=None, timeout_ms=10000):
     argv = ["--bootstrap-server", broker.bootstrap, "--topic", topic, "--num-records", records,
             "--group", "bench-" + tag, "--timeout", timeout_ms]
+    props = dict(broker.client_props, **(props or {}))
     if props:
         cfg = os.path.join(CUR_DIR, tag + ".consumer.properties")
         with open(cfg, "w") as f:
@@ -497,7 +691,7 @@ def kv_line(text):
 
 def records(broker, key):
     """CFG[key] records, fewer for kafka-fsync (FSYNC_RECORDS_DIV)."""
-    return CFG[key] // (CFG["fsync_records_div"] if broker.kind == "kafka-fsync" else 1)
+    return CFG[key] // (CFG["fsync_records_div"] if base_kind(broker.kind) == "kafka-fsync" else 1)
 
 
 def load_produce(broker, partitions, procs):
@@ -557,7 +751,7 @@ def load_e2e(broker):
     # the background producer runs longer than EndToEndLatency needs; it is stopped after
     bg_out = os.path.join(CUR_DIR, "bg.out")
     bg = spawn(
-        perf_argv(broker.bootstrap, "bg", rate * 3600, rate, extra_args=("--reporting-interval", "1000")),
+        perf_argv(broker, "bg", rate * 3600, rate, extra_args=("--reporting-interval", "1000")),
         bg_out, os.path.join(CUR_DIR, "bg.err"),
     )
     time.sleep(3)  # let the background load start
@@ -566,7 +760,7 @@ def load_e2e(broker):
     rc, out, err = run_tool(
         "e2e",
         java(CFG["perf_heap"], "org.apache.kafka.tools.EndToEndLatency", broker.bootstrap, "e2e",
-             CFG["e2e_records"], "all", CFG["record_size"]),
+             CFG["e2e_records"], "all", CFG["record_size"], *([broker.client_config] if broker.client_config else [])),
     )
     elapsed = time.monotonic() - t0
     c1 = broker.cpu()
@@ -592,8 +786,8 @@ def load_read_committed(broker):
     broker.create_topic("txn", CFG["rc_partitions"])
     rc, out, err = run_tool(
         "aborts",
-        java(CFG["perf_heap"], "kaas.bench.BenchTool", "aborts", broker.bootstrap, "txn", CFG["rc_txns"],
-             CFG["rc_records_per_txn"], CFG["rc_abort_every"], CFG["record_size"]),
+        bench_tool(broker, CFG["perf_heap"], "aborts", broker.bootstrap, "txn", CFG["rc_txns"],
+                   CFG["rc_records_per_txn"], CFG["rc_abort_every"], CFG["record_size"]),
     )
     w = kv_line(out)
     if rc != 0 or not w or "committed" not in w:
@@ -621,7 +815,7 @@ def load_partition_scale(broker):
     create_s = broker.create_topic("scale", n)
     c0 = broker.cpu()
     rc, out, err = run_tool(
-        "fill", java(CFG["perf_heap"], "kaas.bench.BenchTool", "fill", broker.bootstrap, "scale", n, CFG["record_size"])
+        "fill", bench_tool(broker, CFG["perf_heap"], "fill", broker.bootstrap, "scale", n, CFG["record_size"])
     )
     w = kv_line(out)
     if rc != 0 or not w or "sent" not in w:
@@ -639,7 +833,7 @@ def load_partition_scale(broker):
     # acknowledged (the probe JVM is started at the same moment as the broker)
     t0 = time.monotonic()
     probe_out = os.path.join(CUR_DIR, "probe.out")
-    probe = spawn(java("256m", "kaas.bench.BenchTool", "probe", broker.bootstrap, "scale", n - 1, 180000),
+    probe = spawn(bench_tool(broker, "256m", "probe", broker.bootstrap, "scale", n - 1, 180000),
                   probe_out, os.path.join(CUR_DIR, "probe.err"))
     m["restart_listen_s"] = broker.start()
     prc = wait_done(probe, 200)
@@ -691,6 +885,20 @@ def load_cases():
     return cases
 
 
+def others_cpu(samples, c0, c1):
+    """CPU seconds of processes other than the broker and the load's clients during the
+    measured window (machine busy - broker - reaped children), and that as a fraction of the
+    machine: a check that nobody else used the CPU while it was measured. (For e2e the
+    background producer, stopped after the window, counts as other.)"""
+    a = next((x for x in samples if x[0] == c0), None)
+    z = next((x for x in reversed(samples) if x[0] == c1), None)
+    if a is None or z is None or z[3] <= a[3]:
+        return {}
+    other = (z[1] - a[1]) - (z[0] - a[0]) - (z[2] - a[2])
+    return {"others_cpu_s": other, "others_cpu_frac": other / ((z[3] - a[3]) * (os.cpu_count() or 1)),
+            "window_s": z[3] - a[3]}
+
+
 def run_case(load, variant, params, fn, kind, idx):
     global CUR_DIR
     CUR_DIR = os.path.join(WORK_DIR, "%02d-%s-%s-%s" % (idx, load, re.sub(r"[^A-Za-z0-9]+", "_", variant), kind))
@@ -698,13 +906,19 @@ def run_case(load, variant, params, fn, kind, idx):
     res = {"load": load, "variant": variant, "params": params, "broker": kind, "ok": False}
     log("=== %s %s on %s ===" % (load, variant, kind))
     b = None
+    waited, busy = wait_quiet()
+    if waited is not None:
+        res["quiet_wait_s"], res["busy_before"] = waited, busy
     t0 = time.monotonic()
     try:
         b = Broker(kind, os.path.join(CUR_DIR, "broker"))
         res["start_s"] = b.start()
+        if b.tls:
+            res["tls"] = tls_probe(b.port)
         m = fn(b)
         c0, c1 = m.pop("cpu_window")
         m["cpu_s"] = c1 - c0
+        m.update(others_cpu(b.samples, c0, c1))
         if m.get("bytes"):
             m["cpu_s_per_gb"] = m["cpu_s"] / (m["bytes"] / 1e9)
         if b.proc is not None:
@@ -714,7 +928,7 @@ def run_case(load, variant, params, fn, kind, idx):
         if "warning" in m:
             log("%s: %s" % (kind, m["warning"]))
         brief = {k: (round(v, 2) if isinstance(v, float) else v) for k, v in m.items()
-                 if k in ("records", "rps", "mbps", "p50_ms", "p99_ms", "p999_ms", "cpu_s_per_gb", "peak_rss_mib", "restart_s", "count_ok")}
+                 if k in ("records", "rps", "mbps", "p50_ms", "p99_ms", "p999_ms", "cpu_s_per_gb", "peak_rss_mib", "restart_s", "count_ok", "others_cpu_frac")}
         log("%s: %s" % (kind, brief))
     except Exception as e:  # one failed case must not stop the matrix
         res["error"] = str(e)[-2000:]
@@ -737,6 +951,15 @@ def sh(cmd):
         return ""
 
 
+def loadavg():
+    """/proc/loadavg's 1, 5 and 15 minute load averages (was the machine quiet?)."""
+    try:
+        with open("/proc/loadavg") as f:
+            return [float(x) for x in f.read().split()[:3]]
+    except OSError:
+        return None
+
+
 def machine():
     mem = sh("awk '/MemTotal/ {printf \"%.1f GiB\", $2/1048576}' /proc/meminfo")
     cpu = sh("awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo")
@@ -748,6 +971,7 @@ def machine():
         "os": sh(". /etc/os-release 2>/dev/null && echo $PRETTY_NAME"),
         "work_dir_fs": df, "work_dir_device": dev, "disks": disk,
         "virtualization": sh("systemd-detect-virt 2>/dev/null"),
+        "loadavg_start": loadavg(),
     }
 
 
@@ -810,11 +1034,10 @@ def table_rows(doc):
                 if r is not None:
                     vals[kind] = "FAILED" if "metrics" not in r else r["metrics"].get(key)
             ratios = {}
-            k = vals.get("kaas")
-            for other in ("kafka", "kafka-fsync"):
-                a = vals.get(other)
+            for num, den in RATIOS:
+                k, a = vals.get(num), vals.get(den)
                 if isinstance(a, (int, float)) and isinstance(k, (int, float)) and not isinstance(a, bool) and a:
-                    ratios["kaas/" + other] = k / a
+                    ratios[ratio_name(num, den)] = k / a
             out.setdefault(load, []).append((variant, head, vals, ratios))
     return out
 
@@ -824,15 +1047,15 @@ def print_table(doc):
     print("kaas benchmark matrix (%s profile), %s, %d x %s" % (doc["meta"]["profile"], doc["meta"]["timestamp"],
                                                              doc["meta"]["machine"]["nproc"], doc["meta"]["machine"]["cpu_model"]))
     kinds = [k for k in KINDS if any(r["broker"] == k for r in doc["results"])]
-    ratios = ["kaas/" + k for k in kinds if k != "kaas"] if "kaas" in kinds else []
+    ratios = [ratio_name(n, d) for n, d in RATIOS if n in kinds and d in kinds]
     for load, rows in table_rows(doc).items():
         print()
         print("== %s" % load)
-        print("%-14s %-22s " % ("variant", "metric") + " ".join("%14s" % k for k in kinds)
-              + " " + " ".join("%18s" % r for r in ratios))
+        print("%-14s %-22s " % ("variant", "metric") + " ".join("%15s" % k for k in kinds)
+              + " " + " ".join("%26s" % r for r in ratios))
         for variant, head, vals, rs in rows:
-            print("%-14s %-22s " % (variant, head) + " ".join("%14s" % fmt(vals.get(k)) for k in kinds)
-                  + " " + " ".join("%18s" % ("x%.2f" % rs[r] if r in rs else "-") for r in ratios))
+            print("%-14s %-22s " % (variant, head) + " ".join("%15s" % fmt(vals.get(k)) for k in kinds)
+                  + " " + " ".join("%26s" % ("x%.2f" % rs[r] if r in rs else "-") for r in ratios))
     failed = [r for r in doc["results"] if not r["ok"]]
     if failed:
         print()
@@ -848,6 +1071,9 @@ def main():
     CUR_DIR = WORK_DIR
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(s, on_signal)
+    unknown = [k for k in CFG["brokers"] if k not in KINDS]
+    if unknown:
+        raise SystemExit("unknown broker %s (BROKERS takes %s)" % (" ".join(unknown), " ".join(KINDS)))
     started = time.monotonic()
     ts = datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
     doc = {
@@ -857,9 +1083,8 @@ def main():
         },
         "results": [],
     }
-    unknown = [k for k in CFG["brokers"] if k not in KINDS]
-    if unknown:
-        raise SystemExit("unknown broker %s (BROKERS takes %s)" % (" ".join(unknown), " ".join(KINDS)))
+    if any(is_tls(k) for k in CFG["brokers"]):
+        doc["meta"]["tls"] = setup_tls()
     log("work dir %s; profile %s; loads %s; brokers %s" % (WORK_DIR, CFG["profile"], " ".join(CFG["loads"]), " ".join(CFG["brokers"])))
     rc = 0
     try:
@@ -867,8 +1092,20 @@ def main():
         for load, variant, params, fn in load_cases():
             for kind in CFG["brokers"]:
                 idx += 1
-                doc["results"].append(run_case(load, variant, params, fn, kind, idx))
+                res = run_case(load, variant, params, fn, kind, idx)
+                disturbed = []
+                while (CFG["quiet_max_busy"] is not None and load != "e2e" and len(disturbed) < CFG["quiet_retries"]
+                       and (res.get("metrics") or {}).get("others_cpu_frac", 0) > CFG["quiet_max_others"]):
+                    f = res["metrics"]["others_cpu_frac"]
+                    log("other processes took %.0f%% of the machine during %s %s on %s; running it again" % (100 * f, load, variant, kind))
+                    disturbed.append(f)
+                    idx += 1
+                    res = run_case(load, variant, params, fn, kind, idx)
+                if disturbed:
+                    res["disturbed_runs_others_cpu_frac"] = disturbed
+                doc["results"].append(res)
         doc["meta"]["wall_s"] = time.monotonic() - started
+        doc["meta"]["loadavg_end"] = loadavg()
         os.makedirs(RESULTS_DIR, exist_ok=True)
         path = os.path.join(RESULTS_DIR, ts + ".json")
         for p in (path, os.path.join(RESULTS_DIR, "latest.json")):

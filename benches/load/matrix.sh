@@ -8,7 +8,9 @@
 # Setup it does when needed: cargo build --release (only if KAAS_BIN is not set), the Kafka jars
 # and BenchTool via mvn (benches/load/pom.xml), a venv benches/load/.venv with matplotlib.
 # Every setting is an environment variable read by matrix.py (README.md lists them).
-# NO_CHARTS=1 skips the charts, NO_DOC=1 skips BENCHMARKS.md.
+# NO_CHARTS=1 skips the charts, NO_DOC=1 skips BENCHMARKS.md. BENCHMARKS_MD is where it is
+# written: BENCHMARKS.md at the repository root, or $RESULTS_DIR/BENCHMARKS.md when RESULTS_DIR is
+# set (a separate run, e.g. the TLS loads, leaves the published one alone).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -57,8 +59,9 @@ trap - INT TERM HUP
 [ $rc -ge 128 ] && exit $rc
 
 RESULTS="${RESULTS_DIR:-$HERE/results}"
+if [ -n "${RESULTS_DIR:-}" ]; then MD="${BENCHMARKS_MD:-$RESULTS/BENCHMARKS.md}"; else MD="${BENCHMARKS_MD:-$ROOT/BENCHMARKS.md}"; fi
 if [ -f "$RESULTS/latest.json" ]; then
     if [ -z "${NO_CHARTS:-}" ]; then "$VENV/bin/python" "$HERE/plots.py" "$RESULTS/latest.json" "$RESULTS"; fi
-    if [ -z "${NO_DOC:-}" ]; then python3 "$HERE/gen_benchmarks.py" "$RESULTS/latest.json" "$ROOT/BENCHMARKS.md"; fi
+    if [ -z "${NO_DOC:-}" ]; then python3 "$HERE/gen_benchmarks.py" "$RESULTS/latest.json" "$MD"; fi
 fi
 exit $rc

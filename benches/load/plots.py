@@ -16,13 +16,21 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-COLORS = {"kafka": "#4c72b0", "kafka-fsync": "#8172b3", "kaas": "#dd8452"}
+COLORS = {"kafka": "#4c72b0", "kafka-fsync": "#8172b3", "kaas": "#dd8452",
+          # the TLS variants (matrix.py: kafka-tls, ...): darker shades of the same hues
+          "kafka-tls": "#2a4066", "kafka-fsync-tls": "#4b3f6b", "kaas-tls": "#8c4a1c"}
 NAMES = {"kafka": "Apache Kafka", "kafka-fsync": "Apache Kafka, fsync", "kaas": "kaas"}
+NAMES.update({k + "-tls": v + ", TLS" for k, v in list(NAMES.items())})
 
 
 def kinds(doc):
     """The brokers of this run, in chart order."""
     return [k for k in COLORS if any(r["broker"] == k for r in doc["results"])]
+
+
+def hatch(kind):
+    """TLS variants' bars are hatched."""
+    return "//" if kind.endswith("-tls") else None
 
 
 def ok_metrics(r):
@@ -94,7 +102,7 @@ def bars(doc, key, ylabel, title, path, loads=None, log_y=False):
     for j, kind in enumerate(vals):
         xs = [i + (j - (len(vals) - 1) / 2) * w for i in range(len(cases))]
         ys = [v if v is not None else 0 for v in vals[kind]]
-        b = ax.bar(xs, ys, w, color=COLORS[kind], label=NAMES[kind])
+        b = ax.bar(xs, ys, w, color=COLORS[kind], label=NAMES[kind], hatch=hatch(kind))
         for rect, v in zip(b, vals[kind]):
             if v is not None:
                 ax.annotate("%.0f" % v if v >= 10 else "%.1f" % v, (rect.get_x() + rect.get_width() / 2, rect.get_height()),
@@ -131,7 +139,8 @@ def latency(doc, path):
             if r is None:
                 continue
             ys = [max(r["metrics"].get(p) or 0, 0.5) for p in pcts]  # (0 ms shown as 0.5 on the log axis)
-            ax.bar([i + (j - (len(ks) - 1) / 2) * w for i in range(3)], ys, w, color=COLORS[kind], label=NAMES[kind])
+            ax.bar([i + (j - (len(ks) - 1) / 2) * w for i in range(3)], ys, w, color=COLORS[kind], label=NAMES[kind],
+                   hatch=hatch(kind))
         ax.set_yscale("log")
         ax.set_xticks(range(3))
         ax.set_xticklabels(["p50", "p99", "p99.9"])

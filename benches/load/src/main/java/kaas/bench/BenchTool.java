@@ -1,5 +1,8 @@
 package kaas.bench;
 
+import java.io.FileInputStream;
+import java.io.IOException;
+import java.io.InputStream;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -40,11 +43,28 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *     sends one record to TOPIC/PARTITION, retrying (broker not up yet, topic not known yet)
  *     until it is acknowledged or TIMEOUT_MS passed. prints: acked=1 elapsed_ms=N
  * </pre>
+ *
+ * With -Dkaas.bench.client.config=FILE every client it makes (admin, producers) starts from
+ * that properties file (the matrix's TLS brokers: security.protocol=SSL and the truststore).
  */
 public final class BenchTool {
-    private static Properties producerProps(String bootstrap) {
+    /** The client properties of -Dkaas.bench.client.config (none without it) and the bootstrap. */
+    private static Properties clientProps(String bootstrap) {
         Properties p = new Properties();
-        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        String file = System.getProperty("kaas.bench.client.config");
+        if (file != null && !file.isEmpty()) {
+            try (InputStream in = new FileInputStream(file)) {
+                p.load(in);
+            } catch (IOException e) {
+                throw new IllegalArgumentException("cannot read the client config " + file, e);
+            }
+        }
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        return p;
+    }
+
+    private static Properties producerProps(String bootstrap) {
+        Properties p = clientProps(bootstrap);
         p.put(ProducerConfig.ACKS_CONFIG, "all");
         p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
         p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
@@ -79,8 +99,7 @@ public final class BenchTool {
         String bootstrap = a[1], topic = a[2];
         int partitions = Integer.parseInt(a[3]);
         long timeoutMs = Long.parseLong(a[4]);
-        Properties p = new Properties();
-        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        Properties p = clientProps(bootstrap);
         long t0 = System.nanoTime();
         long deadline = t0 + timeoutMs * 1_000_000L;
         try (Admin admin = Admin.create(p)) {
