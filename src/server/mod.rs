@@ -6,7 +6,7 @@ mod listeners;
 
 use std::path::Path;
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix::{Actor, Arbiter};
 use serde::{Deserialize, Serialize};
@@ -161,7 +161,7 @@ impl Broker {
         let data_dir = &settings.broker.data_dir;
         crate::store::durable::create_dir_all_durable(data_dir)
             .map_err(|e| ServerError::Startup(format!("creating {}: {e}", data_dir.display())))?;
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         let (host, port) = settings.advertised();
         let endpoints = settings
             .advertised_listeners()
@@ -335,7 +335,8 @@ async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>, bound: Vec<listene
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
     // Credentials and ACLs another broker changed reach this one within a tick.
-    let mut credentials_tick = tokio::time::interval(CREDENTIALS_REFRESH);
+    let mut credentials_tick = tokio::time::interval(SECURITY_FILES_CHECK);
+    let mut security_files = SecurityFiles::default();
     loop {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => { tracing::info!("SIGINT: shutting down"); break; }
@@ -347,7 +348,9 @@ async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>, bound: Vec<listene
                 },
                 None => tracing::info!("SIGHUP: no TLS listener"),
             },
-            _ = credentials_tick.tick() => refresh_security(&settings, &scram, broker.actors.authorizer.as_ref()).await,
+            _ = credentials_tick.tick() => {
+                security_files.refresh(&settings, &scram, broker.actors.authorizer.as_ref()).await;
+            }
         }
     }
     for l in loops {
@@ -361,25 +364,58 @@ async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>, bound: Vec<listene
     Ok(())
 }
 
-/// Reads the cluster's SCRAM credentials and ACLs again (on the blocking pool): what another
-/// broker changed applies here too.
-async fn refresh_security(settings: &Settings, scram: &ScramCredentials, authorizer: Option<&Authorizer>) {
-    let dir = settings.broker.data_dir.clone();
-    let read = move || (crate::store::auth::credentials::load(&dir), crate::store::auth::acl_store::load(&dir));
-    let Ok((credentials, acls)) = tokio::task::spawn_blocking(read).await else { return };
-    match credentials {
-        Ok(map) => scram.replace(map),
-        Err(e) => tracing::warn!("reading the SCRAM credentials: {e}"),
-    }
-    match (acls, authorizer) {
-        (Ok(bindings), Some(a)) => a.replace_bindings(bindings),
-        (Err(e), Some(_)) => tracing::warn!("reading the ACLs: {e}"),
-        _ => {}
+/// The cluster's SCRAM credentials and ACL files as this broker last read them: each tick looks
+/// at their metadata (inode: they are replaced by a rename; modification time; length) and reads
+/// them again when it changed, and at least every [`SECURITY_FILES_REREAD`] (a shared file
+/// system may cache metadata), so that what another broker changed applies here too.
+#[derive(Default)]
+struct SecurityFiles {
+    seen: Option<[Option<FileStamp>; 2]>,
+    read_at: Option<Instant>,
+}
+
+impl SecurityFiles {
+    async fn refresh(&mut self, settings: &Settings, scram: &ScramCredentials, authorizer: Option<&Authorizer>) {
+        let dir = settings.broker.data_dir.clone();
+        let stamp = |p: std::path::PathBuf| {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(p).ok().map(|m| (m.ino(), m.mtime(), m.mtime_nsec(), m.len()))
+        };
+        let stat_dir = dir.clone();
+        let stat = move || {
+            [
+                stamp(crate::store::auth::credentials::credentials_path(&stat_dir)),
+                stamp(crate::store::auth::acl_store::acls_path(&stat_dir)),
+            ]
+        };
+        let Ok(now_seen) = tokio::task::spawn_blocking(stat).await else { return };
+        let due = self.read_at.is_none_or(|t| t.elapsed() >= SECURITY_FILES_REREAD);
+        if !due && self.seen == Some(now_seen) {
+            return;
+        }
+        let read = move || (crate::store::auth::credentials::load(&dir), crate::store::auth::acl_store::load(&dir));
+        let Ok((credentials, acls)) = tokio::task::spawn_blocking(read).await else { return };
+        self.read_at = Some(Instant::now());
+        self.seen = Some(now_seen);
+        match credentials {
+            Ok(map) => scram.replace(map),
+            Err(e) => tracing::warn!("reading the SCRAM credentials: {e}"),
+        }
+        match (acls, authorizer) {
+            (Ok(bindings), Some(a)) => a.replace_bindings(bindings),
+            (Err(e), Some(_)) => tracing::warn!("reading the ACLs: {e}"),
+            _ => {}
+        }
     }
 }
 
-/// How often a broker reads the cluster's SCRAM credentials and ACLs again.
-const CREDENTIALS_REFRESH: Duration = Duration::from_secs(2);
+/// A file's inode, modification time (seconds, nanoseconds) and length.
+type FileStamp = (u64, i64, i64, u64);
+
+/// How often a broker looks whether the cluster's SCRAM credentials or ACLs changed.
+const SECURITY_FILES_CHECK: Duration = Duration::from_millis(250);
+/// How often it reads them again regardless.
+const SECURITY_FILES_REREAD: Duration = Duration::from_secs(5);
 
 /// The Prometheus endpoint, when `metrics_listen` is set: bound now (a bad address stops the
 /// start) and served on a thread of its own (not a partition thread, nor a state thread).

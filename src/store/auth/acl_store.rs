@@ -1,7 +1,7 @@
 //! The cluster's ACLs on the shared disk: `<data>/__cluster/acls.json` (every binding), read
 //! whole and rewritten crash-safely under the lock file `acls.lock`, so brokers sharing the disk
-//! never interleave two changes (CreateAcls, DeleteAcls). Every broker reads the file again every
-//! two seconds. Blocking I/O: callers run it on the blocking pool.
+//! never interleave two changes (CreateAcls, DeleteAcls). Every broker reads the file again when it
+//! changed (server::SecurityFiles). Blocking I/O: callers run it on the blocking pool.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -12,7 +12,7 @@ use super::acl::AclBinding;
 use crate::store::cluster::file_lock;
 use crate::store::durable::{create_dir_all_durable, write_atomic};
 
-/// At most this many ACLs (the file is read whole by every broker every two seconds).
+/// At most this many ACLs (the file is read whole by every broker after each change).
 pub const MAX_ACLS: usize = 100_000;
 
 /// How long a change waits for another broker's change.
@@ -30,13 +30,13 @@ pub enum AclStoreError {
     TooMany,
 }
 
-fn path(data_dir: &Path) -> PathBuf {
+pub fn acls_path(data_dir: &Path) -> PathBuf {
     data_dir.join("__cluster").join("acls.json")
 }
 
 /// Every ACL; none when the file does not exist.
 pub fn load(data_dir: &Path) -> Result<Vec<AclBinding>, AclStoreError> {
-    let p = path(data_dir);
+    let p = acls_path(data_dir);
     match std::fs::read(&p) {
         Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| AclStoreError::Format(p, e)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
@@ -65,7 +65,7 @@ pub fn change<T>(
         return Err(AclStoreError::TooMany);
     }
     if next != current {
-        let p = path(data_dir);
+        let p = acls_path(data_dir);
         let bytes = serde_json::to_vec_pretty(&next).map_err(|e| AclStoreError::Format(p.clone(), e))?;
         write_atomic(&p, &bytes).map_err(io(&p))?;
     }

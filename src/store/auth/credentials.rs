@@ -110,7 +110,7 @@ pub struct Upsertion {
     pub salted_password: Vec<u8>,
 }
 
-/// At most this many SCRAM users (the file is read whole by every broker every two seconds), and
+/// At most this many SCRAM users (the file is read whole by every broker after each change), and
 /// a salt of at most this many bytes (clients send 32 or 64).
 pub const MAX_USERS: usize = 10_000;
 pub const MAX_SALT_BYTES: usize = 1024;

@@ -188,14 +188,14 @@ def find_coordinator(bootstrap: str, key: str, key_type: int = 1, timeout: float
 # ------------------------------------------------------------ transactions (read side)
 
 def end_offsets(bootstrap: str, topic: str, partitions: int, isolation: str = "read_uncommitted",
-                timeout: float = 30.0):
+                timeout: float = 30.0, client=None):
     """ListOffsets(LATEST) per partition with the given isolation level: the high watermark for
     read_uncommitted, the last stable offset (LSO) for read_committed.
 
     (librdkafka's query_watermark_offsets sends the consumer's isolation.level; librdkafka
     needs a group.id to create a Consumer even when it never joins a group.)"""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_topic("eo"),
-                  "enable.auto.commit": False, "isolation.level": isolation})
+                  "enable.auto.commit": False, "isolation.level": isolation, **(client or {})})
     try:
         out = {}
         deadline = time.time() + timeout
@@ -215,7 +215,7 @@ def end_offsets(bootstrap: str, topic: str, partitions: int, isolation: str = "r
 
 
 def consume_to_end(bootstrap: str, topic: str, partitions: int, isolation: str,
-                   timeout: float = 60.0, targets=None):
+                   timeout: float = 60.0, targets=None, client=None):
     """Read every partition from offset 0 with a confluent-kafka Consumer (assign(), no group
     membership, nothing committed) and the given isolation.level, until each partition reports
     end-of-partition at or beyond its target offset (default: the current read_uncommitted high
@@ -227,11 +227,11 @@ def consume_to_end(bootstrap: str, topic: str, partitions: int, isolation: str,
     Returns {partition: [(offset, key, value), ...]} in read order. Raises AssertionError when
     the targets are not reached in time (e.g. an LSO stuck behind an open transaction)."""
     if targets is None:
-        targets = end_offsets(bootstrap, topic, partitions, "read_uncommitted")
+        targets = end_offsets(bootstrap, topic, partitions, "read_uncommitted", client=client)
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_topic("reader"),
                   "enable.auto.commit": False, "enable.auto.offset.store": False,
                   "auto.offset.reset": "earliest", "fetch.wait.max.ms": 100,
-                  "enable.partition.eof": True, "isolation.level": isolation})
+                  "enable.partition.eof": True, "isolation.level": isolation, **(client or {})})
     out = {p: [] for p in range(partitions)}
     eof_at = {p: None for p in range(partitions)}
     try:
@@ -256,3 +256,48 @@ def consume_to_end(bootstrap: str, topic: str, partitions: int, isolation: str,
         return out
     finally:
         c.close()
+
+
+def run_transactions(producer, topic: str, partitions: int, txns: int, before=lambda t: None,
+                     deadline_s: float = 90.0):
+    """`txns` transactions of one record per partition (value `t<t>-p<p>`) with a librdkafka
+    transactional producer, every third aborted; a transaction whose produce fails (not fatally)
+    is aborted, a commit that needs an abort is aborted, retriable errors are retried.
+    `before(t)` runs before transaction t (a test kills a broker there). Returns {t: "commit" or
+    "abort"}, what each transaction ended as."""
+    outcome = {}
+    for t in range(txns):
+        before(t)
+        commit = t % 3 != 2
+        deadline = time.time() + deadline_s
+        try:
+            producer.begin_transaction()
+            for p in range(partitions):
+                while True:
+                    try:
+                        producer.produce(topic, key=f"t{t}".encode(), value=f"t{t}-p{p}".encode(), partition=p)
+                        break
+                    except BufferError:
+                        producer.poll(0.05)
+            if not commit:
+                producer.flush(30)
+        except KafkaException as e:
+            assert not e.args[0].fatal(), e
+            commit = False
+        op = "commit" if commit else "abort"
+        while True:
+            try:
+                if op == "commit":
+                    producer.commit_transaction(30)
+                else:
+                    producer.abort_transaction(30)
+                outcome[t] = op
+                break
+            except KafkaException as e:
+                err = e.args[0]
+                assert not err.fatal(), f"txn {t}: fatal {err}"
+                if op == "commit" and err.txn_requires_abort():
+                    op = "abort"
+                    continue
+                assert err.retriable() and time.time() < deadline, f"txn {t}: {op} failed: {err}"
+    return outcome

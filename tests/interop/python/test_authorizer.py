@@ -69,9 +69,10 @@ def produce_one(broker, user, topic, **extra):
     return errors
 
 
-def write_txn_markers_v1(port, topic):
+def write_txn_markers_v1(port, topic, connect=None):
     """A hand-made WriteTxnMarkers v1 (flexible): COMMIT for producer 1000 epoch 0 on partition
-    0 of `topic`; returns the partition's error code."""
+    0 of `topic`; returns the partition's error code. `connect()` gives the connection (TLS,
+    authenticated) instead of a plain one to `port`."""
     def cstr(s):
         b = s.encode()
         return bytes([len(b) + 1]) + b
@@ -81,7 +82,7 @@ def write_txn_markers_v1(port, topic):
     marker = struct.pack(">qhb", 1000, 0, 1) + bytes([2]) + topic_part + struct.pack(">i", 0) + b"\x00"
     body = bytes([2]) + marker + b"\x00"
     payload = header + body
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+    with (connect() if connect else socket.create_connection(("127.0.0.1", port), timeout=10)) as s:
         s.sendall(struct.pack(">i", len(payload)) + payload)
         data = b""
         while len(data) < 4 or len(data) < 4 + struct.unpack(">i", data[:4])[0]:

@@ -10,8 +10,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from confluent_kafka.admin import AdminClient
 
 from conftest import Broker, free_port, poll_until
-from kaashelpers import (consume_to_end, create_topic, end_offsets, find_coordinator, produce_confluent, unique_topic,
-                         wait_topic_ready)
+from kaashelpers import (consume_to_end, create_topic, end_offsets, find_coordinator, produce_confluent, run_transactions,
+                         unique_topic, wait_topic_ready)
 
 PARTITIONS = 6
 N = 6_000
@@ -123,42 +123,8 @@ def test_transactions_across_brokers_survive_a_killed_partition_leader(tmp_path)
     producer.init_transactions(30)
     coordinator = transaction_coordinator(bootstrap, conf["transactional.id"])
     victim = next(b for b in brokers if b.node_id != coordinator)
-    outcome = {}
-    for t in range(TXNS):
-        if t == TXNS // 2:
-            killed_for_good(victim)
-        commit = t % 3 != 2
-        deadline = time.time() + 90
-        try:
-            producer.begin_transaction()
-            for p in range(PARTITIONS):
-                while True:
-                    try:
-                        producer.produce(topic, key=f"t{t}".encode(), value=f"t{t}-p{p}".encode(), partition=p)
-                        break
-                    except BufferError:
-                        producer.poll(0.05)
-            if not commit:
-                producer.flush(30)
-        except KafkaException as e:
-            assert not e.args[0].fatal(), e
-            commit = False
-        op = "commit" if commit else "abort"
-        while True:
-            try:
-                if op == "commit":
-                    producer.commit_transaction(30)
-                else:
-                    producer.abort_transaction(30)
-                outcome[t] = op
-                break
-            except KafkaException as e:
-                err = e.args[0]
-                assert not err.fatal(), f"txn {t}: fatal {err}"
-                if op == "commit" and err.txn_requires_abort():
-                    op = "abort"
-                    continue
-                assert err.retriable() and time.time() < deadline, f"txn {t}: {op} failed: {err}"
+    outcome = run_transactions(producer, topic, PARTITIONS, TXNS,
+                               before=lambda t: t == TXNS // 2 and killed_for_good(victim))
     survivors = ",".join(b.bootstrap for b in brokers if b is not victim)
     read = consume_to_end(survivors, topic, PARTITIONS, "read_committed", timeout=90)
     values = [v.decode() for records in read.values() for (_, _, v) in records]
