@@ -61,8 +61,52 @@ fn cluster_id() -> String {
     out
 }
 
+/// The authz mode's security: a SASL_PLAINTEXT listener with PLAIN for these users (the first
+/// is the super user the harness administers with), the StandardAuthorizer, no access where no
+/// ACL names a resource.
+pub struct Security {
+    pub users: Vec<(String, String)>,
+}
+
+impl Security {
+    pub fn admin(&self) -> (&str, &str) {
+        let (u, p) = &self.users[0];
+        (u, p)
+    }
+}
+
+/// The listener lines of server.properties: PLAINTEXT, or (authz mode) SASL_PLAINTEXT with PLAIN,
+/// also the inter-broker listener (the broker sends itself markers and, on TV2, verifications
+/// there, logged in as the super user); the controller listener stays PLAINTEXT, so its
+/// principal, ANONYMOUS, is a super user too (the broker registers and heartbeats there).
+fn listener_props(port: u16, controller: u16, security: Option<&Security>) -> String {
+    let Some(sec) = security else {
+        return format!(
+            "listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}\n\
+             advertised.listeners=PLAINTEXT://127.0.0.1:{port}\n\
+             controller.listener.names=CONTROLLER\ninter.broker.listener.name=PLAINTEXT\n\
+             listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n"
+        );
+    };
+    let (admin, admin_pw) = sec.admin();
+    let users: Vec<String> = sec.users.iter().map(|(u, p)| format!("user_{u}=\"{p}\"")).collect();
+    format!(
+        "listeners=SASL_PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}\n\
+         advertised.listeners=SASL_PLAINTEXT://127.0.0.1:{port}\n\
+         controller.listener.names=CONTROLLER\ninter.broker.listener.name=SASL_PLAINTEXT\n\
+         listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT\n\
+         sasl.enabled.mechanisms=PLAIN\nsasl.mechanism.inter.broker.protocol=PLAIN\n\
+         listener.name.sasl_plaintext.plain.sasl.jaas.config=\
+         org.apache.kafka.common.security.plain.PlainLoginModule required \
+         username=\"{admin}\" password=\"{admin_pw}\" {};\n\
+         authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n\
+         super.users=User:{admin};User:ANONYMOUS\nallow.everyone.if.no.acl.found=false\n",
+        users.join(" ")
+    )
+}
+
 impl Apache {
-    pub fn start(tv: i16) -> Apache {
+    pub fn start(tv: i16, security: Option<&Security>) -> Apache {
         let lib = ensure_jars();
         let cp = format!("{}/*", lib.display());
         let log4j = format!("-Dlog4j2.configurationFile=file:{}", here().join("log4j2.properties").display());
@@ -74,17 +118,14 @@ impl Apache {
             &props,
             format!(
                 "process.roles=broker,controller\nnode.id=1\n\
-                 controller.quorum.bootstrap.servers=127.0.0.1:{controller}\n\
-                 listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}\n\
-                 advertised.listeners=PLAINTEXT://127.0.0.1:{port}\n\
-                 controller.listener.names=CONTROLLER\ninter.broker.listener.name=PLAINTEXT\n\
-                 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n\
+                 controller.quorum.bootstrap.servers=127.0.0.1:{controller}\n{}\
                  log.dirs={}\nnum.partitions=2\nauto.create.topics.enable=false\n\
                  offsets.topic.replication.factor=1\noffsets.topic.num.partitions=50\n\
                  transaction.state.log.replication.factor=1\ntransaction.state.log.min.isr=1\n\
                  transaction.state.log.num.partitions=50\n\
                  share.coordinator.state.topic.replication.factor=1\nshare.coordinator.state.topic.min.isr=1\n\
                  group.initial.rebalance.delay.ms=0\nfile.delete.delay.ms=1000\nlog.retention.ms=-1\n",
+                listener_props(port, controller, security),
                 logs.display()
             ),
         )
@@ -130,7 +171,10 @@ impl Apache {
             std::thread::sleep(Duration::from_millis(200));
         }
         // The internal topics are created on the first coordinator lookup.
-        let mut c = Conn::new(port);
+        let mut c = match security {
+            Some(sec) => Conn::with_login(port, sec.admin().0, sec.admin().1),
+            None => Conn::new(port),
+        };
         for (key, kind) in [("warm-up", 0), ("warm-up", 1)] {
             if let Err(e) = await_coordinator(&mut c, key, kind, Duration::from_secs(120)) {
                 panic!("Apache Kafka: {e}\n{}", ak.log_tail());

@@ -398,3 +398,25 @@ pub fn describe_txn(c: &mut Conn, id: &str, topic: &str, names: &mut PidNames) -
         .with("partitions", format!("[{}]", parts.join(",")));
     Ok((a, TxnSeen { state, producer_id: s.producer_id.0, producer_epoch: s.producer_epoch }))
 }
+
+/// ListTransactions without filters: the run's transactional ids as `T<k>` (any other as
+/// `other:<id>`: the authz mode's user may describe none), with state and producer, sorted.
+pub fn list_transactions(c: &mut Conn, version: i16, prefix: &str, names: &mut PidNames) -> WireResult<Answer> {
+    let r: ListTransactionsResponse = c.call(ApiKey::ListTransactions, version, ListTransactionsRequest::default())?;
+    let mut v: Vec<(String, String, i64)> = r
+        .transaction_states
+        .iter()
+        .map(|t| {
+            let id = t.transactional_id.0.as_str();
+            let label = match id.strip_prefix(prefix) {
+                Some(k) => format!("T{k}"),
+                None => format!("other:{id}"),
+            };
+            (label, t.transaction_state.to_string(), t.producer_id.0)
+        })
+        .collect();
+    v.sort();
+    let listed: Vec<String> =
+        v.into_iter().map(|(id, state, pid)| format!("{id}/{state}/{}", names.name(pid))).collect();
+    Ok(Answer::new().with("err", r.error_code).with("txns", format!("[{}]", listed.join(" "))))
+}

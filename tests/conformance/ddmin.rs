@@ -8,6 +8,8 @@ use crate::steps::Step;
 pub fn minimize(pair: &mut Pair, label: &str, found: &Divergence, max_runs: usize) -> (Divergence, usize) {
     let mut best = found.clone();
     let mut runs = 0;
+    // The authz mode: every candidate runs as a user with the ACLs the sequence had.
+    pair.set_profile(found.profile.clone());
     let test = |pair: &mut Pair, cand: &[Step], runs: &mut usize| -> Option<Divergence> {
         *runs += 1;
         pair.hits.clear();

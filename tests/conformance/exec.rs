@@ -27,6 +27,11 @@ impl Ids {
     pub fn txn(&self, k: u8) -> String {
         format!("{}-{k}", self.prefix)
     }
+
+    /// What every transactional id of the run starts with (`txn(k)` is it and `k`).
+    pub fn txn_prefix(&self) -> String {
+        format!("{}-", self.prefix)
+    }
 }
 
 /// A batch as sent (a retry sends it again byte for byte).
@@ -76,6 +81,9 @@ impl Grants {
 
 pub struct Exec<'a> {
     pub conn: &'a mut Conn,
+    /// Where the runner's own waits ask DescribeTransactions (the authz mode: the admin's
+    /// connection, as the sequence's user may not describe its transactions); None: `conn`.
+    admin: Option<&'a mut Conn>,
     pub ids: &'a Ids,
     pub names: PidNames,
     producers: HashMap<Who, Producer>,
@@ -87,9 +95,10 @@ pub struct Exec<'a> {
 }
 
 impl<'a> Exec<'a> {
-    pub fn new(conn: &'a mut Conn, ids: &'a Ids) -> Exec<'a> {
+    pub fn new(conn: &'a mut Conn, admin: Option<&'a mut Conn>, ids: &'a Ids) -> Exec<'a> {
         Exec {
             conn,
+            admin,
             ids,
             names: PidNames::default(),
             producers: HashMap::new(),
@@ -243,6 +252,10 @@ impl<'a> Exec<'a> {
                     .map(|(a, _)| a)
                     .unwrap_or_else(|e| Answer::failed(&e))
             }
+            Step::ListTxns { version } => {
+                apis::list_transactions(self.conn, *version, &self.ids.txn_prefix(), &mut self.names)
+                    .unwrap_or_else(|e| Answer::failed(&e))
+            }
         }
     }
 
@@ -342,7 +355,11 @@ impl<'a> Exec<'a> {
     fn settle(&mut self, txn_id: &str, a: &mut Answer) -> Option<TxnSeen> {
         let deadline = Instant::now() + self.settle_timeout;
         loop {
-            let seen = match apis::describe_txn(self.conn, txn_id, &self.ids.topic, &mut PidNames::default()) {
+            let conn = match self.admin.as_deref_mut() {
+                Some(admin) => admin,
+                None => &mut *self.conn,
+            };
+            let seen = match apis::describe_txn(conn, txn_id, &self.ids.topic, &mut PidNames::default()) {
                 Ok((_, seen)) => seen,
                 Err(e) => {
                     a.push("settle", e.split(':').next().unwrap_or("io"));

@@ -25,8 +25,18 @@ pub struct Class {
     pub reproduced: bool,
 }
 
+/// A fixed case of the authz mode (`authz_cases`): the same answers on both brokers, and the
+/// codes it is there for.
+pub struct CaseResult {
+    pub name: &'static str,
+    pub ok: bool,
+    pub detail: String,
+}
+
 pub struct TvReport {
     pub tv: i16,
+    /// "" (plain) or "authz".
+    pub mode: &'static str,
     pub sequences: u64,
     /// Requests compared (each sent to both brokers), up to the first divergence of a sequence.
     pub requests: u64,
@@ -37,6 +47,10 @@ pub struct TvReport {
     pub known: Vec<Known>,
     pub setup_failures: Vec<String>,
     pub seconds: u64,
+    /// The authz mode: its fixed cases, and the authorization codes in Apache Kafka's compared
+    /// answers ("<API> <code>": answers carrying it).
+    pub cases: Vec<CaseResult>,
+    pub codes: BTreeMap<String, u64>,
 }
 
 impl TvReport {
@@ -51,7 +65,21 @@ impl TvReport {
             known: Vec::new(),
             setup_failures: Vec::new(),
             seconds: 0,
+            mode: "",
+            cases: Vec::new(),
+            codes: BTreeMap::new(),
         }
+    }
+
+    /// Fixed cases of the authz mode that failed.
+    pub fn failed_cases(&self) -> usize {
+        self.cases.iter().filter(|c| !c.ok).count()
+    }
+
+    /// The variables that run one seed again in this mode.
+    fn rerun(&self, seed: u64) -> String {
+        let mode = if self.mode.is_empty() { "plain" } else { self.mode };
+        format!("CONFORMANCE_MODES={mode} CONFORMANCE_TV={} CONFORMANCE_SEED_LIST={seed}", self.tv)
     }
 
     /// Files a divergence (an accepted one, or the one that ended a sequence) under its class.
@@ -86,8 +114,12 @@ impl TvReport {
     pub fn render(&self) -> String {
         let mut o = String::new();
         let accepted: u64 = self.classes.values().filter(|c| c.accepted_by.is_some()).map(|c| c.count).sum();
+        let mode = match self.mode {
+            "" => String::new(),
+            m => format!(" {m} (SASL/PLAIN, StandardAuthorizer, a user per sequence with some of the ACLs)"),
+        };
         o.push_str(&format!(
-            "=== TV{}: {} random sequences, {} requests compared on each broker; {} without an unaccepted \
+            "=== TV{}{mode}: {} random sequences, {} requests compared on each broker; {} without an unaccepted \
              divergence ({} of them met accepted differences, {} in all); {} ended at an unaccepted \
              divergence ({} unexplained, {} not reproduced) in {} classes; {} set-up failures; {} s\n",
             self.tv,
@@ -103,6 +135,21 @@ impl TvReport {
             self.setup_failures.len(),
             self.seconds
         ));
+        for c in &self.cases {
+            let status = if c.ok { "ok" } else { "FAILED" };
+            o.push_str(&format!("--- authz case {}: {status}\n", c.name));
+            if !c.ok {
+                o.push_str(&indent(&c.detail));
+            }
+        }
+        if !self.codes.is_empty() {
+            let v: Vec<String> = self.codes.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+            o.push_str(&format!(
+                "--- authorization codes in Apache Kafka's compared answers of the random sequences \
+                 (answers carrying the code, per API): {}\n",
+                v.join(", ")
+            ));
+        }
         for k in &self.known {
             let status =
                 if k.diverged { "STILL DIVERGES (known kaas bug, fix pending)" } else { "fixed: same answers" };
@@ -120,9 +167,10 @@ impl TvReport {
                 (None, None) => "UNEXPLAINED".to_string(),
             };
             o.push_str(&format!(
-                "--- class [{verdict}] {sig}\n    {} sequences, first seed {} (rerun: CONFORMANCE_TV={} \
-                 CONFORMANCE_SEED_START={} CONFORMANCE_SEEDS=1)\n",
-                c.count, c.first_seed, self.tv, c.first_seed
+                "--- class [{verdict}] {sig}\n    {} sequences, first seed {} (rerun: {})\n",
+                c.count,
+                c.first_seed,
+                self.rerun(c.first_seed)
             ));
             match &c.minimized {
                 Some((d, runs)) => {

@@ -1,11 +1,13 @@
 //! One sequence against both brokers, step by step (Apache Kafka first, then kaas), stopping at
 //! the first step whose normalized answers differ.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::accepted::{AcceptedList, Facts};
 use crate::answer::{signature, Answer};
+use crate::authz::{self, Profile};
 use crate::exec::{Exec, Ids};
 use crate::steps::Step;
 use crate::wire::{create_topic, delete_topic, Conn};
@@ -13,12 +15,29 @@ use crate::wire::{create_topic, delete_topic, Conn};
 /// Connections to the two brokers of one transaction version.
 pub struct Pair {
     pub tv: i16,
+    /// The sequence's connections (the authz mode: logged in as the pair's user).
     pub ak: Conn,
     pub kaas: Conn,
+    /// The authz mode: the admin's connections and the ACLs of the next runs.
+    pub authz: Option<Authz>,
     accepted: Arc<AcceptedList>,
     /// Divergences an accepted difference explains, met by the runs so far (the sequence went
     /// on after each); the caller takes them.
     pub hits: Vec<Divergence>,
+    /// The authz mode: authorization codes in Apache Kafka's compared answers, per API (the
+    /// caller takes them).
+    pub codes: BTreeMap<String, u64>,
+    /// Both brokers' answers of the last run (up to where it stopped).
+    pub last: (Vec<Answer>, Vec<Answer>),
+}
+
+/// The authz mode's part of a pair: the super user's connections (topics, ACLs, and the runner's
+/// waits on DescribeTransactions) and what the pair's user is granted during a run.
+pub struct Authz {
+    pub ak_admin: Conn,
+    pub kaas_admin: Conn,
+    pub principal: String,
+    pub profile: Profile,
 }
 
 #[derive(Clone, Debug)]
@@ -32,6 +51,8 @@ pub struct Divergence {
     pub signature: String,
     /// (accepted.toml id, reason) when an accepted difference explains it.
     pub accepted_by: Option<(String, String)>,
+    /// The authz mode: the ACLs the sequence's user held.
+    pub profile: Option<Profile>,
 }
 
 pub enum Outcome {
@@ -47,22 +68,83 @@ static RUNS: AtomicU64 = AtomicU64::new(0);
 
 impl Pair {
     pub fn new(tv: i16, ak_port: u16, kaas_port: u16, accepted: Arc<AcceptedList>) -> Pair {
-        Pair { tv, ak: Conn::new(ak_port), kaas: Conn::new(kaas_port), accepted, hits: Vec::new() }
+        Pair {
+            tv,
+            ak: Conn::new(ak_port),
+            kaas: Conn::new(kaas_port),
+            authz: None,
+            accepted,
+            hits: Vec::new(),
+            codes: BTreeMap::new(),
+            last: (Vec::new(), Vec::new()),
+        }
     }
 
-    /// Runs `steps` on fresh names (`label` and a run counter make them unique).
+    /// The authz mode's pair for thread `slot`: its sequences run as user `u<slot>`.
+    pub fn secure(tv: i16, ports: (u16, u16), slot: usize, accepted: Arc<AcceptedList>) -> Pair {
+        let (user, pw) = authz::user(slot);
+        let admin = |port| {
+            let (u, p) = &authz::users(0)[0];
+            Conn::with_login(port, u, p)
+        };
+        Pair {
+            ak: Conn::with_login(ports.0, &user, &pw),
+            kaas: Conn::with_login(ports.1, &user, &pw),
+            authz: Some(Authz {
+                ak_admin: admin(ports.0),
+                kaas_admin: admin(ports.1),
+                principal: format!("User:{user}"),
+                profile: Profile::default(),
+            }),
+            ..Pair::new(tv, ports.0, ports.1, accepted)
+        }
+    }
+
+    /// The ACLs the user holds in the next runs (the authz mode; ignored otherwise).
+    pub fn set_profile(&mut self, profile: Option<Profile>) {
+        if let (Some(a), Some(p)) = (self.authz.as_mut(), profile) {
+            a.profile = p;
+        }
+    }
+
+    /// Runs `steps` on fresh names (`label` and a run counter make them unique); in the authz
+    /// mode as the pair's user, granted its profile's ACLs on those names for the run.
     pub fn run(&mut self, label: &str, steps: &[Step]) -> Outcome {
         let n = RUNS.fetch_add(1, Ordering::Relaxed);
         let ids = Ids::new(&format!("{}-{label}-r{n}", self.tv));
-        for (who, c) in [("Apache Kafka", &mut self.ak), ("kaas", &mut self.kaas)] {
+        self.last = (Vec::new(), Vec::new());
+        let (ak, kaas) = match self.authz.as_mut() {
+            Some(a) => (&mut a.ak_admin, &mut a.kaas_admin),
+            None => (&mut self.ak, &mut self.kaas),
+        };
+        for (who, c) in [("Apache Kafka", &mut *ak), ("kaas", &mut *kaas)] {
             if let Err(e) = create_topic(c, &ids.topic, 2) {
                 return Outcome::Setup(format!("{who}: {e}"));
             }
         }
-        let outcome = self.compare(&ids, steps);
+        if let Some(a) = self.authz.as_mut() {
+            let bindings = a.profile.bindings(&ids, &a.principal);
+            for (who, c) in [("Apache Kafka", &mut a.ak_admin), ("kaas", &mut a.kaas_admin)] {
+                if let Err(e) = authz::grant(c, &a.principal, &bindings) {
+                    return Outcome::Setup(format!("{who}: ACLs for {}: {e}", a.principal));
+                }
+            }
+        }
+        let mut outcome = self.compare(&ids, steps);
+        if let Some(a) = self.authz.as_mut() {
+            for (who, c) in [("Apache Kafka", &mut a.ak_admin), ("kaas", &mut a.kaas_admin)] {
+                if let Err(e) = authz::revoke(c, &a.principal) {
+                    outcome = Outcome::Setup(format!("{who}: removing the ACLs of {}: {e}", a.principal));
+                }
+            }
+        }
+        let (ak, kaas) = match self.authz.as_mut() {
+            Some(a) => (&mut a.ak_admin, &mut a.kaas_admin),
+            None => (&mut self.ak, &mut self.kaas),
+        };
         if std::env::var_os("CONFORMANCE_KEEP_TOPICS").is_none() {
-            let _ = delete_topic(&mut self.ak, &ids.topic);
-            let _ = delete_topic(&mut self.kaas, &ids.topic);
+            let _ = delete_topic(ak, &ids.topic);
+            let _ = delete_topic(kaas, &ids.topic);
         }
         outcome
     }
@@ -71,13 +153,22 @@ impl Pair {
     /// `hits`; the sequence goes on when the entry says both states are the same, else it ends
     /// there. Any other divergence ends it.
     fn compare(&mut self, ids: &Ids, steps: &[Step]) -> Outcome {
-        let mut ak = Exec::new(&mut self.ak, ids);
-        let mut kaas = Exec::new(&mut self.kaas, ids);
-        let (mut ak_answers, mut kaas_answers) = (Vec::new(), Vec::new());
+        let (profile, ak_admin, kaas_admin) = match self.authz.as_mut() {
+            Some(a) => (Some(a.profile.clone()), Some(&mut a.ak_admin), Some(&mut a.kaas_admin)),
+            None => (None, None, None),
+        };
+        let mut ak = Exec::new(&mut self.ak, ak_admin, ids);
+        let mut kaas = Exec::new(&mut self.kaas, kaas_admin, ids);
+        let (ak_answers, kaas_answers) = &mut self.last;
+        ak_answers.clear();
+        kaas_answers.clear();
         for (i, step) in steps.iter().enumerate() {
             let a = ak.run(step, i);
             let k = kaas.run(step, i);
             let same = a == k;
+            if profile.is_some() {
+                authz::tally(&mut self.codes, step.api(), &a);
+            }
             ak_answers.push(a);
             kaas_answers.push(k);
             if same {
@@ -96,6 +187,7 @@ impl Pair {
                 kaas: kaas_answers.clone(),
                 signature,
                 accepted_by,
+                profile: profile.clone(),
             };
             if d.accepted_by.is_none() {
                 return Outcome::Diverged(d);
@@ -113,6 +205,9 @@ impl Divergence {
     /// The steps with both answers side by side.
     pub fn render(&self) -> String {
         let mut out = String::new();
+        if let Some(p) = &self.profile {
+            out.push_str(&format!("   as a user with: {p}\n"));
+        }
         for (i, step) in self.steps.iter().enumerate() {
             let mark = if i == self.at { ">>" } else { "  " };
             out.push_str(&format!("{mark} {i:>2}. {step}\n"));

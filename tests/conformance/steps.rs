@@ -56,18 +56,75 @@ pub enum Claim {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Step {
-    Init { txn: u8, claim: Claim, version: i16, timeout_ms: i32 },
-    InitIdem { idem: u8, version: i16 },
-    Add { txn: u8, parts: Vec<u8>, pid: PidSel, epoch: EpochSel, version: i16, verify_only: bool },
-    AddOffsets { txn: u8, epoch: EpochSel, version: i16 },
-    TxnCommit { txn: u8, epoch: EpochSel, parts: Vec<u8>, version: i16 },
-    Produce { who: Who, part: u8, txnal: bool, pid: PidSel, epoch: EpochSel, seq: SeqSel, n: u8, version: i16 },
-    End { txn: u8, commit: bool, epoch: EpochSel, version: i16 },
-    Marker { who: Who, parts: Vec<u8>, epoch: EpochSel, commit: bool, version: i16, tv: i8 },
-    Fetch { part: u8, committed: bool },
-    ListOffsets { part: u8, committed: bool },
+    Init {
+        txn: u8,
+        claim: Claim,
+        version: i16,
+        timeout_ms: i32,
+    },
+    InitIdem {
+        idem: u8,
+        version: i16,
+    },
+    Add {
+        txn: u8,
+        parts: Vec<u8>,
+        pid: PidSel,
+        epoch: EpochSel,
+        version: i16,
+        verify_only: bool,
+    },
+    AddOffsets {
+        txn: u8,
+        epoch: EpochSel,
+        version: i16,
+    },
+    TxnCommit {
+        txn: u8,
+        epoch: EpochSel,
+        parts: Vec<u8>,
+        version: i16,
+    },
+    Produce {
+        who: Who,
+        part: u8,
+        txnal: bool,
+        pid: PidSel,
+        epoch: EpochSel,
+        seq: SeqSel,
+        n: u8,
+        version: i16,
+    },
+    End {
+        txn: u8,
+        commit: bool,
+        epoch: EpochSel,
+        version: i16,
+    },
+    Marker {
+        who: Who,
+        parts: Vec<u8>,
+        epoch: EpochSel,
+        commit: bool,
+        version: i16,
+        tv: i8,
+    },
+    Fetch {
+        part: u8,
+        committed: bool,
+    },
+    ListOffsets {
+        part: u8,
+        committed: bool,
+    },
     DescribeProducers,
-    DescribeTxn { txn: u8 },
+    DescribeTxn {
+        txn: u8,
+    },
+    /// ListTransactions (the authz mode only: the plain mode's brokers list every sequence's).
+    ListTxns {
+        version: i16,
+    },
 }
 
 impl Step {
@@ -85,6 +142,7 @@ impl Step {
             Step::ListOffsets { .. } => "ListOffsets",
             Step::DescribeProducers => "DescribeProducers",
             Step::DescribeTxn { .. } => "DescribeTransactions",
+            Step::ListTxns { .. } => "ListTransactions",
         }
     }
 }
@@ -191,6 +249,7 @@ impl fmt::Display for Step {
             }
             Step::DescribeProducers => write!(f, "DescribeProducers p0,p1"),
             Step::DescribeTxn { txn } => write!(f, "DescribeTransactions T{txn}"),
+            Step::ListTxns { version } => write!(f, "ListTransactions v{version}"),
         }
     }
 }

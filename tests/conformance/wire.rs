@@ -16,13 +16,27 @@ pub struct Conn {
     port: u16,
     stream: Option<TcpStream>,
     correlation: i32,
+    /// (user, password) a SASL_PLAINTEXT listener is logged in to with PLAIN on every
+    /// (re)connection (the authz mode); None: a PLAINTEXT listener.
+    login: Option<(String, String)>,
 }
 
 pub type WireResult<T> = Result<T, String>;
 
 impl Conn {
     pub fn new(port: u16) -> Conn {
-        Conn { port, stream: None, correlation: 0 }
+        Conn { port, stream: None, correlation: 0, login: None }
+    }
+
+    /// A connection that logs in as `user` (SaslHandshake v1 PLAIN, SaslAuthenticate v2) each
+    /// time it connects.
+    pub fn with_login(port: u16, user: &str, password: &str) -> Conn {
+        Conn { login: Some((user.to_string(), password.to_string())), ..Conn::new(port) }
+    }
+
+    /// The user it logs in as, if any.
+    pub fn user(&self) -> Option<&str> {
+        self.login.as_ref().map(|(u, _)| u.as_str())
     }
 
     fn stream(&mut self) -> WireResult<&mut TcpStream> {
@@ -31,8 +45,32 @@ impl Conn {
             s.set_read_timeout(Some(Duration::from_secs(60))).map_err(|e| e.to_string())?;
             s.set_nodelay(true).map_err(|e| e.to_string())?;
             self.stream = Some(s);
+            if let Some((user, password)) = self.login.clone() {
+                if let Err(e) = self.authenticate(&user, &password) {
+                    self.stream = None;
+                    return Err(format!("login: {e}"));
+                }
+            }
         }
         self.stream.as_mut().ok_or_else(|| "no stream".to_string())
+    }
+
+    /// SASL/PLAIN on a fresh connection: SaslHandshake v1 naming PLAIN, then SaslAuthenticate
+    /// v2 with `\0user\0password`.
+    fn authenticate(&mut self, user: &str, password: &str) -> WireResult<()> {
+        let mut hs = SaslHandshakeRequest::default();
+        hs.mechanism = str_bytes("PLAIN");
+        let r: SaslHandshakeResponse = self.call(ApiKey::SaslHandshake, 1, hs)?;
+        if r.error_code != 0 {
+            return Err(format!("SaslHandshake error {}", r.error_code));
+        }
+        let mut auth = SaslAuthenticateRequest::default();
+        auth.auth_bytes = Bytes::from(format!("\0{user}\0{password}").into_bytes());
+        let r: SaslAuthenticateResponse = self.call(ApiKey::SaslAuthenticate, 2, auth)?;
+        if r.error_code != 0 {
+            return Err(format!("SaslAuthenticate error {} ({:?})", r.error_code, r.error_message));
+        }
+        Ok(())
     }
 
     /// Sends an encoded body and returns the response body; on any I/O problem the connection
