@@ -7,6 +7,7 @@
 //! stops and only then is the lease let go. The others are recorded as served by their lease
 //! holder. Runs on the cluster arbiter, which serves no connection.
 
+use crate::store::auth::acl::SharedAcls;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
@@ -62,6 +63,8 @@ pub struct Coordinators {
     /// This node's previous process stopped cleanly: the units it ran keep their epochs and
     /// databases; else they are taken at new epochs, from copies (store::cluster::state_dir).
     keep_own: bool,
+    /// The cluster's ACLs when the authorizer is on, for the group coordinator.
+    acls: Option<SharedAcls>,
 }
 
 impl Coordinators {
@@ -92,7 +95,13 @@ impl Coordinators {
             metrics,
             fence,
             keep_own,
+            acls: None,
         }
+    }
+
+    /// The ACLs the group coordinator resolves regex subscriptions with (the authorizer on).
+    pub fn set_acls(&mut self, acls: Option<SharedAcls>) {
+        self.acls = acls;
     }
 
     /// Publishes which units this broker holds (those being handed over until they stopped).
@@ -183,6 +192,7 @@ impl Coordinators {
                     consumer: s.consumer_group_config(),
                     migration_policy: s.migration_policy().unwrap_or_default(),
                     producer_id_expiration_ms: s.transactions.producer_id_expiration_ms,
+                    acls: self.acls.clone(),
                     ..GroupConfig::default()
                 };
                 let retention_check = Duration::from_millis(s.groups.offsets_retention_check_interval_ms.max(10));

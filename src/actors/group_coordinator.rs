@@ -329,6 +329,8 @@ impl GroupCoordinator {
                 .map(|t| (t.name, TopicInfo { id: t.id, partitions: t.partitions }))
                 .chain(self.internal.iter().cloned())
                 .collect(),
+            // The store keeps its own ACLs: only the topics are new.
+            acls: None,
         };
         let bumped = self.groups.set_topics(image);
         for id in &bumped {

@@ -238,6 +238,10 @@ impl Broker {
             fence.clone(),
             registration.previous_clean,
         );
+        let acls = crate::store::auth::acl_store::load(&settings.broker.data_dir)
+            .map_err(|e| ServerError::Startup(format!("ACLs: {e}")))?;
+        let authorizer = Authorizer::from_settings(settings, acls, metrics.clone());
+        coordinators.set_acls(authorizer.as_ref().map(Authorizer::shared));
         let (_, failed) = coordinators.place(&live_ids, &[]);
         if !failed.is_empty() {
             return Err(ServerError::Startup(failed.join("; ")));
@@ -250,9 +254,6 @@ impl Broker {
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "recovered partitions");
         arbiters.extend([cluster_arbiter, coordinator_arbiter, peer_arbiter]);
         arbiters.extend(metrics_arbiter);
-        let acls = crate::store::auth::acl_store::load(&settings.broker.data_dir)
-            .map_err(|e| ServerError::Startup(format!("ACLs: {e}")))?;
-        let authorizer = Authorizer::from_settings(settings, acls, metrics.clone());
         let responses = ResponseBudget::new(settings.network.queued_max_response_bytes);
         let fetch_sessions = FetchSessions::new(settings.network.max_incremental_fetch_session_cache_slots);
         Ok(Broker {

@@ -6,6 +6,8 @@
 //! decided by `allow.everyone.if.no.acl.found`. The filters of DescribeAcls and DeleteAcls, and
 //! CreateAcls' checks of a binding, as Kafka answers them.
 
+use std::sync::{Arc, RwLock};
+
 use serde::{Deserialize, Serialize};
 
 /// Kafka's ResourceType ids.
@@ -101,6 +103,50 @@ pub struct Acls {
     pub super_users: Vec<String>,
     /// Kafka's `allow.everyone.if.no.acl.found` (false: a resource no ACL names is denied).
     pub allow_if_no_acl: bool,
+}
+
+/// The cluster's ACLs as every part of a broker that decides with them shares them: the
+/// connections (protocol::authorizer) and the group coordinator (a KIP-848 regex subscription
+/// resolves to the topics the member may describe).
+#[derive(Clone)]
+pub struct SharedAcls(Arc<RwLock<Acls>>);
+
+impl SharedAcls {
+    pub fn new(acls: Acls) -> SharedAcls {
+        SharedAcls(Arc::new(RwLock::new(acls)))
+    }
+
+    pub fn replace_bindings(&self, bindings: Vec<AclBinding>) {
+        if let Ok(mut acls) = self.0.write() {
+            acls.bindings = bindings;
+        }
+    }
+
+    pub fn bindings(&self) -> Vec<AclBinding> {
+        self.0.read().map(|a| a.bindings.clone()).unwrap_or_default()
+    }
+
+    /// [`Acls::authorize`]; false if the lock is poisoned.
+    pub fn authorize(&self, a: Action<'_>) -> bool {
+        self.0.read().map(|acls| acls.authorize(a)).unwrap_or(false)
+    }
+
+    /// [`Acls::authorize_any`]; false if the lock is poisoned.
+    pub fn authorize_any(&self, principal: &str, host: &str, operation: i8, resource_type: i8) -> bool {
+        self.0.read().map(|acls| acls.authorize_any(principal, host, operation, resource_type)).unwrap_or(false)
+    }
+}
+
+impl std::fmt::Debug for SharedAcls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedAcls")
+    }
+}
+
+impl PartialEq for SharedAcls {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// One request to authorize.

@@ -59,7 +59,7 @@ impl Groups {
     /// A fresh image of the cluster's topics: groups whose subscribed topics changed (created,
     /// deleted, more partitions) get a new group epoch. Returns those groups.
     pub fn set_topics(&mut self, image: TopicImage) -> Vec<String> {
-        self.image = image;
+        self.image.topics = image.topics;
         let mut bumped = Vec::new();
         for (id, g) in self.consumer.iter_mut() {
             if g.on_metadata(&self.image) {

@@ -79,11 +79,12 @@ pub(super) fn consumer_config_for(base: &ConsumerConfig, all: &AllGroupConfigs, 
 
 impl Groups {
     pub fn new(config: GroupConfig) -> Self {
+        let acls = config.acls.clone();
         Groups {
             config,
             groups: HashMap::new(),
             consumer: HashMap::new(),
-            image: TopicImage::default(),
+            image: TopicImage { acls, ..TopicImage::default() },
             answers: Vec::new(),
             group_configs: AllGroupConfigs::new(),
         }

@@ -150,6 +150,9 @@ pub struct GroupConfig {
     /// producer.id.expiration.ms: how long the offsets partitions remember an idle producer
     /// ([`offsets_producers`]).
     pub producer_id_expiration_ms: i64,
+    /// The cluster's ACLs when the authorizer is on (KIP-848 regex subscriptions resolve to the
+    /// topics a member may describe).
+    pub acls: Option<crate::store::auth::acl::SharedAcls>,
 }
 
 impl Default for GroupConfig {
@@ -164,6 +167,7 @@ impl Default for GroupConfig {
             consumer: consumer::ConsumerConfig::default(),
             migration_policy: MigrationPolicy::default(),
             producer_id_expiration_ms: 86_400_000,
+            acls: None,
         }
     }
 }

@@ -156,6 +156,32 @@ def test_nothing_is_allowed_without_an_acl_and_kafka_acls_grants_it(guarded, tmp
     assert errors and errors[0] is not None and errors[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, errors
 
 
+def test_a_kip848_regex_subscription_gets_only_the_topics_the_member_may_describe(guarded, tmp_path):
+    """The Java consumer with group.protocol=consumer and a broker-side regex (SubscriptionPattern):
+    of two topics the regex matches, alice may read one; the broker resolves the regex to that one
+    only (Kafka's TopicRegexResolver filters by DESCRIBE), so she is never assigned, and never
+    learns, the other."""
+    tag = uuid.uuid4().hex[:6]
+    mine, theirs, group = f"re-{tag}-mine", f"re-{tag}-theirs", f"re-{tag}-group"
+    for topic in (mine, theirs):
+        p = Producer(conf(guarded, "admin"))
+        for i in range(5):
+            p.produce(topic, value=f"{topic}-{i}".encode())
+        assert p.flush(30) == 0
+    for args in (["--topic", mine, "--operation", "Read"], ["--group", group, "--operation", "Read"]):
+        run = acls(guarded, tmp_path, "--add", "--allow-principal", "User:alice", *args)
+        assert run.returncode == 0, run.describe()
+    props = tmp_path / "alice-client.properties"
+    props.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                     "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+                     f'username="alice" password="{USERS["alice"]}";\n')
+    run = jh.run_java("kaas.interop.RegexConsume", guarded.sasl, f"re-{tag}-.*", group, "5", "60",
+                      env={"KAAS_INTEROP_CLIENT_CONFIG": str(props)}, timeout=120)
+    result = jh.last_json_line(run.stdout)
+    assert run.returncode == 0 and result, run.describe()
+    assert result == {"read": {mine: 5}, "assigned": [mine]}, result
+
+
 def test_an_anonymous_write_txn_markers_is_cluster_authorization_failed(guarded):
     topic = f"t-{uuid.uuid4().hex[:6]}"
     assert produce_one(guarded, "admin", topic) == [None]

@@ -237,5 +237,15 @@ fn metadata_answers_topics_asked_by_id() {
     assert_eq!(resp.topics[0].name.as_ref().map(|n| n.0.as_str()), Some("t848"));
     assert_eq!(resp.topics[0].partitions.len(), 2);
     assert_eq!((resp.topics[1].error_code, resp.topics[1].topic_id), (100, Uuid::from_u128(42)));
+    // The Java client (a SubscriptionPattern consumer) sends an empty name beside the id: still
+    // by id, as Kafka answers.
+    let mut java = metadata_request_topic::MetadataRequestTopic::default();
+    java.topic_id = id;
+    java.name = Some(StrBytes::from_static_str("").into());
+    let mut req = MetadataRequest::default();
+    req.topics = Some(vec![java]);
+    let resp: MetadataResponse = c.call(ApiKey::Metadata, 12, req);
+    assert_eq!(resp.topics[0].error_code, 0);
+    assert_eq!(resp.topics[0].name.as_ref().map(|n| n.0.as_str()), Some("t848"));
     broker.finish();
 }

@@ -140,10 +140,11 @@ pub async fn handle(s: Rc<Session>, version: i16, req: MetadataRequest) -> Metad
     let may_create = |name: &str| {
         asked && (s.authorized_cluster(acl::OP_CREATE) || s.authorized(acl::OP_CREATE, acl::RESOURCE_TOPIC, name))
     };
-    // v10+: topics asked by id (librdkafka resolves KIP-848 assignments this way).
+    // v10+: topics asked by id (librdkafka resolves KIP-848 assignments this way; the Java
+    // client sends an empty name beside the id, which Kafka ignores once an id is set).
     let mut by_id: Option<Vec<TopicMeta>> = None;
     for t in req.topics.unwrap_or_default() {
-        let Some(name) = t.name else {
+        let Some(name) = t.name.filter(|n| t.topic_id.is_nil() || !n.is_empty()) else {
             if by_id.is_none() && !t.topic_id.is_nil() {
                 by_id = Some(s.directory.topics().send(ListTopics).await.unwrap_or_default());
             }

@@ -39,6 +39,7 @@ fn request(s: &Session, version: i16, req: &ConsumerGroupHeartbeatRequest) -> Co
         owned,
         client_id: s.client_id.borrow().clone(),
         client_host: s.peer.clone(),
+        principal: s.principal.borrow().to_string(),
     }
 }
 

@@ -20,6 +20,9 @@ pub struct HeartbeatRequest {
     pub owned: Owned,
     pub client_id: String,
     pub client_host: String,
+    /// The connection's principal (`User:alice`): a regex subscription resolves to the topics
+    /// it may describe when the authorizer is on.
+    pub principal: String,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -212,6 +215,7 @@ impl ConsumerGroup {
         }
         updated.client_id = req.client_id.clone();
         updated.client_host = req.client_host.clone();
+        updated.principal = Some(req.principal.clone());
         // A member (re)joining with ConsumerGroupHeartbeat uses the consumer protocol.
         updated.classic = None;
         updated.classic_sync_deadline_ms = None;

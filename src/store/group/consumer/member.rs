@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 
 use super::{Assignment, Assignor, ConsumerConfig, TopicImage};
+use crate::store::auth::acl::{self, Action};
 
 /// Kafka's MemberState.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
@@ -54,6 +55,10 @@ pub struct ConsumerMember {
     /// Set for a member using the classic protocol inside the consumer group (Kafka's
     /// ClassicMemberMetadata): it joins with JoinGroup / SyncGroup / Heartbeat.
     pub classic: Option<ClassicMemberMetadata>,
+    /// The principal of its last ConsumerGroupHeartbeat (None before the first, or for a
+    /// classic member): the authorizer's subject when its regex is resolved.
+    #[serde(default)]
+    pub principal: Option<String>,
 }
 
 /// What a classic member told in its JoinGroup (Kafka's ClassicMemberMetadata).
@@ -80,9 +85,24 @@ impl ConsumerMember {
         let mut out: BTreeSet<String> =
             self.subscribed_topic_names.iter().filter(|n| image.topics.contains_key(*n)).cloned().collect();
         if let Some(re) = self.subscribed_topic_regex.as_deref().and_then(|p| compile_regex(p).ok()) {
-            out.extend(image.topics.keys().filter(|n| re.is_match(n)).cloned());
+            out.extend(image.topics.keys().filter(|n| re.is_match(n) && self.may_describe(image, n)).cloned());
         }
         out
+    }
+
+    /// Whether a topic its regex matches is its to consume: with the authorizer on, only one its
+    /// principal may describe (Kafka's TopicRegexResolver filters the matches so); a member whose
+    /// principal is not known yet gets none until its next heartbeat tells it.
+    fn may_describe(&self, image: &TopicImage, topic: &str) -> bool {
+        let Some(acls) = &image.acls else { return true };
+        let Some(principal) = &self.principal else { return false };
+        acls.authorize(Action {
+            principal,
+            host: &self.client_host,
+            operation: acl::OP_DESCRIBE,
+            resource_type: acl::RESOURCE_TOPIC,
+            name: topic,
+        })
     }
 
     /// Its session, rebalance and classic join/sync deadlines.

@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use uuid::Uuid;
 
 use crate::error_code::ResponseError;
+use crate::store::auth::acl::SharedAcls;
 
 pub mod assignor;
 pub mod classic_members;
@@ -132,6 +133,9 @@ pub struct TopicInfo {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TopicImage {
     pub topics: BTreeMap<String, TopicInfo>,
+    /// The cluster's ACLs when the authorizer is on: a regex subscription resolves to the topics
+    /// the member may describe ([`ConsumerMember::subscribed_topics`]).
+    pub acls: Option<SharedAcls>,
 }
 
 impl TopicImage {

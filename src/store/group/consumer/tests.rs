@@ -14,7 +14,7 @@ fn image(parts: i32) -> TopicImage {
     let mut topics = BTreeMap::new();
     topics.insert("t".to_string(), TopicInfo { id: T, partitions: parts });
     topics.insert("u".to_string(), TopicInfo { id: U, partitions: 2 });
-    TopicImage { topics }
+    TopicImage { topics, ..Default::default() }
 }
 
 fn groups(parts: i32) -> Groups {
@@ -247,6 +247,37 @@ fn regex_subscription_assigns_matching_topics() {
     r.subscribed_topic_names = None;
     r.subscribed_topic_regex = Some("t|u".into());
     let got = hb(&mut g, 0, r).unwrap().assignment.unwrap();
+    assert_eq!(got.keys().copied().collect::<Vec<_>>(), vec![T, U]);
+}
+
+#[test]
+fn regex_subscription_resolves_to_the_topics_the_member_may_describe() {
+    use crate::store::auth::acl::{self, AclBinding, Acls, SharedAcls};
+    let grant = |topic: &str| AclBinding {
+        resource_type: acl::RESOURCE_TOPIC,
+        name: topic.into(),
+        pattern_type: acl::PATTERN_LITERAL,
+        principal: "User:alice".into(),
+        host: acl::WILDCARD.into(),
+        operation: acl::OP_READ,
+        permission: acl::PERMISSION_ALLOW,
+    };
+    let acls = SharedAcls::new(Acls { bindings: vec![grant("t")], super_users: vec![], allow_if_no_acl: false });
+    let mut g = Groups::new(GroupConfig { acls: Some(acls.clone()), ..GroupConfig::default() });
+    g.set_topics(image(2));
+    let mut r = join("a", &[]);
+    r.subscribed_topic_names = None;
+    r.subscribed_topic_regex = Some("t|u".into());
+    r.principal = "User:alice".into();
+    // READ on t implies DESCRIBE; u is not hers to see.
+    let got = hb(&mut g, 0, r).unwrap().assignment.unwrap();
+    assert_eq!(got.keys().copied().collect::<Vec<_>>(), vec![T]);
+    // Granted u later: the next metadata refresh bumps the group and assigns it too.
+    acls.replace_bindings(vec![grant("t"), grant("u")]);
+    assert_eq!(g.set_topics(image(2)), vec!["g".to_string()]);
+    let mut beat = beat("a", 1, &owned(&BTreeSet::from([0, 1])));
+    beat.principal = "User:alice".into();
+    let got = hb(&mut g, 1, beat).unwrap().assignment.unwrap();
     assert_eq!(got.keys().copied().collect::<Vec<_>>(), vec![T, U]);
 }
 

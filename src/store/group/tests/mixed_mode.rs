@@ -29,7 +29,7 @@ fn sub(owned: &[i32]) -> Vec<u8> {
 fn groups(policy: MigrationPolicy) -> Groups {
     let mut gs = Groups::new(GroupConfig { migration_policy: policy, ..cfg(100) });
     let topics = BTreeMap::from([("t".to_string(), TopicInfo { id: T, partitions: 4 })]);
-    gs.set_topics(TopicImage { topics });
+    gs.set_topics(TopicImage { topics, ..Default::default() });
     gs
 }
 
