@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+step() { printf '\n==> [%s, %dm%02ds in] %s\n' "$(date +%T)" $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 
 step "system packages (kcat, openssl, Java 17+, Maven, Node.js and npm when missing)"
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
