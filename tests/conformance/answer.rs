@@ -84,7 +84,8 @@ pub fn signature(api: &str, ak: &Answer, kaas: &Answer) -> String {
     let mut parts = Vec::new();
     for f in ak.differing(kaas) {
         let kind = f.rsplit('.').next().unwrap_or(&f);
-        if matches!(kind, "err" | "top" | "state" | "io") || f.starts_with('p') && f.len() == 2 {
+        if matches!(kind, "err" | "top" | "state" | "io") || (f.starts_with('p') || f.starts_with('x')) && f.len() == 2
+        {
             parts.push(format!("{f}: {} vs {}", ak.get(&f).unwrap_or("-"), kaas.get(&f).unwrap_or("-")));
         } else {
             parts.push(format!("{f} differs"));

@@ -17,6 +17,7 @@ use crate::answer::{Answer, PidNames};
 use crate::common::fetch::{fetch_request, records as fetched_records};
 use crate::common::{batch, txn_batch};
 use crate::exec::Sent;
+use crate::steps::{part_name, OTHER};
 use crate::wire::{str_bytes, topic_name, Conn, WireResult};
 use kaas::protocol::txn_markers_codec::{decode_response, encode_request, MarkerTopic, TxnMarker};
 
@@ -42,53 +43,64 @@ pub fn init_producer_id(
     Ok((r.error_code, r.producer_id.0, r.producer_epoch))
 }
 
+/// `parts` below `steps::OTHER` are partitions of `topics.0`, the others of `topics.1`.
 #[allow(clippy::too_many_arguments)]
 pub fn add_partitions(
     c: &mut Conn,
     id: &str,
-    topic: &str,
+    topics: (&str, &str),
     parts: &[u8],
     pid: i64,
     epoch: i16,
     version: i16,
     verify_only: bool,
 ) -> WireResult<Answer> {
-    let mut t = AddPartitionsToTxnTopic::default();
-    t.name = topic_name(topic);
-    t.partitions = parts.iter().map(|&p| p as i32).collect();
+    let topic_of = |name: &str, other: bool| {
+        let mut t = AddPartitionsToTxnTopic::default();
+        t.name = topic_name(name);
+        t.partitions = parts.iter().filter(|&&p| (p >= OTHER) == other).map(|&p| (p % OTHER) as i32).collect();
+        t
+    };
+    let t: Vec<AddPartitionsToTxnTopic> = [topic_of(topics.0, false), topic_of(topics.1, true)]
+        .into_iter()
+        .filter(|t| !t.partitions.is_empty())
+        .collect();
     let mut req = AddPartitionsToTxnRequest::default();
     if version <= 3 {
         req.v3_and_below_transactional_id = txn_id(id);
         req.v3_and_below_producer_id = ProducerId(pid);
         req.v3_and_below_producer_epoch = epoch;
-        req.v3_and_below_topics = vec![t];
+        req.v3_and_below_topics = t;
     } else {
         let mut tx = AddPartitionsToTxnTransaction::default();
         tx.transactional_id = txn_id(id);
         tx.producer_id = ProducerId(pid);
         tx.producer_epoch = epoch;
         tx.verify_only = verify_only;
-        tx.topics = vec![t];
+        tx.topics = t;
         req.transactions = vec![tx];
     }
     let r: AddPartitionsToTxnResponse = c.call(ApiKey::AddPartitionsToTxn, version, req)?;
     let mut a = Answer::new();
-    let mut results: Vec<(i32, i16)> = if version <= 3 {
-        r.results_by_topic_v3_and_below
-            .iter()
-            .flat_map(|t| t.results_by_partition.iter().map(|p| (p.partition_index, p.partition_error_code)))
-            .collect()
+    let by_topic: Vec<_> = if version <= 3 {
+        r.results_by_topic_v3_and_below.iter().collect()
     } else {
         a.push("top", r.error_code);
-        r.results_by_transaction
-            .iter()
-            .flat_map(|x| x.topic_results.iter())
-            .flat_map(|t| t.results_by_partition.iter().map(|p| (p.partition_index, p.partition_error_code)))
-            .collect()
+        r.results_by_transaction.iter().flat_map(|x| x.topic_results.iter()).collect()
     };
+    let mut results: Vec<(String, i16)> = by_topic
+        .iter()
+        .flat_map(|t| {
+            let other = t.name.0.as_str() != topics.0;
+            t.results_by_partition.iter().map(move |p| {
+                let k = p.partition_index as u8 + if other { OTHER } else { 0 };
+                (part_name(k), p.partition_error_code)
+            })
+        })
+        .collect();
     results.sort();
     for (p, e) in results {
-        a.push(&format!("p{p}"), e);
+        a.push(&p, e);
     }
     Ok(a)
 }
@@ -382,7 +394,11 @@ pub fn describe_txn(c: &mut Conn, id: &str, topic: &str, names: &mut PidNames) -
         .topics
         .iter()
         .flat_map(|t| {
-            let name = if t.topic.0.as_str() == topic { "T".to_string() } else { t.topic.0.to_string() };
+            // The sequence's topics as T and T-x (the authz mode's second topic).
+            let name = match t.topic.0.as_str().strip_prefix(topic) {
+                Some(rest) => format!("T{rest}"),
+                None => t.topic.0.to_string(),
+            };
             t.partitions.iter().map(move |p| format!("{name}-{p}"))
         })
         .collect();
@@ -419,4 +435,19 @@ pub fn list_transactions(c: &mut Conn, version: i16, prefix: &str, names: &mut P
     let listed: Vec<String> =
         v.into_iter().map(|(id, state, pid)| format!("{id}/{state}/{}", names.name(pid))).collect();
     Ok(Answer::new().with("err", r.error_code).with("txns", format!("[{}]", listed.join(" "))))
+}
+
+/// FindCoordinator for one key (v4+: as a batch of one): its error code (a single node is its
+/// own coordinator; the address is not compared).
+pub fn find_coordinator(c: &mut Conn, key: &str, key_type: i8, version: i16) -> WireResult<Answer> {
+    let mut req = FindCoordinatorRequest::default();
+    req.key_type = key_type;
+    if version >= 4 {
+        req.coordinator_keys = vec![str_bytes(key)];
+    } else {
+        req.key = str_bytes(key);
+    }
+    let r: FindCoordinatorResponse = c.call(ApiKey::FindCoordinator, version, req)?;
+    let code = if version >= 4 { r.coordinators.first().map(|k| k.error_code).unwrap_or(-2) } else { r.error_code };
+    Ok(Answer::new().with("err", code))
 }

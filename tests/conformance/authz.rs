@@ -21,7 +21,7 @@ use kafka_protocol::messages::*;
 use crate::answer::Answer;
 use crate::exec::Ids;
 use crate::gen::{Rng, Versions};
-use crate::steps::Step;
+use crate::steps::{Step, OTHER};
 use crate::wire::{str_bytes, Conn, WireResult};
 
 /// The super user both brokers name in their super users: it creates the topics and the ACLs.
@@ -232,21 +232,44 @@ pub fn profile(seed: u64) -> Profile {
 }
 
 /// The authz mode's sequence for a seed: the plain generator's steps (the same seed gives the
-/// same steps) with ListTransactions (whose answer lists only what the user may describe) put in
-/// at one or two random places and at the end, and the seed's profile.
+/// same steps; some AddPartitionsToTxn name more partitions) with, at random places, ListTransactions (whose answer lists only what the user
+/// may describe; also at the end) and FindCoordinator (DESCRIBE on the group or the
+/// transactional id), and the seed's profile.
 pub fn generate(seed: u64, v: &Versions) -> (Vec<Step>, Profile) {
     let mut steps = crate::gen::generate(seed, v);
-    let (lo, hi) = v.range(ApiKey::ListTransactions);
-    if hi >= lo {
-        let mut r = Rng::new(seed ^ 0x0115_7a11);
-        let top = hi.min(1);
-        let version = |r: &mut Rng| lo.min(top) + r.below((top - lo.min(top) + 1) as u64) as i16;
-        for _ in 0..1 + r.below(2) {
-            let at = r.below(steps.len() as u64) as usize;
-            let version = version(&mut r);
+    let mut r = Rng::new(seed ^ 0x0115_7a11);
+    // Some AddPartitionsToTxn also name the run's other topic (which the profile's PREFIXED topic
+    // ACLs cover, its LITERAL ones not), or a partition the topic does not have: the refused
+    // topic's partitions are 29 (a missing partition 3), the others OPERATION_NOT_ATTEMPTED.
+    for s in steps.iter_mut() {
+        if let Step::Add { parts, .. } = s {
+            match r.below(100) {
+                0..=24 => parts.push(OTHER),
+                25..=29 => parts.push(2),
+                _ => {}
+            }
+        }
+    }
+    let version = |r: &mut Rng, key: ApiKey, at_most: i16| {
+        let (lo, hi) = v.range(key);
+        let hi = hi.min(at_most);
+        (hi >= lo).then(|| lo + r.below((hi - lo + 1) as u64) as i16)
+    };
+    for _ in 0..1 + r.below(2) {
+        let at = r.below(steps.len() as u64) as usize;
+        if let Some(version) = version(&mut r, ApiKey::FindCoordinator, i16::MAX) {
+            let (group, txn) = (r.chance(40), r.below(2) as u8);
+            steps.insert(at, Step::FindCoord { group, txn, version });
+        }
+    }
+    // ListTransactions v0-1 (v2's id pattern is not needed: the user lists only its own ids).
+    for _ in 0..1 + r.below(2) {
+        let at = r.below(steps.len() as u64) as usize;
+        if let Some(version) = version(&mut r, ApiKey::ListTransactions, 1) {
             steps.insert(at, Step::ListTxns { version });
         }
-        let version = version(&mut r);
+    }
+    if let Some(version) = version(&mut r, ApiKey::ListTransactions, 1) {
         steps.push(Step::ListTxns { version });
     }
     (steps, profile(seed))
@@ -356,7 +379,12 @@ pub fn revoke(c: &mut Conn, principal: &str) -> WireResult<()> {
 pub fn tally(codes: &mut BTreeMap<String, u64>, api: &str, a: &Answer) {
     let mut seen: Vec<&str> =
         a.0.iter()
-            .filter(|(f, _)| f == "err" || f == "top" || f.ends_with(".err") || f.len() == 2 && f.starts_with('p'))
+            .filter(|(f, _)| {
+                f == "err"
+                    || f == "top"
+                    || f.ends_with(".err")
+                    || f.len() == 2 && (f.starts_with('p') || f.starts_with('x'))
+            })
             .map(|(_, v)| v.as_str())
             .filter(|v| matches!(*v, "29" | "30" | "31" | "53" | "55"))
             .collect();

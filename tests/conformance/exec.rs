@@ -15,13 +15,21 @@ use crate::wire::Conn;
 #[derive(Clone, Debug)]
 pub struct Ids {
     pub topic: String,
+    /// A second topic (one partition), created for a run whose AddPartitionsToTxn names it (the
+    /// authz mode: WRITE on it or not, beside the first).
+    pub other: String,
     pub group: String,
     prefix: String,
 }
 
 impl Ids {
     pub fn new(run: &str) -> Ids {
-        Ids { topic: format!("c{run}"), group: format!("g{run}"), prefix: format!("t{run}") }
+        Ids {
+            topic: format!("c{run}"),
+            other: format!("c{run}-x"),
+            group: format!("g{run}"),
+            prefix: format!("t{run}"),
+        }
     }
 
     pub fn txn(&self, k: u8) -> String {
@@ -153,7 +161,9 @@ impl<'a> Exec<'a> {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let a = self.run_once(step, index);
-            let loading = a.0.iter().any(|(f, v)| v == "14" && (f == "err" || f == "top" || f.starts_with('p')));
+            let loading =
+                a.0.iter()
+                    .any(|(f, v)| v == "14" && (f == "err" || f == "top" || f.starts_with('p') || f.starts_with('x')));
             if !(coordinator && loading) || Instant::now() > deadline {
                 return a;
             }
@@ -188,7 +198,8 @@ impl<'a> Exec<'a> {
                 let w = Who::Txn(*txn);
                 let (pid, epoch) = (self.pid_of(w, *pid), self.epoch_of(w, *epoch));
                 let id = self.ids.txn(*txn);
-                apis::add_partitions(self.conn, &id, &self.ids.topic, parts, pid, epoch, *version, *verify_only)
+                let topics = (self.ids.topic.as_str(), self.ids.other.as_str());
+                apis::add_partitions(self.conn, &id, topics, parts, pid, epoch, *version, *verify_only)
                     .unwrap_or_else(|e| Answer::failed(&e))
             }
             Step::AddOffsets { txn, epoch, version } => {
@@ -255,6 +266,10 @@ impl<'a> Exec<'a> {
             Step::ListTxns { version } => {
                 apis::list_transactions(self.conn, *version, &self.ids.txn_prefix(), &mut self.names)
                     .unwrap_or_else(|e| Answer::failed(&e))
+            }
+            Step::FindCoord { group, txn, version } => {
+                let (key, kind) = if *group { (self.ids.group.clone(), 0) } else { (self.ids.txn(*txn), 1) };
+                apis::find_coordinator(self.conn, &key, kind, *version).unwrap_or_else(|e| Answer::failed(&e))
             }
         }
     }

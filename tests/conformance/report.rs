@@ -30,6 +30,8 @@ pub struct Class {
 pub struct CaseResult {
     pub name: &'static str,
     pub ok: bool,
+    /// A kaas divergence this mode found, not fixed yet (fails only with CONFORMANCE_KNOWN=fail).
+    pub known: bool,
     pub detail: String,
 }
 
@@ -71,9 +73,10 @@ impl TvReport {
         }
     }
 
-    /// Fixed cases of the authz mode that failed.
-    pub fn failed_cases(&self) -> usize {
-        self.cases.iter().filter(|c| !c.ok).count()
+    /// Fixed cases of the authz mode that failed: (not known, known kaas divergences).
+    pub fn failed_cases(&self) -> (usize, usize) {
+        let failed = |known: bool| self.cases.iter().filter(|c| !c.ok && c.known == known).count();
+        (failed(false), failed(true))
     }
 
     /// The variables that run one seed again in this mode.
@@ -136,7 +139,11 @@ impl TvReport {
             self.seconds
         ));
         for c in &self.cases {
-            let status = if c.ok { "ok" } else { "FAILED" };
+            let status = match (c.ok, c.known) {
+                (true, _) => "ok",
+                (false, false) => "FAILED",
+                (false, true) => "STILL DIVERGES (known kaas bug, fix pending)",
+            };
             o.push_str(&format!("--- authz case {}: {status}\n", c.name));
             if !c.ok {
                 o.push_str(&indent(&c.detail));

@@ -9,7 +9,7 @@ use crate::accepted::{AcceptedList, Facts};
 use crate::answer::{signature, Answer};
 use crate::authz::{self, Profile};
 use crate::exec::{Exec, Ids};
-use crate::steps::Step;
+use crate::steps::{Step, OTHER};
 use crate::wire::{create_topic, delete_topic, Conn};
 
 /// Connections to the two brokers of one transaction version.
@@ -29,6 +29,9 @@ pub struct Pair {
     pub codes: BTreeMap<String, u64>,
     /// Both brokers' answers of the last run (up to where it stopped).
     pub last: (Vec<Answer>, Vec<Answer>),
+    /// Run every step even after an unaccepted divergence (the authz mode's fixed cases); the
+    /// outcome is still the first divergence.
+    pub run_all: bool,
 }
 
 /// The authz mode's part of a pair: the super user's connections (topics, ACLs, and the runner's
@@ -77,6 +80,7 @@ impl Pair {
             hits: Vec::new(),
             codes: BTreeMap::new(),
             last: (Vec::new(), Vec::new()),
+            run_all: false,
         }
     }
 
@@ -117,9 +121,14 @@ impl Pair {
             Some(a) => (&mut a.ak_admin, &mut a.kaas_admin),
             None => (&mut self.ak, &mut self.kaas),
         };
+        // The second topic only where an AddPartitionsToTxn names it (the authz mode).
+        let other = steps.iter().any(|s| matches!(s, Step::Add { parts, .. } if parts.iter().any(|&p| p >= OTHER)));
+        let topics: &[(&str, i32)] = if other { &[(&ids.topic, 2), (&ids.other, 1)] } else { &[(&ids.topic, 2)] };
         for (who, c) in [("Apache Kafka", &mut *ak), ("kaas", &mut *kaas)] {
-            if let Err(e) = create_topic(c, &ids.topic, 2) {
-                return Outcome::Setup(format!("{who}: {e}"));
+            for (name, partitions) in topics {
+                if let Err(e) = create_topic(c, name, *partitions) {
+                    return Outcome::Setup(format!("{who}: {e}"));
+                }
             }
         }
         if let Some(a) = self.authz.as_mut() {
@@ -143,8 +152,10 @@ impl Pair {
             None => (&mut self.ak, &mut self.kaas),
         };
         if std::env::var_os("CONFORMANCE_KEEP_TOPICS").is_none() {
-            let _ = delete_topic(ak, &ids.topic);
-            let _ = delete_topic(kaas, &ids.topic);
+            for (name, _) in topics {
+                let _ = delete_topic(ak, name);
+                let _ = delete_topic(kaas, name);
+            }
         }
         outcome
     }
@@ -162,6 +173,7 @@ impl Pair {
         let (ak_answers, kaas_answers) = &mut self.last;
         ak_answers.clear();
         kaas_answers.clear();
+        let mut first = None;
         for (i, step) in steps.iter().enumerate() {
             let a = ak.run(step, i);
             let k = kaas.run(step, i);
@@ -190,14 +202,21 @@ impl Pair {
                 profile: profile.clone(),
             };
             if d.accepted_by.is_none() {
+                if self.run_all {
+                    first.get_or_insert(d);
+                    continue;
+                }
                 return Outcome::Diverged(d);
             }
             self.hits.push(d);
-            if !same_state {
+            if !same_state && !self.run_all {
                 return Outcome::Same { requests: i + 1 };
             }
         }
-        Outcome::Same { requests: steps.len() }
+        match first {
+            Some(d) => Outcome::Diverged(d),
+            None => Outcome::Same { requests: steps.len() },
+        }
     }
 }
 

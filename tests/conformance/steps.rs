@@ -54,77 +54,25 @@ pub enum Claim {
     Bogus,
 }
 
+/// A request of a sequence. `ListTxns` (ListTransactions) and `FindCoord` (FindCoordinator) only
+/// in the authz mode: the plain mode's brokers list every concurrent sequence's transactions, and
+/// its coordinators are always found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Step {
-    Init {
-        txn: u8,
-        claim: Claim,
-        version: i16,
-        timeout_ms: i32,
-    },
-    InitIdem {
-        idem: u8,
-        version: i16,
-    },
-    Add {
-        txn: u8,
-        parts: Vec<u8>,
-        pid: PidSel,
-        epoch: EpochSel,
-        version: i16,
-        verify_only: bool,
-    },
-    AddOffsets {
-        txn: u8,
-        epoch: EpochSel,
-        version: i16,
-    },
-    TxnCommit {
-        txn: u8,
-        epoch: EpochSel,
-        parts: Vec<u8>,
-        version: i16,
-    },
-    Produce {
-        who: Who,
-        part: u8,
-        txnal: bool,
-        pid: PidSel,
-        epoch: EpochSel,
-        seq: SeqSel,
-        n: u8,
-        version: i16,
-    },
-    End {
-        txn: u8,
-        commit: bool,
-        epoch: EpochSel,
-        version: i16,
-    },
-    Marker {
-        who: Who,
-        parts: Vec<u8>,
-        epoch: EpochSel,
-        commit: bool,
-        version: i16,
-        tv: i8,
-    },
-    Fetch {
-        part: u8,
-        committed: bool,
-    },
-    ListOffsets {
-        part: u8,
-        committed: bool,
-    },
+    Init { txn: u8, claim: Claim, version: i16, timeout_ms: i32 },
+    InitIdem { idem: u8, version: i16 },
+    Add { txn: u8, parts: Vec<u8>, pid: PidSel, epoch: EpochSel, version: i16, verify_only: bool },
+    AddOffsets { txn: u8, epoch: EpochSel, version: i16 },
+    TxnCommit { txn: u8, epoch: EpochSel, parts: Vec<u8>, version: i16 },
+    Produce { who: Who, part: u8, txnal: bool, pid: PidSel, epoch: EpochSel, seq: SeqSel, n: u8, version: i16 },
+    End { txn: u8, commit: bool, epoch: EpochSel, version: i16 },
+    Marker { who: Who, parts: Vec<u8>, epoch: EpochSel, commit: bool, version: i16, tv: i8 },
+    Fetch { part: u8, committed: bool },
+    ListOffsets { part: u8, committed: bool },
     DescribeProducers,
-    DescribeTxn {
-        txn: u8,
-    },
-    /// ListTransactions (the authz mode only: the plain mode's brokers list every sequence's).
-    ListTxns {
-        version: i16,
-    },
+    DescribeTxn { txn: u8 },
+    ListTxns { version: i16 },
+    FindCoord { group: bool, txn: u8, version: i16 },
 }
 
 impl Step {
@@ -143,6 +91,7 @@ impl Step {
             Step::DescribeProducers => "DescribeProducers",
             Step::DescribeTxn { .. } => "DescribeTransactions",
             Step::ListTxns { .. } => "ListTransactions",
+            Step::FindCoord { .. } => "FindCoordinator",
         }
     }
 }
@@ -154,8 +103,21 @@ fn who(w: &Who) -> String {
     }
 }
 
+/// `p<k>`: partition k of the sequence's topic; `x<k>`: partition k of its other topic (an index
+/// of `OTHER` and above, the authz mode's AddPartitionsToTxn only).
 fn parts(ps: &[u8]) -> String {
-    ps.iter().map(|p| format!("p{p}")).collect::<Vec<_>>().join(",")
+    ps.iter().map(|&p| part_name(p)).collect::<Vec<_>>().join(",")
+}
+
+/// Partition indexes from this one on name the other topic's partitions (`Ids::other`).
+pub const OTHER: u8 = 10;
+
+pub fn part_name(p: u8) -> String {
+    if p >= OTHER {
+        format!("x{}", p - OTHER)
+    } else {
+        format!("p{p}")
+    }
 }
 
 impl fmt::Display for PidSel {
@@ -250,6 +212,8 @@ impl fmt::Display for Step {
             Step::DescribeProducers => write!(f, "DescribeProducers p0,p1"),
             Step::DescribeTxn { txn } => write!(f, "DescribeTransactions T{txn}"),
             Step::ListTxns { version } => write!(f, "ListTransactions v{version}"),
+            Step::FindCoord { group: true, version, .. } => write!(f, "FindCoordinator v{version} group"),
+            Step::FindCoord { group: false, txn, version } => write!(f, "FindCoordinator v{version} T{txn}"),
         }
     }
 }
