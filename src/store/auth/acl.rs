@@ -188,36 +188,42 @@ impl Acls {
     }
 
     /// Whether `principal` may do `operation` on some resource of `resource_type` (Kafka's
-    /// authorizeByResourceType: an ALLOW not cancelled by a DENY of the same pattern or a
-    /// LITERAL `*` DENY), used where any topic will do (KIP-679: idempotent produce with WRITE
-    /// on any topic).
+    /// authorizeByResourceType), used where any topic will do (KIP-679: idempotent produce with
+    /// WRITE on any topic). As Kafka decides it: what a made-up resource name would be allowed
+    /// (super users; `allow.everyone.if.no.acl.found` where nothing names it) is allowed; a
+    /// LITERAL `*` DENY denies; else some ALLOW (of the operation itself or ALL) must survive
+    /// the DENYs: a LITERAL `*` ALLOW always does, a LITERAL name unless a LITERAL DENY names it
+    /// or a PREFIXED DENY is a prefix of it, a PREFIXED name unless a PREFIXED DENY is a prefix
+    /// of it.
     pub fn authorize_any(&self, principal: &str, host: &str, operation: i8, resource_type: i8) -> bool {
-        if self.super_users.iter().any(|s| s == principal) {
+        let made_up = Action { principal, host, operation, resource_type, name: "hardcode" };
+        if self.authorize(made_up) {
             return true;
         }
         let applies = |b: &&AclBinding| {
             b.resource_type == resource_type
                 && (b.principal == principal || b.principal == WILDCARD_PRINCIPAL)
                 && (b.host == host || b.host == WILDCARD)
-        };
-        let denied_everywhere = self.bindings.iter().filter(applies).any(|b| {
-            b.permission == PERMISSION_DENY
                 && (b.operation == operation || b.operation == OP_ALL)
-                && b.pattern_type == PATTERN_LITERAL
-                && b.name == WILDCARD
-        });
-        if denied_everywhere {
+        };
+        let denies: Vec<&AclBinding> =
+            self.bindings.iter().filter(applies).filter(|b| b.permission == PERMISSION_DENY).collect();
+        if denies.iter().any(|d| d.pattern_type == PATTERN_LITERAL && d.name == WILDCARD) {
             return false;
         }
-        self.bindings.iter().filter(applies).any(|b| {
-            b.permission == PERMISSION_ALLOW
-                && allows(b.operation, operation)
-                && !self.bindings.iter().filter(applies).any(|d| {
-                    d.permission == PERMISSION_DENY
-                        && (d.operation == operation || d.operation == OP_ALL)
-                        && d.pattern_type == b.pattern_type
-                        && d.name == b.name
-                })
+        let dominated = |allow: &AclBinding| {
+            denies.iter().any(|d| match d.pattern_type {
+                PATTERN_PREFIXED => allow.name.starts_with(d.name.as_str()),
+                PATTERN_LITERAL => allow.pattern_type == PATTERN_LITERAL && d.name == allow.name,
+                _ => false,
+            })
+        };
+        self.bindings.iter().filter(applies).filter(|b| b.permission == PERMISSION_ALLOW).any(|b| {
+            match b.pattern_type {
+                PATTERN_LITERAL if b.name == WILDCARD => true,
+                PATTERN_LITERAL | PATTERN_PREFIXED => !dominated(b),
+                _ => false,
+            }
         })
     }
 }
@@ -373,6 +379,50 @@ mod tests {
         let mut denied = acls.clone();
         denied.bindings.push(acl(RESOURCE_TOPIC, "*", PATTERN_LITERAL, "User:p", OP_WRITE, PERMISSION_DENY));
         assert!(!denied.authorize_any("User:p", "h", OP_WRITE, RESOURCE_TOPIC));
+    }
+
+    #[test]
+    fn a_prefixed_deny_covering_every_allow_denies_by_resource_type() {
+        let allow = |name: &str, pattern| acl(RESOURCE_TOPIC, name, pattern, "User:p", OP_WRITE, PERMISSION_ALLOW);
+        let deny = |name: &str, pattern| acl(RESOURCE_TOPIC, name, pattern, "User:p", OP_WRITE, PERMISSION_DENY);
+        let with = |bindings| Acls { bindings, ..Acls::default() };
+        // A PREFIXED DENY that is a prefix of the only LITERAL or PREFIXED ALLOW cancels it.
+        assert!(!with(vec![allow("orders-eu", PATTERN_LITERAL), deny("orders", PATTERN_PREFIXED)]).authorize_any(
+            "User:p",
+            "h",
+            OP_WRITE,
+            RESOURCE_TOPIC
+        ));
+        assert!(!with(vec![allow("orders-", PATTERN_PREFIXED), deny("orders", PATTERN_PREFIXED)]).authorize_any(
+            "User:p",
+            "h",
+            OP_WRITE,
+            RESOURCE_TOPIC
+        ));
+        // One that is not a prefix of it, or a LITERAL DENY of a PREFIXED ALLOW's name, does not.
+        assert!(with(vec![allow("orders-eu", PATTERN_LITERAL), deny("payments", PATTERN_PREFIXED)]).authorize_any(
+            "User:p",
+            "h",
+            OP_WRITE,
+            RESOURCE_TOPIC
+        ));
+        assert!(with(vec![allow("orders-", PATTERN_PREFIXED), deny("orders-", PATTERN_LITERAL)]).authorize_any(
+            "User:p",
+            "h",
+            OP_WRITE,
+            RESOURCE_TOPIC
+        ));
+        // A LITERAL `*` ALLOW survives PREFIXED DENYs; ALL counts, an implied operation does not.
+        assert!(with(vec![allow("*", PATTERN_LITERAL), deny("o", PATTERN_PREFIXED)]).authorize_any(
+            "User:p",
+            "h",
+            OP_WRITE,
+            RESOURCE_TOPIC
+        ));
+        let all = acl(RESOURCE_TOPIC, "t", PATTERN_LITERAL, "User:p", OP_ALL, PERMISSION_ALLOW);
+        assert!(with(vec![all]).authorize_any("User:p", "h", OP_WRITE, RESOURCE_TOPIC));
+        let read = acl(RESOURCE_TOPIC, "t", PATTERN_LITERAL, "User:p", OP_READ, PERMISSION_ALLOW);
+        assert!(!with(vec![read]).authorize_any("User:p", "h", OP_DESCRIBE, RESOURCE_TOPIC));
     }
 
     #[test]

@@ -6,16 +6,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::{live, Decision, TopicPartition, TxnEntry, TxnError, TxnState, CONSUMER_OFFSETS_TOPIC, TV_0};
 use crate::error_code::ResponseError;
 
-/// eos-rules 30: v4+ batches come from brokers and need CLUSTER_ACTION (a top-level
-/// CLUSTER_AUTHORIZATION_FAILED); in any version each transaction needs WRITE on its
-/// transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on its every partition).
+/// eos-rules 30: v4+ batches come from brokers and need CLUSTER_ACTION only (a top-level
+/// CLUSTER_AUTHORIZATION_FAILED; Kafka checks no WRITE for them); a client's v0-3 needs WRITE
+/// on its transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on its every partition) and
+/// on each topic ([`unknown_partitions_precheck`]).
 pub fn add_partitions_authorization(
     broker_batch: bool,
     may_cluster_action: bool,
     may_write_transactional_id: bool,
 ) -> Result<(), ResponseError> {
-    if broker_batch && !may_cluster_action {
-        return Err(ResponseError::ClusterAuthorizationFailed);
+    if broker_batch {
+        return if may_cluster_action { Ok(()) } else { Err(ResponseError::ClusterAuthorizationFailed) };
     }
     if !may_write_transactional_id {
         return Err(ResponseError::TransactionalIdAuthorizationFailed);

@@ -75,15 +75,17 @@ async fn one(
     topics: &[AddPartitionsToTxnTopic],
 ) -> BTreeMap<TopicPartition, i16> {
     let partitions = partition_set(topics);
-    // eos-rules 30: WRITE on the transactional id first, as Kafka checks.
-    let may_write = s.authorized(acl::OP_WRITE, acl::RESOURCE_TRANSACTIONAL_ID, &id.0);
+    // eos-rules 30: a client's add needs WRITE on the transactional id first, as Kafka checks,
+    // then on each topic; a broker's batch (CLUSTER_ACTION, checked for the whole request) none.
+    let broker_batch = add_partitions_is_broker_batch(version);
+    let may_write = broker_batch || s.authorized(acl::OP_WRITE, acl::RESOURCE_TRANSACTIONAL_ID, &id.0);
     if let Err(e) = add_partitions_authorization(false, true, may_write) {
         return partitions.into_iter().map(|tp| (tp, e.code())).collect();
     }
     let unauthorized: BTreeSet<String> = topics
         .iter()
         .map(|t| t.name.0.to_string())
-        .filter(|t| !s.authorized(acl::OP_WRITE, acl::RESOURCE_TOPIC, t))
+        .filter(|t| !broker_batch && !s.authorized(acl::OP_WRITE, acl::RESOURCE_TOPIC, t))
         .collect();
     // eos-rules 31: checked per transaction, also within a v4+ batch.
     if let Some(codes) = unknown_partitions_precheck(&partitions, &unauthorized, &unknown_partitions(s, topics).await) {

@@ -1,4 +1,5 @@
-//! DescribeTransactions (key 65): what kafka-transactions' `describe` shows.
+//! DescribeTransactions (key 65): what kafka-transactions' `describe` shows: DESCRIBE on each
+//! transactional id, and only the partitions of topics the client may describe.
 
 use std::rc::Rc;
 
@@ -42,7 +43,9 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: DescribeTransactionsRequ
                 t.producer_id = ProducerId(e.producer_id);
                 t.producer_epoch = e.producer_epoch;
                 let mut topics: Vec<TopicData> = Vec::new();
-                for (topic, p) in &e.partitions {
+                // Kafka lists only the partitions of topics the client may describe.
+                let describable = |topic: &str| s.authorized(acl::OP_DESCRIBE, acl::RESOURCE_TOPIC, topic);
+                for (topic, p) in e.partitions.iter().filter(|(topic, _)| describable(topic)) {
                     match topics.iter_mut().find(|d| d.topic.0.as_str() == topic) {
                         Some(d) => d.partitions.push(*p),
                         None => {
