@@ -266,7 +266,10 @@ fn build(
         p.high_watermark = r.high_watermark;
         p.last_stable_offset = r.last_stable_offset;
         p.log_start_offset = r.log_start_offset;
-        p.aborted_transactions = (isolation_level == 1).then(|| {
+        // A partition refused before any read (READ denied) carries Kafka's generated default,
+        // an empty list; one that was read carries it for read_committed only.
+        let refused = r.error_code == ResponseError::TopicAuthorizationFailed.code();
+        p.aborted_transactions = (isolation_level == 1 || refused).then(|| {
             r.aborted
                 .iter()
                 .map(|(pid, first)| {
