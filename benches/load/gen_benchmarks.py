@@ -101,6 +101,54 @@ def durability(fsync):
     return "".join("\n  * %s: %s." % (NAMES.get(k, k), fsync[k]) for k in KINDS if k in fsync)
 
 
+def only_loads_run(text, loads):
+    """The method text without the bullets of the loads the run did not have."""
+    out, skip = [], False
+    for line in text.splitlines(True):
+        m = re.match(r"^  \* `(\w+)`:", line)
+        if m:
+            skip = m.group(1) not in loads
+        elif not line.startswith("    "):
+            skip = False
+        if not skip:
+            out.append(line)
+    return "".join(out)
+
+
+def tls_method(doc):
+    """The TLS variants' setup, when the run had some."""
+    tls = doc["meta"].get("tls")
+    if not tls:
+        return ""
+    chosen = sorted({"%s %s" % (r["tls"]["version"], r["tls"]["cipher"]) for r in doc["results"]
+                     if r.get("tls") and "version" in r["tls"]})
+    return """* **TLS** (the brokers named ", TLS"): the client listener is SSL, with a certificate of
+  `scripts/dev-certs.sh` (%(key)s) as a PEM keystore (chain and unencrypted PKCS#8 key in one file;
+  Apache Kafka `ssl.keystore.type=PEM`, kaas `ssl_keystore_location`), no client certificates; the
+  controller listener of Apache Kafka stays PLAINTEXT. Every client (perf tools, `BenchTool`'s admin
+  and producers) uses `security.protocol=SSL` with the CA as a PEM truststore. Protocol and cipher
+  suite the brokers chose for a Python `ssl` client: %(chosen)s.
+""" % {"key": (tls.get("broker_key") or "EC P-256").replace("Private-Key: ", "EC key ").strip(),
+       "chosen": ", ".join(chosen) or "not recorded"}
+
+
+def quiet_method(doc):
+    """How quiet the machine was, when the run recorded it."""
+    rs = [r for r in doc["results"] if r.get("metrics", {}).get("others_cpu_frac") is not None]
+    if not rs:
+        return ""
+    worst = max(r["metrics"]["others_cpu_frac"] for r in rs)
+    la = doc["meta"]["machine"].get("loadavg_start")
+    cfg = doc["meta"]["config"]
+    wait = (" Before each case the matrix waited until other processes used at most %.0f%% of the machine "
+            "(`QUIET_MAX_BUSY`) and ran a case again when they took more than %.0f%% during it."
+            % (100 * cfg["quiet_max_busy"], 100 * cfg["quiet_max_others"])) if cfg.get("quiet_max_busy") is not None else ""
+    return """* **Quiet machine**: load average %(la)s at the start; other processes (anything but the broker and
+  the load's clients, kernel threads included) took at most %(worst).0f%% of the machine during a
+  measured window (`others_cpu_frac` in the JSON).%(wait)s
+""" % {"la": " / ".join("%.2f" % x for x in la) if la else "not recorded", "worst": max(0.0, 100 * worst), "wait": wait}
+
+
 def existing_limits(path):
     if not os.path.exists(path):
         return None
@@ -150,7 +198,7 @@ def main():
     o.append("| matrix wall time | %.0f s |" % meta.get("wall_s", 0))
     o.append("")
     o.append("## Method\n")
-    o.append("""`benches/load/matrix.sh` runs every load against each broker one after the other, each time on a
+    o.append(only_loads_run("""`benches/load/matrix.sh` runs every load against each broker one after the other, each time on a
 fresh data directory with a freshly started broker, on the same machine, with the clients (JVMs)
 on the same machine as the broker. Clients are Apache Kafka %(kv)s's own tools
 (`kafka-producer-perf-test` = `ProducerPerformance`, `kafka-consumer-perf-test` =
@@ -173,6 +221,9 @@ while Apache Kafka is still creating partition logs).
   (records x record size; 1 GB = 10^9 B; for `e2e` the background producer's mean rate x the
   window plus the probe records). For Apache Kafka that is the whole JVM (GC and JIT
   included).
+* **client CPU s/GB**: the same for the load's client JVMs (the tools that ended within the window,
+  from `getrusage(RUSAGE_CHILDREN)`; with 4 producer processes their sum). Results from before
+  this column have none.
 * **peak RSS**: `VmHWM` of the broker process (`/proc/<pid>/status`) at the end of the load,
   i.e. since the broker started for that load; for Apache Kafka the JVM's (the heap is reserved at
   1 GiB but only touched pages count).
@@ -195,7 +246,8 @@ while Apache Kafka is still creating partition logs).
     (fill), RSS, stops the broker (SIGTERM, stop s), restarts it on the same data and times launch
     until a record to the last partition is acknowledged (restart s, the probe JVM launched with
     the broker).
-""" % {
+%(tls)s%(quiet)s""" % {
+        "tls": tls_method(doc), "quiet": quiet_method(doc),
         "kv": ver["kafka"], "durability": durability(meta["fsync"]), "heap": cfg["broker_heap"],
         "fsync_div": ("\n* Apache Kafka with an fsync per append writes 1/%d of the `produce`, `txn` and `consume` "
                       "records (`FSYNC_RECORDS_DIV`): it is several times slower, and its figures are rates and "
@@ -209,7 +261,7 @@ while Apache Kafka is still creating partition logs).
         "er": fmt(cfg["e2e_records"]), "eb": fmt(cfg["e2e_bg_rate"]), "ebp": cfg["e2e_bg_partitions"],
         "rt": fmt(cfg["rc_txns"]), "rpt": cfg["rc_records_per_txn"], "ra": cfg["rc_abort_every"],
         "sp": fmt(cfg["scale_partitions"]),
-    })
+    }, cfg["loads"]))
     o.append("## Results\n")
     o.append("Ratios are kaas / Apache Kafka (with its defaults, and with an fsync per append where that "
              "broker ran) on the same security protocol, and, where TLS variants ran, each broker over TLS / "

@@ -889,14 +889,16 @@ def others_cpu(samples, c0, c1):
     """CPU seconds of processes other than the broker and the load's clients during the
     measured window (machine busy - broker - reaped children), and that as a fraction of the
     machine: a check that nobody else used the CPU while it was measured. (For e2e the
-    background producer, stopped after the window, counts as other.)"""
+    background producer, stopped after the window, counts as other.) Also the CPU seconds of the
+    load's clients (the tool JVMs that ended within the window: all of them but e2e's
+    background producer)."""
     a = next((x for x in samples if x[0] == c0), None)
     z = next((x for x in reversed(samples) if x[0] == c1), None)
     if a is None or z is None or z[3] <= a[3]:
         return {}
     other = (z[1] - a[1]) - (z[0] - a[0]) - (z[2] - a[2])
     return {"others_cpu_s": other, "others_cpu_frac": other / ((z[3] - a[3]) * (os.cpu_count() or 1)),
-            "window_s": z[3] - a[3]}
+            "window_s": z[3] - a[3], "clients_cpu_s": z[2] - a[2]}
 
 
 def run_case(load, variant, params, fn, kind, idx):
@@ -921,6 +923,8 @@ def run_case(load, variant, params, fn, kind, idx):
         m.update(others_cpu(b.samples, c0, c1))
         if m.get("bytes"):
             m["cpu_s_per_gb"] = m["cpu_s"] / (m["bytes"] / 1e9)
+            if m.get("clients_cpu_s") is not None:
+                m["clients_cpu_s_per_gb"] = m["clients_cpu_s"] / (m["bytes"] / 1e9)
         if b.proc is not None:
             m["peak_rss_mib"] = max(m.get("peak_rss_mib") or 0, b.hwm_mib() or 0)
         res["metrics"] = m
@@ -1006,9 +1010,10 @@ def fmt(v, nd=1):
 # the columns of each load's table: (metric key, header, higher is better)
 COLUMNS = {
     "produce": [("rps", "records/s", True), ("mbps", "MB/s", True), ("p50_ms", "p50 ms", False), ("p99_ms", "p99 ms", False),
-                ("p999_ms", "p99.9 ms", False), ("cpu_s_per_gb", "CPU s/GB", False), ("peak_rss_mib", "peak RSS MiB", False)],
+                ("p999_ms", "p99.9 ms", False), ("cpu_s_per_gb", "CPU s/GB", False), ("peak_rss_mib", "peak RSS MiB", False),
+                ("clients_cpu_s_per_gb", "client CPU s/GB", False)],
     "consume": [("rps", "records/s", True), ("mbps", "MB/s", True), ("cpu_s_per_gb", "CPU s/GB", False),
-                ("peak_rss_mib", "peak RSS MiB", False)],
+                ("peak_rss_mib", "peak RSS MiB", False), ("clients_cpu_s_per_gb", "client CPU s/GB", False)],
     "e2e": [("avg_ms", "avg ms", False), ("p50_ms", "p50 ms", False), ("p99_ms", "p99 ms", False), ("p999_ms", "p99.9 ms", False),
             ("bg_rps_mean", "bg records/s", True), ("cpu_s_per_gb", "CPU s/GB", False), ("peak_rss_mib", "peak RSS MiB", False)],
     "read_committed": [("txn_write_ms", "writing the txns, ms", False), ("rps", "records/s", True), ("mbps", "MB/s", True),
