@@ -114,7 +114,10 @@ def bars(doc, key, ylabel, title, path, loads=None, log_y=False):
     ax.set_ylabel(ylabel)
     ax.set_title("%s\n%s" % (title, subtitle(doc)), fontsize=10)
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8)
+    if len(vals) > 3:  # (the TLS variants too: outside, where no bar is hidden)
+        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    else:
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
