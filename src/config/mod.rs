@@ -237,10 +237,6 @@ impl Settings {
             let why = "a SASL inter-broker listener needs the user brokers log in as".to_string();
             return Err(ConfigError::Invalid("inter_broker_sasl_username", why));
         }
-        if inter.as_ref().is_some_and(|l| l.protocol.tls()) && sec.ssl_truststore_location.is_empty() {
-            let why = "a TLS inter-broker listener needs the CA that signs the peers' certificates".to_string();
-            return Err(ConfigError::Invalid("ssl_truststore_location", why));
-        }
         let known = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];
         if let Some(m) = sec.sasl_enabled_mechanisms.iter().find(|m| !known.contains(&m.as_str())) {
             let why = format!("{m} (known: {})", known.join(", "));

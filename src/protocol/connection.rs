@@ -150,6 +150,12 @@ async fn adopt(
             spawn_reader(Box::new(rd));
             Some(Writer::Tls(wr))
         }
+        Ok(Err(e)) if gone_before_handshake(&e) => {
+            // A client that closed before finishing the handshake (a port probe, a client giving
+            // up) did not fail to authenticate: Kafka neither counts nor logs it above debug.
+            tracing::debug!(%peer, "connection closed during the TLS handshake: {e}");
+            None
+        }
         Ok(Err(e)) => {
             session.metrics.failed_authentication(listener.protocol.name());
             tracing::info!(%peer, "closing connection: TLS handshake failed: {e}");
@@ -160,6 +166,13 @@ async fn adopt(
             None
         }
     }
+}
+
+/// Whether a TLS handshake ended because the client went away (end of stream, reset) rather
+/// than because what it sent was refused.
+fn gone_before_handshake(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
+    matches!(e.kind(), UnexpectedEof | ConnectionReset | ConnectionAborted | BrokenPipe)
 }
 
 async fn serve(

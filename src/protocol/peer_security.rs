@@ -66,8 +66,18 @@ impl PeerSecurity {
         let sec = &settings.security;
         let tls = if listener.protocol.tls() {
             let provider = Arc::new(super::tls::provider());
-            let pem = std::fs::read(&sec.ssl_truststore_location)
-                .map_err(|e| format!("{}: {e}", sec.ssl_truststore_location))?;
+            let pem = if sec.ssl_truststore_location.is_empty() {
+                // A single broker needs no peer; in a cluster every link to a peer fails its
+                // certificate check until the CA is given (Kafka would fall back on the JVM's).
+                tracing::warn!(
+                    "the inter-broker listener is TLS but ssl_truststore_location is empty: links to other brokers \
+                     will fail their certificate check; set it to the CA that signs the brokers' certificates"
+                );
+                Vec::new()
+            } else {
+                std::fs::read(&sec.ssl_truststore_location)
+                    .map_err(|e| format!("{}: {e}", sec.ssl_truststore_location))?
+            };
             let mut roots = rustls::RootCertStore::empty();
             for cert in CertificateDer::pem_slice_iter(&pem) {
                 roots.add(cert.map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
