@@ -7,7 +7,7 @@ environment its pkg/kgo/helpers_test.go reads:
 
   KGO_SEEDS    the kaas listener
   KGO_TEST_RF  1 (the default, 3, needs three brokers)
-  KGO_TEST_RECORDS 40,000 records through each ETL chain (franz-go's default is 500,000; fewer
+  KGO_TEST_RECORDS 20,000 records through each ETL chain (franz-go's default is 500,000; fewer
                    keep the whole CI run under 30 minutes; KAAS_KGO_TEST_RECORDS overrides it)
 
 Both tests create their topics with CreateTopics (7, 11 or 31 partitions), produce, run chains
@@ -132,7 +132,7 @@ def _go_test(src, seeds, tests, skip=None, extra_env=None):
     env = dict(os.environ)
     env.update({"KGO_SEEDS": seeds, "KGO_TEST_RF": "1", "GOFLAGS": "-buildvcs=false"})
     env.update(extra_env or {})
-    env["KGO_TEST_RECORDS"] = os.environ.get("KAAS_KGO_TEST_RECORDS", "40000")
+    env["KGO_TEST_RECORDS"] = os.environ.get("KAAS_KGO_TEST_RECORDS", "20000")
     started = time.time()
     skipping = ["-skip", f"^({skip})$"] if skip else []
     try:
