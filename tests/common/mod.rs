@@ -189,27 +189,7 @@ impl Broker {
                     if let Some(p) = api_versions_problem(self.port) {
                         problems.push(format!("kaas no longer answers ApiVersions: {p}"));
                     }
-                    let term = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-                    if !matches!(term, Ok(s) if s.success()) {
-                        problems.push(format!("could not send SIGTERM: {term:?}"));
-                    }
-                    let deadline = Instant::now() + Duration::from_secs(15);
-                    loop {
-                        match child.try_wait() {
-                            Ok(Some(status)) if status.success() => break,
-                            Ok(Some(status)) => {
-                                problems.push(format!("kaas exited with {status} on SIGTERM"));
-                                break;
-                            }
-                            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-                            other => {
-                                problems.push(format!("kaas did not stop within 15 s of SIGTERM: {other:?}"));
-                                let _ = child.kill();
-                                let _ = child.wait();
-                                break;
-                            }
-                        }
-                    }
+                    stop_with_sigterm(&mut child, &mut problems);
                 }
                 other => problems.push(format!("kaas is not running at the end of the test: {other:?}")),
             }
@@ -318,6 +298,32 @@ impl Broker {
 impl Drop for Broker {
     fn drop(&mut self) {
         self.check_and_stop();
+    }
+}
+
+/// Sends SIGTERM to a running kaas and waits up to 15 s for a clean exit; what went wrong goes to
+/// `problems` (killed if it did not stop).
+pub fn stop_with_sigterm(child: &mut Child, problems: &mut Vec<String>) {
+    let term = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    if !matches!(term, Ok(s) if s.success()) {
+        problems.push(format!("could not send SIGTERM: {term:?}"));
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => break,
+            Ok(Some(status)) => {
+                problems.push(format!("kaas exited with {status} on SIGTERM"));
+                break;
+            }
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            other => {
+                problems.push(format!("kaas did not stop within 15 s of SIGTERM: {other:?}"));
+                let _ = child.kill();
+                let _ = child.wait();
+                break;
+            }
+        }
     }
 }
 

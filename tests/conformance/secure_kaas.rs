@@ -89,25 +89,7 @@ impl SecureKaas {
         if let Some(mut child) = self.child.take() {
             match child.try_wait() {
                 Ok(None) => {
-                    // SAFETY: signalling our own child process.
-                    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-                    let deadline = Instant::now() + Duration::from_secs(15);
-                    loop {
-                        match child.try_wait() {
-                            Ok(Some(s)) if s.success() => break,
-                            Ok(Some(s)) => {
-                                problems.push(format!("kaas exited with {s} on SIGTERM"));
-                                break;
-                            }
-                            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-                            other => {
-                                problems.push(format!("kaas did not stop within 15 s of SIGTERM: {other:?}"));
-                                let _ = child.kill();
-                                let _ = child.wait();
-                                break;
-                            }
-                        }
-                    }
+                    crate::common::stop_with_sigterm(&mut child, &mut problems);
                 }
                 other => problems.push(format!("kaas is not running at the end: {other:?}")),
             }

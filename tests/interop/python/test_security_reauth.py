@@ -8,7 +8,6 @@ listener, as Kafka's socket-server metrics do.
 import re
 import socket
 import struct
-import subprocess
 import time
 import urllib.request
 import uuid
@@ -18,18 +17,12 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import javaharness as jh
-from conftest import ROOT, Broker, free_ports
+from conftest import Broker, free_ports
+from test_security import certs  # noqa: F401 (the fixture)
 
 REAUTH_MS = 1000
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}
 SCRAM_USER, SCRAM_PASSWORD = "admin", "admin-secret"
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    d = tmp_path_factory.mktemp("certs")
-    subprocess.run([str(ROOT / "scripts" / "dev-certs.sh"), str(d)], check=True, capture_output=True)
-    return d
 
 
 @pytest.fixture(scope="module")
