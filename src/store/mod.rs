@@ -11,6 +11,7 @@
 pub mod admin;
 pub mod auth;
 pub mod batch;
+pub mod cleaner;
 pub mod clock;
 pub mod cluster;
 pub mod configs;

@@ -25,23 +25,41 @@ pub fn tagged(stem: &str, ext: &str, epoch: i32) -> String {
     }
 }
 
-/// The file of the segment at `base` created by epoch `epoch`.
-pub fn segment_name(base: i64, epoch: i32) -> String {
-    tagged(&format!("{base:020}"), ".log", epoch)
+/// The file of the segment at `base` created by epoch `epoch`: generation 0 for a segment
+/// appends wrote, a higher one for a segment the log cleaner wrote (`<base>.c<gen>[.e<epoch>].log`),
+/// which covers the older files from `base` up to its own end (store::log::clean).
+pub fn segment_name(base: i64, epoch: i32, gen: u32) -> String {
+    if gen == 0 {
+        tagged(&format!("{base:020}"), ".log", epoch)
+    } else {
+        tagged(&format!("{base:020}.c{gen}"), ".log", epoch)
+    }
 }
 
-pub fn segment_path(dir: &Path, base: i64, epoch: i32) -> PathBuf {
-    dir.join(segment_name(base, epoch))
+pub fn segment_path(dir: &Path, base: i64, epoch: i32, gen: u32) -> PathBuf {
+    dir.join(segment_name(base, epoch, gen))
 }
 
-/// (base offset, epoch) of a segment file name; None for any other name.
-pub fn parse_segment_name(name: &str) -> Option<(i64, i32)> {
+/// One segment file's name: its base offset, the epoch that created it, its cleaning generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SegmentId {
+    pub base: i64,
+    pub epoch: i32,
+    pub gen: u32,
+}
+
+/// The segment a file name names; None for any other name.
+pub fn parse_segment_name(name: &str) -> Option<SegmentId> {
     let stem = name.strip_suffix(".log")?;
-    let (base, epoch) = match stem.split_once(".e") {
-        Some((base, epoch)) => (base, epoch.parse::<i32>().ok().filter(|e| *e > 0)?),
+    let (rest, epoch) = match stem.split_once(".e") {
+        Some((rest, epoch)) => (rest, epoch.parse::<i32>().ok().filter(|e| *e > 0)?),
         None => (stem, 0),
     };
-    Some((base.parse::<i64>().ok().filter(|b| *b >= 0)?, epoch))
+    let (base, gen) = match rest.split_once(".c") {
+        Some((base, gen)) => (base, gen.parse::<u32>().ok().filter(|g| *g > 0)?),
+        None => (rest, 0),
+    };
+    Some(SegmentId { base: base.parse::<i64>().ok().filter(|b| *b >= 0)?, epoch, gen })
 }
 
 /// The seal of epoch `epoch`.
@@ -59,6 +77,9 @@ pub struct SealedSegment {
     pub base: i64,
     /// The epoch that created (and named) the file.
     pub epoch: i32,
+    /// The file's cleaning generation (0: written by appends).
+    #[serde(default)]
+    pub gen: u32,
     /// Bytes of whole, valid batches from the file's start: nothing past them is read.
     pub len: u64,
 }
@@ -95,8 +116,8 @@ impl Seal {
 /// The names in a partition directory that decide how it opens.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Listing {
-    /// (base offset, epoch) of every segment file.
-    pub segments: Vec<(i64, i32)>,
+    /// Every segment file.
+    pub segments: Vec<SegmentId>,
     /// Epochs that wrote a seal.
     pub seals: Vec<i32>,
 }
@@ -122,11 +143,12 @@ impl Listing {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Plan {
     /// The directory is this epoch's: the files its seal names (if any) up to their sealed
-    /// lengths, and its own files, recovered as its own (a torn tail cut).
-    Own { seal: Option<i32>, own: Vec<i64> },
+    /// lengths, and its own files, recovered as its own (a torn tail cut). Files are
+    /// (base, generation), by base and, at one base, the newest generation first.
+    Own { seal: Option<i32>, own: Vec<(i64, u32)> },
     /// A takeover: `previous`'s files (after those of its seal `previous_seal`) are read up to
     /// the last valid batch, without changing them, and a seal of this epoch records that.
-    Takeover { previous: i32, previous_seal: Option<i32>, files: Vec<i64> },
+    Takeover { previous: i32, previous_seal: Option<i32>, files: Vec<(i64, u32)> },
     /// A later epoch sealed the directory: this broker no longer leads the partition.
     Superseded { newer: i32 },
 }
@@ -139,7 +161,12 @@ pub fn plan(epoch: i32, listing: &Listing) -> Plan {
         return Plan::Superseded { newer };
     }
     let last_seal = listing.seals.iter().copied().filter(|s| *s <= epoch).max();
-    let of = |e: i32| listing.segments.iter().filter(|(_, t)| *t == e).map(|(b, _)| *b).collect::<Vec<_>>();
+    let of = |e: i32| {
+        let mut files: Vec<(i64, u32)> =
+            listing.segments.iter().filter(|s| s.epoch == e).map(|s| (s.base, s.gen)).collect();
+        files.sort_unstable_by_key(|&(base, gen)| (base, std::cmp::Reverse(gen)));
+        files
+    };
     match last_seal {
         Some(s) if s == epoch => Plan::Own { seal: Some(s), own: of(epoch) },
         None if epoch == 0 => Plan::Own { seal: None, own: of(0) },
@@ -154,15 +181,23 @@ mod tests {
     use super::*;
 
     fn listing(segments: &[(i64, i32)], seals: &[i32]) -> Listing {
-        Listing { segments: segments.to_vec(), seals: seals.to_vec() }
+        let segments = segments.iter().map(|&(base, epoch)| SegmentId { base, epoch, gen: 0 }).collect();
+        Listing { segments, seals: seals.to_vec() }
     }
 
     #[test]
     fn file_names_carry_the_epoch_that_created_them() {
-        assert_eq!(segment_name(42, 0), "00000000000000000042.log");
-        assert_eq!(segment_name(42, 3), "00000000000000000042.e3.log");
-        assert_eq!(parse_segment_name("00000000000000000042.log"), Some((42, 0)));
-        assert_eq!(parse_segment_name("00000000000000000042.e3.log"), Some((42, 3)));
+        let id = |base, epoch, gen| Some(SegmentId { base, epoch, gen });
+        assert_eq!(segment_name(42, 0, 0), "00000000000000000042.log");
+        assert_eq!(segment_name(42, 3, 0), "00000000000000000042.e3.log");
+        assert_eq!(segment_name(42, 3, 7), "00000000000000000042.c7.e3.log");
+        assert_eq!(segment_name(42, 0, 7), "00000000000000000042.c7.log");
+        assert_eq!(parse_segment_name("00000000000000000042.log"), id(42, 0, 0));
+        assert_eq!(parse_segment_name("00000000000000000042.e3.log"), id(42, 3, 0));
+        assert_eq!(parse_segment_name("00000000000000000042.c7.e3.log"), id(42, 3, 7));
+        assert_eq!(parse_segment_name("00000000000000000042.c7.log"), id(42, 0, 7));
+        assert_eq!(parse_segment_name("00000000000000000042.c0.log"), None);
+        assert_eq!(parse_segment_name("00000000000000000042.c7.log.cleaning"), None);
         assert_eq!(parse_segment_name("00000000000000000042.e0.log"), None);
         assert_eq!(parse_segment_name("00000000000000000042.ex.log"), None);
         assert_eq!(parse_segment_name("producer-state.json"), None);
@@ -173,7 +208,7 @@ mod tests {
 
     #[test]
     fn the_first_leader_owns_the_plain_files() {
-        assert_eq!(plan(0, &listing(&[(0, 0), (10, 0)], &[])), Plan::Own { seal: None, own: vec![0, 10] });
+        assert_eq!(plan(0, &listing(&[(0, 0), (10, 0)], &[])), Plan::Own { seal: None, own: vec![(0, 0), (10, 0)] });
     }
 
     #[test]
@@ -181,7 +216,7 @@ mod tests {
         // A legacy directory (plain names) at epoch 3, or epoch 0's files after a change of hands.
         assert_eq!(
             plan(3, &listing(&[(0, 0), (10, 0)], &[])),
-            Plan::Takeover { previous: 0, previous_seal: None, files: vec![0, 10] }
+            Plan::Takeover { previous: 0, previous_seal: None, files: vec![(0, 0), (10, 0)] }
         );
     }
 
@@ -190,8 +225,8 @@ mod tests {
         // Epoch 2 sealed epoch 0's files and wrote its own from 10; epoch 0's late roll (20, 0)
         // is named by no seal and never read.
         let l = listing(&[(0, 0), (10, 2), (20, 0), (30, 2)], &[2]);
-        assert_eq!(plan(5, &l), Plan::Takeover { previous: 2, previous_seal: Some(2), files: vec![10, 30] });
-        assert_eq!(plan(2, &l), Plan::Own { seal: Some(2), own: vec![10, 30] });
+        assert_eq!(plan(5, &l), Plan::Takeover { previous: 2, previous_seal: Some(2), files: vec![(10, 0), (30, 0)] });
+        assert_eq!(plan(2, &l), Plan::Own { seal: Some(2), own: vec![(10, 0), (30, 0)] });
     }
 
     #[test]
@@ -208,7 +243,7 @@ mod tests {
             previous: 0,
             log_start: 5,
             end: 40,
-            segments: vec![SealedSegment { base: 0, epoch: 0, len: 300 }],
+            segments: vec![SealedSegment { base: 0, epoch: 0, gen: 0, len: 300 }],
         };
         seal.write(dir.path()).unwrap();
         assert_eq!(Seal::read(dir.path(), 3).unwrap(), seal);

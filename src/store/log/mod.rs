@@ -1,6 +1,9 @@
 //! Segmented append-only partition log. Batches are stored exactly as received, with only the
 //! base offset patched; reads return them as stored.
 
+pub mod clean;
+#[cfg(test)]
+mod clean_tests;
 pub mod file_cache;
 pub mod file_range;
 mod open;
@@ -127,6 +130,12 @@ pub struct Log {
     start_file: Arc<LogStartFile>,
     /// (predecessor epoch, sealed end) when this epoch took the log over (store::cluster::seal).
     sealed_from: Option<(i32, i64)>,
+    /// Where the log cleaner's next pass starts mapping keys (store::log::clean).
+    first_dirty: i64,
+    /// The cleaning generation the next pass names its files with: above every file's.
+    next_gen: u32,
+    /// The earliest delete horizon the last pass left (None: none, or not known since the open).
+    pending_horizon: Option<i64>,
 }
 
 /// The recovery point of epoch `epoch`'s own segments (store::cluster::seal).
@@ -189,6 +198,9 @@ impl Log {
             start: 0,
             start_file: Arc::new(LogStartFile::unread(dir)),
             sealed_from: None,
+            first_dirty: 0,
+            next_gen: 1,
+            pending_horizon: None,
         }
     }
 

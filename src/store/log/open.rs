@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::segment::{OpenMode, Segment};
 use super::start_offset::{opening_start, segments_below_start, LogStartFile};
 use super::{read_recovery_point, Log, LogConfig, LogError, RecoveryInfo};
-use crate::store::cluster::seal::{self, Listing, Plan, Seal, SealedSegment};
+use crate::store::cluster::seal::{self, Listing, Plan, Seal, SealedSegment, SegmentId};
 
 type Segments = BTreeMap<i64, Box<Segment>>;
 
@@ -39,14 +39,7 @@ impl Log {
                 _ => unsynced_dirs.push(parent.to_path_buf()),
             }
         }
-        let listing = Listing::read(dir)?;
-        let opened = match seal::plan(epoch, &listing) {
-            Plan::Superseded { newer } => return Err(LogError::Superseded { newer }),
-            Plan::Own { seal, own } => open_own(dir, &config, epoch, seal, &own)?,
-            Plan::Takeover { previous, previous_seal, files } => {
-                take_over(dir, &config, epoch, previous, previous_seal, &files)?
-            }
-        };
+        let (opened, listing) = open_files(dir, &config, epoch)?;
         let Opened { mut segments, mut info, start, recovery_point, cut, sealed_from } = opened;
         let end = segments.values().next_back().map_or(start, |s| s.next_offset);
         if segments.values().next_back().is_none_or(|s| s.epoch != epoch) {
@@ -71,11 +64,44 @@ impl Log {
             start,
             start_file: Arc::new(start_file),
             sealed_from,
+            first_dirty: 0,
+            next_gen: listing.segments.iter().map(|s| s.gen).max().unwrap_or(0).saturating_add(1),
+            // Unknown after a restart: the first pass finds the horizons again.
+            pending_horizon: None,
         };
+        // A cleaned file ends where the last pass cleaned to: the next one starts mapping there.
+        log.first_dirty = log.segments.values().filter(|s| s.gen > 0).map(|s| s.next_offset).max().unwrap_or(0);
         if log.recovery_point == Some(end) {
             log.recovery_point_size = log.size_bytes();
         }
         Ok((log, info))
+    }
+}
+
+/// How many times a takeover lists the directory again when a file it listed is gone: a
+/// predecessor still running (a zombie) may have finished a cleaning in between, whose new file
+/// the next listing shows.
+const TAKEOVER_ATTEMPTS: usize = 5;
+
+/// The files of the log as `epoch` opens it (and the listing they were found in).
+fn open_files(dir: &Path, config: &LogConfig, epoch: i32) -> Result<(Opened, Listing), LogError> {
+    let mut attempt = 0;
+    loop {
+        let listing = Listing::read(dir)?;
+        let opened = match seal::plan(epoch, &listing) {
+            Plan::Superseded { newer } => return Err(LogError::Superseded { newer }),
+            Plan::Own { seal, own } => open_own(dir, config, epoch, seal, &own),
+            Plan::Takeover { previous, previous_seal, files } => {
+                take_over(dir, config, epoch, previous, previous_seal, &files)
+            }
+        };
+        match opened {
+            Err(LogError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound && attempt + 1 < TAKEOVER_ATTEMPTS => {
+                tracing::info!(dir = %dir.display(), "a listed segment file went while opening; listing again");
+                attempt += 1;
+            }
+            other => return other.map(|o| (o, listing)),
+        }
     }
 }
 
@@ -91,104 +117,169 @@ struct Opened {
     sealed_from: Option<(i32, i64)>,
 }
 
-/// The files a seal names, as far as it trusts them; those retention or DeleteRecords removed
-/// since (the oldest ones) are skipped.
-fn load_sealed(dir: &Path, seal: &Seal, config: &LogConfig, segments: &mut Segments) -> Result<(), LogError> {
-    for s in &seal.segments {
-        let mode = OpenMode::Sealed { len: s.len };
-        match Segment::open(dir, s.base, s.epoch, mode, config.index_interval_bytes, &config.files) {
-            Ok((seg, _)) => {
-                segments.insert(s.base, Box::new(seg));
-            }
-            Err(LogError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound && segments.is_empty() => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
+/// One file a log may be made of: a file a seal names (trusted up to `sealed_len`) or a file of
+/// the epoch opening the log (own) or of the predecessor it takes over.
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    id: SegmentId,
+    sealed_len: Option<u64>,
 }
 
-/// Reopening this epoch's log: the files of its seal, then its own, recovered and cut.
-fn open_own(dir: &Path, config: &LogConfig, epoch: i32, seal: Option<i32>, own: &[i64]) -> Result<Opened, LogError> {
-    let mut segments = Segments::new();
-    let mut sealed_start = None;
-    let mut sealed_end = 0;
-    let mut sealed_from = None;
-    if let Some(s) = seal {
-        let seal = Seal::read(dir, s)?;
-        load_sealed(dir, &seal, config, &mut segments)?;
-        sealed_start = Some(seal.log_start);
-        sealed_end = seal.end;
-        sealed_from = Some((seal.previous, seal.end));
+/// The files of `seal` and then `files` of `epoch`, in the order the log is assembled: by base
+/// offset and, at one base, the newest cleaning generation first (store::log::clean: a cleaned
+/// file covers the files from its base up to its end, which the walk then skips).
+fn candidates(
+    dir: &Path,
+    seal: Option<i32>,
+    epoch: i32,
+    files: &[(i64, u32)],
+) -> Result<(Vec<Candidate>, Option<Seal>), LogError> {
+    let seal = seal.map(|s| Seal::read(dir, s)).transpose()?;
+    let mut out: Vec<Candidate> = seal
+        .iter()
+        .flat_map(|s| &s.segments)
+        .map(|s| Candidate { id: SegmentId { base: s.base, epoch: s.epoch, gen: s.gen }, sealed_len: Some(s.len) })
+        .collect();
+    out.extend(files.iter().map(|&(base, gen)| Candidate { id: SegmentId { base, epoch, gen }, sealed_len: None }));
+    out.sort_by_key(|c| (c.id.base, std::cmp::Reverse(c.id.gen)));
+    Ok((out, seal))
+}
+
+/// Whether the file at `i` must have its CRCs checked: it holds offsets at or past the
+/// recovery point (the next file's base is past it, or there is no next file).
+fn must_verify(all: &[Candidate], i: usize, recovery_point: Option<i64>) -> bool {
+    let base = all[i].id.base;
+    all[i + 1..].iter().map(|c| c.id.base).find(|b| *b > base).is_none_or(|next| next > recovery_point.unwrap_or(-1))
+}
+
+/// Where the log assembled so far ends (None: nothing yet).
+fn end_of(segments: &Segments) -> Option<i64> {
+    segments.values().next_back().map(|s| s.next_offset)
+}
+
+/// A file a seal names, as far as it trusts it. A missing one is skipped while nothing is
+/// loaded yet: retention and DeleteRecords remove files from the front.
+fn load_sealed(
+    dir: &Path,
+    c: Candidate,
+    len: u64,
+    config: &LogConfig,
+    segments: &mut Segments,
+) -> Result<(), LogError> {
+    let mode = OpenMode::Sealed { len };
+    match Segment::open(dir, c.id, mode, config.index_interval_bytes, &config.files) {
+        Ok((seg, _)) => {
+            segments.insert(c.id.base, Box::new(seg));
+            Ok(())
+        }
+        Err(LogError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound && segments.is_empty() => Ok(()),
+        Err(e) => Err(e),
     }
+}
+
+/// Reopening this epoch's log: the files of its seal, then its own, recovered and cut. Own
+/// files a completed cleaning covers are deleted (after the directory is fsynced, so that the
+/// cleaned file's name is durable first); a half-written cleaning (`.cleaning`) is deleted.
+fn open_own(
+    dir: &Path,
+    config: &LogConfig,
+    epoch: i32,
+    seal: Option<i32>,
+    own: &[(i64, u32)],
+) -> Result<Opened, LogError> {
+    let (all, seal) = candidates(dir, seal, epoch, own)?;
+    let sealed_start = seal.as_ref().map(|s| s.log_start);
+    let sealed_end = seal.as_ref().map_or(0, |s| s.end);
+    let sealed_from = seal.as_ref().map(|s| (s.previous, s.end));
+    let mut segments = Segments::new();
     let recovery_point = read_recovery_point(dir, epoch);
     let mut info = RecoveryInfo::default();
     let mut cut = false;
-    for (i, &base) in own.iter().enumerate() {
+    let mut covered = Vec::new();
+    for (i, &c) in all.iter().enumerate() {
+        let end = end_of(&segments);
+        if end.is_some_and(|e| c.id.base < e) {
+            // store::log::clean: a cleaned file covers this one.
+            if c.sealed_len.is_none() {
+                covered.push(seal::segment_path(dir, c.id.base, epoch, c.id.gen));
+            }
+            continue;
+        }
+        if let Some(len) = c.sealed_len {
+            load_sealed(dir, c, len, config, &mut segments)?;
+            continue;
+        }
         // The first file left is the log's start whatever its base: retention and DeleteRecords
         // remove files from the front, the seal's and this epoch's alike.
-        let contiguous = segments.values().next_back().is_none_or(|prev| prev.next_offset == base);
-        if cut || !contiguous {
+        if cut || end.is_some_and(|e| e != c.id.base) {
             // Past a cut or a gap: nothing here was ever acknowledged.
-            let path = seal::segment_path(dir, base, epoch);
+            let path = seal::segment_path(dir, c.id.base, epoch, c.id.gen);
             info.truncated_bytes += std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
             std::fs::remove_file(&path)?;
             cut = true;
             continue;
         }
-        let verify = own.get(i + 1).is_none_or(|next| *next > recovery_point.unwrap_or(-1));
-        let mode = OpenMode::Own { verify };
-        let (seg, truncated) = Segment::open(dir, base, epoch, mode, config.index_interval_bytes, &config.files)?;
+        let mode = OpenMode::Own { verify: must_verify(&all, i, recovery_point) };
+        let (seg, truncated) = Segment::open(dir, c.id, mode, config.index_interval_bytes, &config.files)?;
         info.truncated_bytes += truncated;
         cut = truncated > 0;
-        segments.insert(base, Box::new(seg));
+        segments.insert(c.id.base, Box::new(seg));
     }
-    if cut {
+    if cut || !covered.is_empty() {
         crate::store::durable::sync_dir(dir)?;
     }
+    for path in covered {
+        std::fs::remove_file(path)?;
+    }
+    super::clean::remove_unfinished(dir, epoch)?;
     let (_, from_file) = LogStartFile::open(dir, epoch);
     let from_file = from_file.max(sealed_start);
     settle_start(epoch, &mut segments, from_file, sealed_end, &mut info, true)?;
     Ok(Opened { segments, info, start: from_file.unwrap_or(0), recovery_point, cut, sealed_from })
 }
 
-/// A takeover: `previous`'s files are read up to their last valid batch (never changed), and
-/// this epoch's seal, written durably, records how far.
+/// A takeover: `previous`'s files (after those of its seal `previous_seal`) are read up to
+/// their last valid batch (never changed), and this epoch's seal, written durably, records how
+/// far. Files a cleaning of the predecessor covers are skipped; its unfinished cleanings
+/// (`.cleaning` files) are never read.
 fn take_over(
     dir: &Path,
     config: &LogConfig,
     epoch: i32,
     previous: i32,
     previous_seal: Option<i32>,
-    files: &[i64],
+    files: &[(i64, u32)],
 ) -> Result<Opened, LogError> {
+    let (all, seal) = candidates(dir, previous_seal, previous, files)?;
+    let sealed_start = seal.as_ref().map(|s| s.log_start);
+    let mut end = seal.as_ref().map(|s| s.end);
     let mut segments = Segments::new();
-    let mut sealed_start = None;
-    let mut end = None;
-    if let Some(s) = previous_seal {
-        let seal = Seal::read(dir, s)?;
-        load_sealed(dir, &seal, config, &mut segments)?;
-        sealed_start = Some(seal.log_start);
-        end = Some(seal.end);
-    }
     let recovery_point = read_recovery_point(dir, previous);
     let mut info = RecoveryInfo { took_over_from: Some(previous), ..RecoveryInfo::default() };
     // Where the next file must start: after the last file kept (an empty one too). With none
     // kept (retention removed every sealed file), the first file starts the log.
-    let mut next_base = segments.values().next_back().map(|s| s.next_offset);
-    for (i, &base) in files.iter().enumerate() {
-        if next_base.is_some_and(|e| e != base) {
+    let mut next_base: Option<i64> = None;
+    for (i, &c) in all.iter().enumerate() {
+        if next_base.is_some_and(|e| c.id.base < e) {
+            continue;
+        }
+        if let Some(len) = c.sealed_len {
+            load_sealed(dir, c, len, config, &mut segments)?;
+            next_base = end_of(&segments).or(next_base);
+            continue;
+        }
+        if next_base.is_some_and(|e| e != c.id.base) {
             // A gap: the predecessor's later files were never acknowledged as a whole log.
             break;
         }
-        let verify = files.get(i + 1).is_none_or(|next| *next > recovery_point.unwrap_or(-1));
-        let mode = OpenMode::Predecessor { verify };
-        let (seg, past) = Segment::open(dir, base, previous, mode, config.index_interval_bytes, &config.files)?;
+        let mode = OpenMode::Predecessor { verify: must_verify(&all, i, recovery_point) };
+        let (seg, past) = Segment::open(dir, c.id, mode, config.index_interval_bytes, &config.files)?;
         info.truncated_bytes += past;
         end = Some(seg.next_offset);
         next_base = end;
         // An empty file holds nothing to trust (and this epoch's first segment takes its base).
         if seg.size > 0 {
-            segments.insert(base, Box::new(seg));
+            segments.insert(c.id.base, Box::new(seg));
         }
         if past > 0 {
             break;
@@ -199,8 +290,10 @@ fn take_over(
     let end = end.unwrap_or(0);
     let start = settle_start(epoch, &mut segments, from_file, end, &mut info, false)?;
     let end = segments.values().next_back().map_or(end.max(start), |s| s.next_offset);
-    let sealed =
-        segments.values().map(|s| SealedSegment { base: s.base_offset, epoch: s.epoch, len: s.size }).collect();
+    let sealed = segments
+        .values()
+        .map(|s| SealedSegment { base: s.base_offset, epoch: s.epoch, gen: s.gen, len: s.size })
+        .collect();
     Seal { epoch, previous, log_start: start, end, segments: sealed }.write(dir)?;
     let sealed_from = Some((previous, end));
     Ok(Opened { segments, info, start: from_file.unwrap_or(0), recovery_point: None, cut: false, sealed_from })

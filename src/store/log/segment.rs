@@ -13,12 +13,12 @@ use super::file_cache::FileCache;
 use super::file_range::FileRange;
 use super::LogError;
 use crate::store::batch::{self, BatchHeader, HEADER_LEN};
-use crate::store::cluster::seal::segment_path;
+use crate::store::cluster::seal::{segment_path, SegmentId};
 
 /// The file of the segment at `base` of epoch 0 (the plain name).
 #[cfg(test)]
 pub fn segment_file(dir: &Path, base: i64) -> PathBuf {
-    segment_path(dir, base, 0)
+    segment_path(dir, base, 0, 0)
 }
 
 /// How a segment file is opened (store::cluster::seal).
@@ -55,13 +55,15 @@ pub struct Segment {
     writable: bool,
     /// The epoch that created the file (its name carries it).
     pub epoch: i32,
+    /// The file's cleaning generation (0: written by appends; its name carries it).
+    pub gen: u32,
 }
 
 impl Segment {
     /// Creates the segment at `base_offset` of epoch `epoch`. The name is new: an existing file
     /// (a left-over of this epoch cut away by recovery) is emptied, never one of another epoch.
     pub fn create(dir: &Path, base_offset: i64, epoch: i32, files: &Arc<FileCache>) -> Result<Segment, LogError> {
-        let path = segment_path(dir, base_offset, epoch);
+        let path = segment_path(dir, base_offset, epoch, 0);
         // POSIX: the new name survives a power loss only once its directory is fsynced; the log
         // has that done with the first fsync of its data (Log::sync_handles).
         let file = Arc::new(OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&path)?);
@@ -81,6 +83,7 @@ impl Segment {
             bytes_since_index: 0,
             writable: true,
             epoch,
+            gen: 0,
         })
     }
 
@@ -89,13 +92,13 @@ impl Segment {
     /// in an own file, left as they are in a predecessor's).
     pub fn open(
         dir: &Path,
-        base_offset: i64,
-        epoch: i32,
+        id: SegmentId,
         mode: OpenMode,
         index_interval: usize,
         files: &Arc<FileCache>,
     ) -> Result<(Segment, u64), LogError> {
-        let path = segment_path(dir, base_offset, epoch);
+        let SegmentId { base: base_offset, epoch, gen } = id;
+        let path = segment_path(dir, base_offset, epoch, gen);
         let writable = matches!(mode, OpenMode::Own { .. });
         let file = OpenOptions::new().read(true).write(writable).open(&path)?;
         let on_disk = file.metadata()?.len();
@@ -120,6 +123,7 @@ impl Segment {
             bytes_since_index: index_interval,
             writable,
             epoch,
+            gen,
         };
         let mut pos: u64 = 0;
         let mut header_buf = [0u8; HEADER_LEN];
@@ -328,6 +332,16 @@ impl Segment {
         let mut buf = BytesMut::zeroed(h.total_size());
         self.file()?.read_exact_at(&mut buf, pos)?;
         Ok(Some((h.base_offset, buf.freeze())))
+    }
+
+    /// The file's name as a segment id.
+    pub fn id(&self) -> SegmentId {
+        SegmentId { base: self.base_offset, epoch: self.epoch, gen: self.gen }
+    }
+
+    /// The max timestamp of the first batch (-1: empty), for max.compaction.lag.ms (KIP-354).
+    pub fn first_batch_timestamp(&self) -> i64 {
+        self.time_index.first().map_or(-1, |&(ts, _)| ts)
     }
 
     /// Takes the segment out of the file cache and returns its file, for the caller to delete.
