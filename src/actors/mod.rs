@@ -1,5 +1,6 @@
 //! Thin actors: each owns one piece of state and turns messages into calls on the core.
 
+pub mod cleaner;
 pub mod coordinators;
 pub mod directory;
 pub mod fence_watcher;

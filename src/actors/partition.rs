@@ -4,10 +4,13 @@
 //! durable data, so consumers never see what a crash could take back.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Actor, ActorContext, AsyncContext, Context, Handler};
+use actix::{Actor, ActorContext, AsyncContext, Context, Handler, SpawnHandle};
 
+use super::cleaner::LogCleaner;
 use super::messages::*;
 use super::syncer::{SyncFailure, SyncJob, Synced, Syncer};
 use crate::error_code::ResponseError;
@@ -43,6 +46,12 @@ pub struct PartitionLeader {
     /// in flight covers (kaas_log_group_commit_batches).
     unsynced_batches: u64,
     syncing_batches: u64,
+    /// The log cleaner's threads, this leader's key there, the timer that checks whether the
+    /// log needs cleaning (a compacted topic only), and the stop flag of a pass in flight.
+    cleaner: LogCleaner,
+    cleaner_id: u64,
+    cleaner_timer: Option<SpawnHandle>,
+    cleaning: Option<Arc<AtomicBool>>,
 }
 
 /// What a leader counts into: its topic's counters and the broker's metrics.
@@ -65,9 +74,11 @@ impl PartitionLeader {
         name: String,
         partition: Partition,
         syncer: Syncer,
+        cleaner: LogCleaner,
         timers: LeaderTimers,
         meters: LeaderMeters,
     ) -> PartitionLeader {
+        let cleaner_id = cleaner.register();
         PartitionLeader {
             name,
             partition,
@@ -81,6 +92,47 @@ impl PartitionLeader {
             reported_producers: 0,
             unsynced_batches: 0,
             syncing_batches: 0,
+            cleaner,
+            cleaner_id,
+            cleaner_timer: None,
+            cleaning: None,
+        }
+    }
+
+    /// A compacted topic's leader checks every `log_cleaner_backoff_ms` whether its log needs
+    /// cleaning; any other leader runs no timer for it.
+    fn schedule_cleaning(&mut self, ctx: &mut Context<Self>) {
+        let compacted = self.partition.dirtiness(now_ms()).is_some();
+        match (compacted && self.cleaner.enabled(), self.cleaner_timer.is_some()) {
+            (true, false) => {
+                let every = self.cleaner.backoff();
+                self.cleaner_timer = Some(ctx.run_interval(every, |act, ctx| act.check_cleaning(ctx)));
+            }
+            (false, true) => {
+                if let Some(t) = self.cleaner_timer.take() {
+                    ctx.cancel_future(t);
+                }
+                self.cleaner.withdraw(self.cleaner_id);
+            }
+            _ => {}
+        }
+    }
+
+    /// eos-rules 62: offers the log to the cleaner threads when it needs a pass.
+    fn check_cleaning(&mut self, ctx: &mut Context<Self>) {
+        let now = now_ms();
+        self.partition.roll_for_compaction(now);
+        if self.cleaning.is_some() {
+            return;
+        }
+        let dirtiness = self.partition.dirtiness(now);
+        tracing::debug!(partition = %self.name, ?dirtiness, "cleaning check");
+        match dirtiness {
+            Some((d, _)) if self.partition.needs_cleaning(now) => {
+                let addr = ctx.address();
+                self.cleaner.offer(self.cleaner_id, &self.name, &d, addr.clone().recipient(), addr.recipient());
+            }
+            _ => self.cleaner.withdraw(self.cleaner_id),
         }
     }
 
@@ -149,6 +201,14 @@ impl PartitionLeader {
         }
     }
 
+    /// A pass in flight is abandoned before it names a file; the cleaner forgets this leader.
+    fn stop_cleaning(&mut self) {
+        if let Some(stop) = self.cleaning.take() {
+            stop.store(true, Ordering::Release);
+        }
+        self.cleaner.withdraw(self.cleaner_id);
+    }
+
     fn housekeeping(&mut self) {
         let now = now_ms();
         if let Some(deletion) = self.partition.enforce_retention(now) {
@@ -204,11 +264,13 @@ impl Actor for PartitionLeader {
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
         ctx.run_interval(self.retention_check, |act, _| act.housekeeping());
+        self.schedule_cleaning(ctx);
         self.meters.broker.partitions().inc();
         self.report_producers();
     }
 
     fn stopped(&mut self, _: &mut Self::Context) {
+        self.stop_cleaning();
         self.meters.broker.partitions().dec();
         self.meters.broker.producer_ids().dec_by(self.reported_producers);
         self.reported_producers = 0;
@@ -444,8 +506,42 @@ impl Handler<FenceEpoch> for PartitionLeader {
 impl Handler<SetLogConfig> for PartitionLeader {
     type Result = ();
 
-    fn handle(&mut self, msg: SetLogConfig, _: &mut Self::Context) {
+    fn handle(&mut self, msg: SetLogConfig, ctx: &mut Self::Context) {
         self.partition.set_log_config(msg.config);
+        self.schedule_cleaning(ctx);
+    }
+}
+
+impl Handler<BeginCleaning> for PartitionLeader {
+    type Result = ();
+
+    fn handle(&mut self, msg: BeginCleaning, _: &mut Self::Context) {
+        let work = if self.cleaning.is_some() {
+            None
+        } else {
+            self.partition.plan_cleaning(now_ms(), msg.dedupe_buffer_bytes, msg.max_decoded_bytes)
+        };
+        if work.is_some() {
+            self.cleaning = Some(msg.stop);
+        }
+        let _ = msg.reply.send(work);
+    }
+}
+
+impl Handler<FinishCleaning> for PartitionLeader {
+    type Result = ();
+
+    fn handle(&mut self, msg: FinishCleaning, _: &mut Self::Context) {
+        self.cleaning = None;
+        let Ok(cleaned) = msg.result else { return };
+        let files = self.partition.install_cleaned(cleaned);
+        self.meters.broker.cleaner().passes.inc();
+        if files.is_empty() {
+            return;
+        }
+        // eos-rules 68: the replaced files go once this broker is known not to be fenced.
+        let fence = self.syncer.fence();
+        spawn_file_work(self.name.clone(), "cleaned segments not deleted", move || files.run(&fence));
     }
 }
 
@@ -472,6 +568,7 @@ impl Handler<Shutdown> for PartitionLeader {
                 }
             }
         }
+        self.stop_cleaning();
         let _ = msg.reply.send(());
         ctx.stop();
     }

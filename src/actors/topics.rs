@@ -13,6 +13,7 @@ use std::time::Duration;
 use actix::{Actor, Addr, ArbiterHandle, Context, Handler, Message, ResponseActFuture, WrapFuture};
 use uuid::Uuid;
 
+use super::cleaner::LogCleaner;
 use super::local_actor::LocalActor;
 use super::messages::*;
 use super::partition::{LeaderMeters, LeaderTimers, PartitionLeader};
@@ -110,6 +111,8 @@ pub struct TopicRegistry {
     arbiters: Vec<ArbiterHandle>,
     next_arbiter: usize,
     syncer: Syncer,
+    /// The log cleaner's threads, given to every leader.
+    cleaner: LogCleaner,
     /// The table the Directory answers from (shared with it): this registry grants and revokes
     /// the partitions' leases in it.
     ownership: Arc<RwLock<Ownership>>,
@@ -165,7 +168,7 @@ impl TopicRegistry {
     pub fn load(
         settings: Arc<Settings>,
         arbiters: Vec<ArbiterHandle>,
-        syncer: Syncer,
+        (syncer, cleaner): (Syncer, LogCleaner),
         ownership: Arc<RwLock<Ownership>>,
         live: Vec<i32>,
         metrics: Metrics,
@@ -177,6 +180,7 @@ impl TopicRegistry {
             arbiters,
             next_arbiter: 0,
             syncer,
+            cleaner,
             ownership,
             held: HashMap::new(),
             files: Arc::new(FileCache::new(open_segment_files(&settings))),
@@ -372,7 +376,14 @@ impl TopicRegistry {
             producer_expiration_ms: self.settings.transactions.producer_id_expiration_ms,
         };
         let meters = LeaderMeters { topic: self.metrics.topic(topic), broker: self.metrics.clone() };
-        PartitionLeader::new(format!("{topic}-{p}"), partition, self.syncer.clone(), timers, meters)
+        PartitionLeader::new(
+            format!("{topic}-{p}"),
+            partition,
+            self.syncer.clone(),
+            self.cleaner.clone(),
+            timers,
+            meters,
+        )
     }
 
     fn spawn_leader(&mut self, leader: PartitionLeader) -> Addr<PartitionLeader> {

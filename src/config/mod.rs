@@ -271,6 +271,13 @@ impl Settings {
             retention_bytes: self.log.retention_bytes,
             index_interval_bytes: 4096,
             files,
+            compaction_defaults: crate::store::cleaner::Compaction {
+                min_cleanable_dirty_ratio: 0.5,
+                min_compaction_lag_ms: self.log.cleaner_min_compaction_lag_ms,
+                max_compaction_lag_ms: self.log.cleaner_max_compaction_lag_ms,
+                delete_retention_ms: self.log.cleaner_delete_retention_ms,
+            },
+            compaction: None,
         }
     }
 

@@ -125,6 +125,42 @@ settings! {
         /// expiry run.
         retention_check_interval_ms: u64 = 300_000, at_least 1,
             kafka "log.retention.check.interval.ms" TYPE_LONG Some("300000");
+        /// Kafka's `log.cleaner.enable`: the log cleaner compacts `cleanup.policy=compact`
+        /// topics (docs/compaction.md). Off: compacted topics keep every record.
+        cleaner_enable: bool = true,
+            kafka "log.cleaner.enable" TYPE_BOOLEAN Some("true");
+        /// Kafka's `log.cleaner.threads`: passes that run at once, each on its own thread.
+        cleaner_threads: usize = 1, range 1, 64,
+            kafka "log.cleaner.threads" TYPE_INT Some("1");
+        /// Kafka's `log.cleaner.dedupe.buffer.size`: memory for the key maps of all cleaner
+        /// threads together (24 bytes a key); a log with more keys is cleaned in several passes.
+        cleaner_dedupe_buffer_size: usize = 128 << 20, range 1 << 10, 1usize << 34,
+            kafka "log.cleaner.dedupe.buffer.size" TYPE_LONG Some("134217728");
+        /// Kafka's `log.cleaner.io.max.bytes.per.second`: bytes the cleaner threads read and
+        /// write per second, all together; `0`: no limit (Kafka's default, Double.MAX_VALUE).
+        cleaner_io_max_bytes_per_second: u64 = 0,
+            kafka "log.cleaner.io.max.bytes.per.second" TYPE_LONG None => |s| {
+                if s.log.cleaner_io_max_bytes_per_second == 0 {
+                    "1.7976931348623157E308".to_string()
+                } else {
+                    s.log.cleaner_io_max_bytes_per_second.to_string()
+                }
+            };
+        /// Kafka's `log.cleaner.backoff.ms`: how long a cleaner thread sleeps when no log needs
+        /// cleaning.
+        cleaner_backoff_ms: u64 = 15_000, at_least 1,
+            kafka "log.cleaner.backoff.ms" TYPE_LONG Some("15000");
+        /// Kafka's `log.cleaner.delete.retention.ms`: the default of the topic config
+        /// `delete.retention.ms` (how long tombstones and transaction markers stay after they
+        /// were first cleaned).
+        cleaner_delete_retention_ms: i64 = 86_400_000, at_least 0,
+            kafka "log.cleaner.delete.retention.ms" TYPE_LONG Some("86400000");
+        /// Kafka's `log.cleaner.min.compaction.lag.ms`: the default of `min.compaction.lag.ms`.
+        cleaner_min_compaction_lag_ms: i64 = 0, at_least 0,
+            kafka "log.cleaner.min.compaction.lag.ms" TYPE_LONG Some("0");
+        /// Kafka's `log.cleaner.max.compaction.lag.ms`: the default of `max.compaction.lag.ms`.
+        cleaner_max_compaction_lag_ms: i64 = i64::MAX, at_least 1,
+            kafka "log.cleaner.max.compaction.lag.ms" TYPE_LONG Some("9223372036854775807");
         /// Kafka's `message.max.bytes`: the largest record batch (MESSAGE_TOO_LARGE beyond),
         /// unless the topic's `max.message.bytes` says otherwise. At most `max_request_bytes`.
         max_message_bytes: usize = 1_048_588, range 0, INT_MAX,

@@ -7,6 +7,7 @@
 //! keys kaas decodes. Gauges are kept up to date by their owners, so a scrape reads atomics and
 //! never asks an actor. `http` serves them (`metrics_listen`).
 
+pub mod cleaner;
 pub mod histogram;
 pub mod http;
 
@@ -19,6 +20,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::{Registry, Unit};
 
+pub use cleaner::CleanerMeter;
 pub use histogram::AtomicHistogram;
 
 use crate::store::txn::TxnState;
@@ -116,6 +118,7 @@ struct Inner {
     authorization_denied: Counter,
     txn_shards: Gauge,
     group_coordinators: Gauge,
+    cleaner: CleanerMeter,
 }
 
 /// The broker's metrics; clones share them.
@@ -261,6 +264,7 @@ impl Metrics {
             "Coordinator units this broker runs: transaction shards (txn) and the group coordinator (group)",
             kinds,
         );
+        let cleaner = CleanerMeter::register(&mut r);
         Metrics(Arc::new(Inner {
             registry: r,
             bytes_in,
@@ -284,6 +288,7 @@ impl Metrics {
             authorization_denied,
             txn_shards,
             group_coordinators,
+            cleaner,
         }))
     }
 
@@ -329,6 +334,10 @@ impl Metrics {
 
     pub fn group_commit_partitions(&self) -> &AtomicHistogram {
         &self.0.group_commit_partitions
+    }
+
+    pub fn cleaner(&self) -> &CleanerMeter {
+        &self.0.cleaner
     }
 
     pub fn partitions(&self) -> &Gauge {

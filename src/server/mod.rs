@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use tokio::net::TcpListener;
 
+use crate::actors::cleaner::{CleanerSettings, LogCleaner};
 use crate::actors::coordinators::Coordinators;
 use crate::actors::directory::Directory;
 use crate::actors::fence_watcher::FenceWatcher;
@@ -182,6 +183,7 @@ impl Broker {
             None => None,
         };
         let syncer = start_syncer(settings, &metrics, &fence);
+        let cleaner = start_cleaner(settings, &metrics);
         let live =
             leases::live_brokers(&settings.broker.data_dir, &local).map_err(|e| ServerError::Startup(e.to_string()))?;
         let live_ids: Vec<i32> = live.iter().map(|b| b.node_id).collect();
@@ -191,7 +193,7 @@ impl Broker {
         let registry = TopicRegistry::load(
             settings.clone(),
             arbiters.iter().map(|a| a.handle()).collect(),
-            syncer,
+            (syncer, cleaner),
             ownership.clone(),
             live_ids.clone(),
             metrics.clone(),
@@ -433,6 +435,19 @@ fn serve_metrics(settings: &Settings, metrics: &Metrics) -> Result<Option<Arbite
     });
     tracing::info!(metrics_listen = %settings.broker.metrics_listen, "serving Prometheus metrics at /metrics");
     Ok(Some(arbiter))
+}
+
+/// The log cleaner's threads (none when `log_cleaner_enable` is off).
+fn start_cleaner(settings: &Settings, metrics: &Metrics) -> LogCleaner {
+    let l = &settings.log;
+    let cleaner = CleanerSettings {
+        enable: l.cleaner_enable,
+        threads: l.cleaner_threads,
+        dedupe_buffer_bytes: l.cleaner_dedupe_buffer_size,
+        io_max_bytes_per_second: l.cleaner_io_max_bytes_per_second,
+        backoff: Duration::from_millis(l.cleaner_backoff_ms),
+    };
+    LogCleaner::start(cleaner, metrics.clone())
 }
 
 /// The fsync threads; several partitions waiting at once are flushed by one syncfs where the

@@ -151,3 +151,22 @@ pub struct DeleteRecordsBefore {
     pub offset: i64,
     pub reply: Reply<DeleteRecordsAnswer>,
 }
+
+/// From a log cleaner thread: plan a pass now (eos-rules 62) and send it back (None: nothing
+/// to clean, or a pass is already running).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct BeginCleaning {
+    pub dedupe_buffer_bytes: usize,
+    pub max_decoded_bytes: usize,
+    /// Set by the leader when it stops: the pass is abandoned before it names a file.
+    pub stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    pub reply: crossbeam_channel::Sender<Option<crate::store::partition::CleanWork>>,
+}
+
+/// From a log cleaner thread: the pass ran; install its files (eos-rules 68).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct FinishCleaning {
+    pub result: Result<crate::store::log::clean::Cleaned, crate::store::cleaner::CleanerError>,
+}

@@ -12,7 +12,6 @@ pub mod rules;
 pub mod select;
 pub mod transactions;
 
-
 use thiserror::Error;
 
 #[derive(Debug, Error)]

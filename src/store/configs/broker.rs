@@ -1,11 +1,11 @@
 //! DescribeConfigs of a BROKER: the Apache Kafka broker configs that have a true value on kaas,
 //! each with Kafka's type, its default and the synonyms Kafka lists. Kafka 4.4 has 379 broker
 //! configs; most configure machinery kaas does not have (replication, the KRaft
-//! controller, the log cleaner's tuning, SASL/SSL, quotas, remote storage), so they are left out
+//! controller, quotas, remote storage), so they are left out
 //! rather than shown with a value kaas would not honour. What is listed is either a kaas setting
 //! that is Kafka's config of that name ([`BrokerSetting`], given by the caller from the settings'
-//! declaration, config/settings.rs) or a fact of how kaas works ([`BROKER_FACTS`]: one copy, no
-//! compaction, 50 offsets partitions). As Kafka, a
+//! declaration, config/settings.rs) or a fact of how kaas works ([`BROKER_FACTS`]: one copy,
+//! 50 offsets partitions). As Kafka, a
 //! value set in the broker's own configuration is STATIC_BROKER_CONFIG, else DEFAULT_CONFIG;
 //! kaas cannot tell a setting left alone from one set to Kafka's default, so a value is static
 //! where it differs from Kafka's default. kaas changes none at runtime, so all are read-only.
@@ -59,9 +59,6 @@ pub const BROKER_FACTS: &[BrokerFact] = &[
     ),
     fact("delete.topic.enable", TYPE_BOOLEAN, Some("true"), "true",
         "DeleteTopics is always served.",
-    ),
-    fact("log.cleaner.enable", TYPE_BOOLEAN, Some("true"), "false",
-        "kaas has no log cleaner: compacted topics keep every record.",
     ),
     fact("log.cleanup.policy", TYPE_LIST, Some("delete"), "delete",
         "kaas's default cleanup policy: retention deletes whole segments.",
@@ -174,7 +171,6 @@ mod tests {
         let all = describe_broker(Vec::new());
         let e = find(&all, "offsets.topic.replication.factor");
         assert_eq!((e.value_str(), e.source, e.config_type), ("1", SOURCE_STATIC_BROKER, TYPE_SHORT));
-        assert_eq!(find(&all, "log.cleaner.enable").value_str(), "false", "kaas does not compact");
         assert_eq!(find(&all, "offsets.topic.num.partitions").source, SOURCE_DEFAULT);
         assert_eq!(all.len(), BROKER_FACTS.len());
     }

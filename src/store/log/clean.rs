@@ -328,6 +328,11 @@ impl Log {
             .collect()
     }
 
+    /// Whether a log cleaner pass wrote some of the segments.
+    pub fn has_cleaned_segments(&self) -> bool {
+        self.segments.values().any(|s| s.gen > 0)
+    }
+
     /// Where the last pass stopped mapping keys (the log start before any).
     pub fn first_dirty(&self) -> i64 {
         self.first_dirty.max(self.log_start_offset())

@@ -19,6 +19,7 @@ use bytes::Bytes;
 use thiserror::Error;
 
 use super::batch::{BatchHeader, Incoming};
+use super::cleaner::Compaction;
 use file_cache::FileCache;
 use file_range::FileRange;
 use segment::Segment;
@@ -54,6 +55,11 @@ pub struct LogConfig {
     pub index_interval_bytes: usize,
     /// The broker's cache of open segment files (one for all partitions).
     pub files: Arc<FileCache>,
+    /// The broker's `log.cleaner.*` defaults of the topic's compaction configs.
+    pub compaction_defaults: Compaction,
+    /// The topic's compaction settings when its cleanup.policy holds `compact` (None: the log
+    /// is never cleaned).
+    pub compaction: Option<Compaction>,
 }
 
 impl Default for LogConfig {
@@ -64,6 +70,8 @@ impl Default for LogConfig {
             retention_bytes: -1,
             index_interval_bytes: 4096,
             files: Arc::new(FileCache::default()),
+            compaction_defaults: Compaction::default(),
+            compaction: None,
         }
     }
 }
@@ -181,6 +189,11 @@ impl Log {
     /// New settings (a topic config altered): appends and retention use them from now on.
     pub fn set_config(&mut self, config: LogConfig) {
         self.config = config;
+    }
+
+    /// The topic's compaction settings (None: not compacted).
+    pub fn compaction(&self) -> Option<Compaction> {
+        self.config.compaction
     }
 
     /// A log that could not be opened: it holds no segment and no open file, answers every read

@@ -3,6 +3,7 @@
 //! threads: the partition actor turns messages into calls here and runs the fsync round trip.
 //! Everything below the high watermark is durable; the actor moves it once the syncer says so.
 
+mod clean;
 mod delete_records;
 mod offsets;
 mod produce;
@@ -26,6 +27,7 @@ use crate::store::producer_state::{ProducerEntry, ProducerStateError, ProducerSt
 use crate::store::records::RecordsError;
 use crate::store::validate::ValidationError;
 
+pub use clean::{CleanWork, CleanedFiles};
 pub use delete_records::{check_cleanup_policy, check_not_internal, DeleteRecordsError, Deletion, DeletionError};
 pub use offsets::Fetched;
 pub use produce::{check_parsed_partition_data, check_partition_data, check_request, Produced};
@@ -110,6 +112,9 @@ pub struct Partition {
     producers_touched: bool,
     /// Where snapshots go (see `SnapshotFile`).
     snapshot_file: Arc<SnapshotFile>,
+    /// The log cleaner removed batches: the log alone no longer rebuilds the producer state, so
+    /// every snapshot is durable (eos-rules 68).
+    log_cleaned: bool,
 }
 
 impl Partition {
@@ -131,6 +136,7 @@ impl Partition {
             snapshot_size: 0,
             producers_touched: false,
             snapshot_file: SnapshotFile::new(&dir, 0),
+            log_cleaned: false,
             dir,
         }
     }

@@ -72,7 +72,9 @@ impl Partition {
             snapshot_offset: from,
             snapshot_size,
             producers_touched: false,
+            log_cleaned: false,
         };
+        partition.log_cleaned = partition.log.has_cleaned_segments();
         if info.took_over_from.is_some() {
             // The producers of this epoch's log in a file of its own, durably, before it serves:
             // it never depends on a predecessor's snapshot again.

@@ -137,10 +137,11 @@ impl Partition {
     /// The producer state as of the log end, encoded and marked as the last snapshot; the
     /// caller writes it. Durable once the log start has moved (DeleteRecords, retention): the
     /// producers the removed segments described are then only in the snapshot, so a newer one
-    /// must not replace it with a file a power loss can empty. Before that, losing or finding
+    /// must not replace it with a file a power loss can empty; likewise once the log cleaner
+    /// removed batches (eos-rules 68). Before that, losing or finding
     /// an empty snapshot only makes recovery replay more of the log.
     pub fn snapshot(&mut self) -> Result<SnapshotWrite, SnapshotError> {
-        let durable = self.log_start_offset() > 0;
+        let durable = self.log_start_offset() > 0 || self.log_cleaned;
         let write = self.encode_snapshot(durable)?;
         self.mark_snapshot(&write);
         Ok(write)

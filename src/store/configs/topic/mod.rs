@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use thiserror::Error;
 
 use crate::error_code::ResponseError;
+use crate::store::cleaner::Compaction;
 use crate::store::log::LogConfig;
 use crate::store::validate::TimestampPolicy;
 use table::{ConfigDef, Honour, Kind, Valid};
@@ -253,6 +254,20 @@ pub fn log_config_for(base: &LogConfig, configs: &BTreeMap<String, String>) -> (
     }
     if let Some(v) = stored(configs, "index.interval.bytes", &mut ignored) {
         out.index_interval_bytes = v;
+    }
+    if is_compacted(configs) {
+        let d = base.compaction_defaults;
+        out.compaction = Some(Compaction {
+            min_cleanable_dirty_ratio: stored(configs, "min.cleanable.dirty.ratio", &mut ignored)
+                .unwrap_or(d.min_cleanable_dirty_ratio),
+            min_compaction_lag_ms: stored(configs, "min.compaction.lag.ms", &mut ignored)
+                .unwrap_or(d.min_compaction_lag_ms),
+            max_compaction_lag_ms: stored(configs, "max.compaction.lag.ms", &mut ignored)
+                .unwrap_or(d.max_compaction_lag_ms),
+            delete_retention_ms: stored(configs, "delete.retention.ms", &mut ignored).unwrap_or(d.delete_retention_ms),
+        });
+    } else {
+        out.compaction = None;
     }
     // Kafka: retention.ms and retention.bytes delete segments only under a cleanup.policy
     // holding `delete`; a compact-only topic keeps them (its cleaner removes superseded keys).
