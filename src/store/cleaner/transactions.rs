@@ -15,8 +15,11 @@ pub struct CleanedTransactions {
     /// Aborted transactions not yet reached, by first offset (from the aborted index).
     aborted: Vec<CompletedTxn>,
     next_aborted: usize,
-    /// Producer id -> whether a batch of its ongoing aborted transaction stays.
-    ongoing_aborted: HashMap<i64, bool>,
+    /// Producer id -> (the offset of its ongoing aborted transaction's marker, whether a batch
+    /// of that transaction stays). A batch after the marker's offset is not part of it, also
+    /// once a pass removed the marker (an aborted transaction is known by its offsets, as in
+    /// the aborted index, not by meeting its marker).
+    ongoing_aborted: HashMap<i64, (i64, bool)>,
     /// Producers whose ongoing (not aborted) transaction has a batch that stays.
     ongoing_committed: HashSet<i64>,
 }
@@ -31,7 +34,7 @@ impl CleanedTransactions {
 
     fn reach(&mut self, offset: i64) {
         while let Some(t) = self.aborted.get(self.next_aborted).filter(|t| t.first_offset <= offset) {
-            self.ongoing_aborted.insert(t.producer_id, false);
+            self.ongoing_aborted.insert(t.producer_id, (t.last_offset, false));
             self.next_aborted += 1;
         }
     }
@@ -39,7 +42,16 @@ impl CleanedTransactions {
     /// A data batch: true when it belongs to an aborted transaction (all its records go).
     pub fn on_batch(&mut self, h: &BatchHeader) -> bool {
         self.reach(h.last_offset());
-        h.is_transactional() && self.ongoing_aborted.contains_key(&h.producer_id)
+        h.is_transactional() && self.aborted_entry(h).is_some()
+    }
+
+    /// The ongoing aborted transaction `h` belongs to (one whose marker is gone ends here).
+    fn aborted_entry(&mut self, h: &BatchHeader) -> Option<&mut (i64, bool)> {
+        let ended = self.ongoing_aborted.get(&h.producer_id).is_some_and(|(marker, _)| h.base_offset > *marker);
+        if ended {
+            self.ongoing_aborted.remove(&h.producer_id);
+        }
+        self.ongoing_aborted.get_mut(&h.producer_id)
     }
 
     /// The pass keeps (some of) the data batch `h`: its transaction's marker stays.
@@ -47,8 +59,8 @@ impl CleanedTransactions {
         if !h.is_transactional() {
             return;
         }
-        match self.ongoing_aborted.get_mut(&h.producer_id) {
-            Some(kept) => *kept = true,
+        match self.aborted_entry(h) {
+            Some((_, kept)) => *kept = true,
             None => {
                 self.ongoing_committed.insert(h.producer_id);
             }
@@ -60,7 +72,9 @@ impl CleanedTransactions {
     pub fn on_control(&mut self, h: &BatchHeader, marker: Option<Marker>) -> bool {
         self.reach(h.last_offset());
         match marker {
-            Some(Marker { commit: false, .. }) => !self.ongoing_aborted.remove(&h.producer_id).unwrap_or(false),
+            Some(Marker { commit: false, .. }) => {
+                !self.ongoing_aborted.remove(&h.producer_id).is_some_and(|(_, kept)| kept)
+            }
             Some(Marker { commit: true, .. }) => !self.ongoing_committed.remove(&h.producer_id),
             // An empty control batch was already cleaned (Kafka discards it).
             None => true,

@@ -84,6 +84,18 @@ pub struct PassStats {
 pub struct CleanedGroup {
     replaces: Vec<SegmentId>,
     segment: Box<Segment>,
+    /// Offsets of the ABORT markers the group no longer holds: their entries leave the aborted
+    /// index when it is installed (a reader given an aborted transaction whose marker it never
+    /// meets would take the producer's later transactions for aborted ones).
+    dropped_aborts: Vec<i64>,
+}
+
+/// What installing a pass changed.
+#[derive(Debug, Default)]
+pub struct Installed {
+    pub replaced: Vec<PathBuf>,
+    pub unused: Vec<PathBuf>,
+    pub dropped_aborts: Vec<i64>,
 }
 
 /// The result of a pass, for the partition's thread to install.
@@ -170,6 +182,7 @@ impl CleanJob {
         let stats_of: Vec<SegmentStat> = self.inputs[..upto].iter().map(|i| i.stat).collect();
         let mut txns = CleanedTransactions::new(inputs.aborted.clone());
         let mut written: Vec<(PathBuf, PathBuf, Vec<SegmentId>)> = Vec::new();
+        let mut dropped_aborts: Vec<Vec<i64>> = Vec::new();
         let mut next_horizon: Option<i64> = None;
         let result = (|| {
             for range in select::group_segments(&stats_of, self.segment_bytes) {
@@ -182,6 +195,7 @@ impl CleanJob {
                 let mut out = BufWriter::with_capacity(READ_BUFFER, &file);
                 let mut end_written = base;
                 let mut last: Option<BatchHeader> = None;
+                let mut group_aborts = Vec::new();
                 for input in group {
                     for_each_batch(input, stop, |b, h| {
                         stats.bytes_read += b.len() as u64;
@@ -191,6 +205,9 @@ impl CleanJob {
                         let bytes = match rules::clean_batch(b, h, &mut txns, &map, &ctx)? {
                             Verdict::Drop => {
                                 stats.batches_dropped += 1;
+                                if h.is_control() && crate::store::control::parse_marker(b).is_some_and(|m| !m.commit) {
+                                    group_aborts.push(h.base_offset);
+                                }
                                 return Ok(true);
                             }
                             Verdict::Keep => {
@@ -222,6 +239,7 @@ impl CleanJob {
                 out.flush()?;
                 drop(out);
                 file.sync_data()?;
+                dropped_aborts.push(group_aborts);
             }
             before_swap()?;
             for (tmp, name, _) in &written {
@@ -240,13 +258,13 @@ impl CleanJob {
             return Err(e);
         }
         let mut groups = Vec::new();
-        for (_, name, replaces) in written {
+        for ((_, name, replaces), dropped_aborts) in written.into_iter().zip(dropped_aborts) {
             let id = seal::parse_segment_name(&name.file_name().unwrap_or_default().to_string_lossy())
                 .ok_or_else(|| CleanerError::Abandoned(format!("{}: not a segment name", name.display())))?;
             let (segment, _) =
                 Segment::open(&self.dir, id, OpenMode::Own { verify: false }, self.index_interval, &self.files)
                     .map_err(|e| CleanerError::Abandoned(e.to_string()))?;
-            groups.push(CleanedGroup { replaces, segment: Box::new(segment) });
+            groups.push(CleanedGroup { replaces, segment: Box::new(segment), dropped_aborts });
         }
         Ok(Cleaned { groups, first_dirty: pass_end, next_horizon, stats })
     }
@@ -300,14 +318,18 @@ fn for_each_batch(
     Ok(())
 }
 
-/// Deletes the unfinished cleanings (`.cleaning`) of `epoch` at its log's opening.
+/// Deletes the unfinished cleanings (`.cleaning`) of `epoch` and its predecessors at its log's
+/// opening: nobody ever reads one.
 pub fn remove_unfinished(dir: &Path, epoch: i32) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let name = entry?.file_name();
         let name = name.to_string_lossy();
         let Some(seg) = name.strip_suffix(UNFINISHED).and_then(seal::parse_segment_name) else { continue };
-        if seg.epoch == epoch {
-            std::fs::remove_file(dir.join(&*name))?;
+        if seg.epoch <= epoch {
+            match std::fs::remove_file(dir.join(&*name)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
         }
     }
     Ok(())
@@ -384,11 +406,13 @@ impl Log {
 
     /// Installs a pass's files in place of the segments they cover. A group whose segments are
     /// no longer all in the log (retention or DeleteRecords removed some since) is not
-    /// installed. Returns (the files replaced, the pass's files not installed): the caller
-    /// deletes both off the partition's thread.
-    pub fn install_cleaned(&mut self, cleaned: Cleaned) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    /// installed. Returns the files replaced and the pass's files not installed (the caller
+    /// deletes both off the partition's thread), and the offsets of the ABORT markers the
+    /// installed files no longer hold.
+    pub fn install_cleaned(&mut self, cleaned: Cleaned) -> Installed {
         let mut replaced = Vec::new();
         let mut unused = Vec::new();
+        let mut dropped_aborts = Vec::new();
         let mut installed = false;
         for g in cleaned.groups {
             let (base, end) = (g.segment.base_offset, g.segment.next_offset);
@@ -403,13 +427,20 @@ impl Log {
                 }
             }
             self.segments.insert(base, g.segment);
+            dropped_aborts.extend(g.dropped_aborts);
             installed = true;
         }
         if installed {
             self.first_dirty = self.first_dirty.max(cleaned.first_dirty);
             self.pending_horizon = cleaned.next_horizon;
         }
-        (replaced, unused)
+        Installed { replaced, unused, dropped_aborts }
+    }
+
+    /// The header of the batch starting at `offset` (None: no batch starts there).
+    pub fn batch_header_at(&self, offset: i64) -> Result<Option<BatchHeader>, LogError> {
+        let Some(seg) = self.segments.range(..=offset).next_back().map(|(_, s)| s) else { return Ok(None) };
+        Ok(seg.header_from(offset)?.filter(|h| h.base_offset == offset))
     }
 
     /// KIP-354: starts a new active segment (a compacted log whose active segment is older than

@@ -69,13 +69,15 @@ struct TestLog {
     log: Log,
     aborted: Vec<CompletedTxn>,
     last_data: HashMap<i64, i64>,
+    /// ABORT markers the installed passes removed.
+    dropped_aborts: Vec<i64>,
 }
 
 impl TestLog {
     fn new() -> TestLog {
         let dir = tempfile::tempdir().unwrap();
         let (log, _) = Log::open(dir.path(), LogConfig::for_tests(1 << 20)).unwrap();
-        TestLog { _dir: dir, log, aborted: Vec::new(), last_data: HashMap::new() }
+        TestLog { _dir: dir, log, aborted: Vec::new(), last_data: HashMap::new(), dropped_aborts: Vec::new() }
     }
 
     /// Appends and rolls: returns the batch's base offset.
@@ -106,9 +108,10 @@ impl TestLog {
             max_decoded_bytes: 1 << 20,
         };
         let cleaned = job.run(&inputs, &mut |_| {}, || Ok(()), &AtomicBool::new(false)).unwrap();
-        let (replaced, unused) = self.log.install_cleaned(cleaned);
-        assert!(unused.is_empty());
-        for p in replaced {
+        let installed = self.log.install_cleaned(cleaned);
+        assert!(installed.unused.is_empty());
+        self.dropped_aborts.extend(installed.dropped_aborts);
+        for p in installed.replaced {
             std::fs::remove_file(p).unwrap();
         }
     }
@@ -445,4 +448,23 @@ fn rule_70_a_record_without_a_key_goes() {
     t.append(plain(&[("k", Some("1"))]));
     t.clean(NOW);
     assert_eq!(t.records(), vec![rec(1, "k", Some("1"))]);
+}
+
+#[test]
+fn rule_63_a_committed_transaction_after_an_aborted_one_stays_once_the_abort_marker_went() {
+    let mut t = TestLog::new();
+    let first = t.append(data(7, 0, true, &[("a", Some("aborted"))]));
+    t.abort(7, first);
+    t.append(data(7, 1, true, &[("b", Some("committed"))]));
+    t.append(marker(7, true));
+    t.append(plain(&[("z", Some("1"))]));
+    t.last_data.clear();
+    t.clean(NOW);
+    t.clean(NOW + DAY);
+    assert!(!t.markers().contains(&1), "the abort marker went");
+    assert_eq!(t.dropped_aborts, vec![1], "its aborted-index entry goes with it");
+    // The aborted index still names the aborted transaction: a later pass must not take the
+    // producer's next (committed) transaction for it.
+    t.clean(NOW + 2 * DAY);
+    assert_eq!(t.records(), vec![rec(2, "b", Some("committed")), rec(4, "z", Some("1"))]);
 }

@@ -100,7 +100,13 @@ fn open_files(dir: &Path, config: &LogConfig, epoch: i32) -> Result<(Opened, Lis
                 tracing::info!(dir = %dir.display(), "a listed segment file went while opening; listing again");
                 attempt += 1;
             }
-            other => return other.map(|o| (o, listing)),
+            other => {
+                let opened = other?;
+                // eos-rules 68: an unfinished cleaning (this epoch's or a predecessor's) is never
+                // read; deleting it makes a zombie's rename of it fail.
+                super::clean::remove_unfinished(dir, epoch)?;
+                return Ok((opened, listing));
+            }
         }
     }
 }
@@ -179,7 +185,7 @@ fn load_sealed(
 
 /// Reopening this epoch's log: the files of its seal, then its own, recovered and cut. Own
 /// files a completed cleaning covers are deleted (after the directory is fsynced, so that the
-/// cleaned file's name is durable first); a half-written cleaning (`.cleaning`) is deleted.
+/// cleaned file's name is durable first).
 fn open_own(
     dir: &Path,
     config: &LogConfig,
@@ -231,7 +237,6 @@ fn open_own(
     for path in covered {
         std::fs::remove_file(path)?;
     }
-    super::clean::remove_unfinished(dir, epoch)?;
     let (_, from_file) = LogStartFile::open(dir, epoch);
     let from_file = from_file.max(sealed_start);
     settle_start(epoch, &mut segments, from_file, sealed_end, &mut info, true)?;

@@ -295,6 +295,11 @@ impl Segment {
         Ok(end)
     }
 
+    /// The header of the first batch holding offsets at or after `offset` (None: past the end).
+    pub fn header_from(&self, offset: i64) -> Result<Option<BatchHeader>, LogError> {
+        Ok(self.locate(offset)?.map(|(_, h)| h))
+    }
+
     /// Header of every batch, in order (recovery of producer state).
     pub fn headers_from(&self, offset: i64) -> Result<Vec<BatchHeader>, LogError> {
         let mut out = Vec::new();

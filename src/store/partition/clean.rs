@@ -113,9 +113,15 @@ impl Partition {
         Some(CleanWork { job, inputs, snapshot })
     }
 
-    /// Puts a pass's files in place of the segments they cover (eos-rules 68).
+    /// Puts a pass's files in place of the segments they cover (eos-rules 68). The aborted
+    /// transactions whose markers went leave the aborted index (eos-rules 64): a read_committed
+    /// reader keeps an aborted transaction's producer "aborted" until it meets the marker.
     pub fn install_cleaned(&mut self, cleaned: Cleaned) -> CleanedFiles {
-        let (replaced, unused) = self.log.install_cleaned(cleaned);
-        CleanedFiles { replaced, unused }
+        let installed = self.log.install_cleaned(cleaned);
+        if !installed.dropped_aborts.is_empty() {
+            self.txns.forget_markers(&installed.dropped_aborts);
+            self.producers_touched = true;
+        }
+        CleanedFiles { replaced: installed.replaced, unused: installed.unused }
     }
 }

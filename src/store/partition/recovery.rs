@@ -57,6 +57,12 @@ impl Partition {
                 txns.record(done);
             }
         }
+        if log.has_cleaned_segments() {
+            // eos-rules 64: a snapshot written before the cleaner removed an ABORT marker still
+            // names its transaction; without the marker a reader would hide the producer's
+            // later transactions. Only markers still in the log stay in the index.
+            txns.retain(|t| matches!(log.batch_header_at(t.last_offset), Ok(Some(h)) if h.is_control()));
+        }
         // The high watermark exposes what recovery found: the caller makes it durable (one
         // syncfs for every partition opened together) before the partition serves, since a
         // power loss after an earlier crash could still take back what sits in the page cache.

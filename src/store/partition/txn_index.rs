@@ -28,6 +28,17 @@ impl TxnIndex {
         self.aborted.extend(done.filter(|t| t.aborted));
     }
 
+    /// The log cleaner removed the ABORT markers at `offsets` (their data went before).
+    pub fn forget_markers(&mut self, offsets: &[i64]) {
+        let gone: std::collections::HashSet<i64> = offsets.iter().copied().collect();
+        self.aborted.retain(|t| !gone.contains(&t.last_offset));
+    }
+
+    /// Only the aborted transactions `keep` says are still in the log.
+    pub fn retain(&mut self, keep: impl FnMut(&CompletedTxn) -> bool) {
+        self.aborted.retain(keep);
+    }
+
     /// Retention removed everything below `log_start_offset`.
     pub fn truncate_head(&mut self, log_start_offset: i64) {
         self.aborted.retain(|t| t.last_offset >= log_start_offset);

@@ -205,9 +205,8 @@ def test_configs_tool_describes_a_brokers_configs(broker):
     out = tool("org.apache.kafka.tools.ConfigCommand", broker.bootstrap, "--describe", "--entity-type", "brokers",
                "--entity-name", node, "--all").stdout
     lines = {l.strip().split("=", 1)[0]: l.strip() for l in out.splitlines() if " sensitive=" in l}
-    assert lines["log.cleaner.enable"] == ("log.cleaner.enable=false sensitive=false synonyms="
-                                           "{STATIC_BROKER_CONFIG:log.cleaner.enable=false, "
-                                           "DEFAULT_CONFIG:log.cleaner.enable=true}"), out
+    assert lines["log.cleaner.enable"] == ("log.cleaner.enable=true sensitive=false synonyms="
+                                           "{DEFAULT_CONFIG:log.cleaner.enable=true}"), out
     assert lines["message.max.bytes"] == ("message.max.bytes=1048588 sensitive=false synonyms="
                                           "{DEFAULT_CONFIG:message.max.bytes=1048588}"), out
     assert lines["listeners"].startswith(f"listeners=PLAINTEXT://{broker.bootstrap} "), out

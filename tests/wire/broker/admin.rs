@@ -398,7 +398,7 @@ fn a_broker_describes_the_kafka_configs_it_has_a_true_value_for() {
         (find("offsets.topic.replication.factor").1, find("offsets.topic.replication.factor").2),
         ("1".into(), 4)
     );
-    assert_eq!(find("log.cleaner.enable").1, "false");
+    assert_eq!(find("log.cleaner.enable").1, "true");
     assert_eq!(find("listeners").1, format!("PLAINTEXT://127.0.0.1:{}", broker.port));
     assert_eq!(find("broker.id").1, broker.node_id.to_string());
     assert!(configs.len() > 40, "{} configs", configs.len());

@@ -11,13 +11,18 @@ import org.apache.kafka.common.serialization.LongDeserializer;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.state.KeyValueStore;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -35,12 +40,23 @@ import java.util.TreeMap;
  * each and in order: a duplicate or a gap is an exactly-once violation.
  *
  * Modes:
- *   produce BOOTSTRAP TOPIC WORDS N      N records (value = one of WORDS words), idempotent
+ *   produce BOOTSTRAP TOPIC WORDS N [PAD]
+ *                                        N records (value = one of WORDS words), idempotent; with
+ *                                        PAD, each word is followed by "-" and PAD times "x"
  *   run BOOTSTRAP APP_ID IN OUT STATE_DIR SECONDS
  *                                        runs the application; prints "running" once it is
  *                                        RUNNING; stops after SECONDS (or is killed)
- *   verify BOOTSTRAP OUT WORDS N SECONDS reads OUT read_committed until every count arrived
+ *   verify BOOTSTRAP OUT WORDS N SECONDS [PAD]
+ *                                        reads OUT read_committed until every count arrived
  *                                        (or SECONDS pass) and prints a JSON summary
+ *   run-store BOOTSTRAP APP_ID IN OUT STATE_DIR SECONDS STOP_FILE [CONFIG=VALUE ...]
+ *                                        as run, but the count's store is named "counts" (its
+ *                                        changelog is APP_ID-counts-changelog), each CONFIG=VALUE
+ *                                        is added to the Streams configs (e.g.
+ *                                        topic.segment.bytes=1048576: a topic config of the
+ *                                        internal topics Streams creates; producer.linger.ms=0),
+ *                                        and the application also stops (closed cleanly) once
+ *                                        STOP_FILE exists
  */
 public final class StreamsEos {
     private StreamsEos() {
@@ -48,19 +64,26 @@ public final class StreamsEos {
 
     public static void main(String[] args) throws Exception {
         switch (args[0]) {
-            case "produce" -> produce(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]));
+            case "produce" -> produce(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]),
+                    pad(args, 5));
             case "run" -> run(args[1], args[2], args[3], args[4], args[5], Integer.parseInt(args[6]));
+            case "run-store" -> runStore(args);
             case "verify" -> verify(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]),
-                    Integer.parseInt(args[5]));
+                    Integer.parseInt(args[5]), pad(args, 6));
             default -> throw new IllegalArgumentException("unknown mode " + args[0]);
         }
+    }
+
+    /** The optional PAD argument at `at`: "" or "-" and that many "x". */
+    static String pad(String[] args, int at) {
+        return args.length > at && Integer.parseInt(args[at]) > 0 ? "-" + "x".repeat(Integer.parseInt(args[at])) : "";
     }
 
     static String word(int i, int words) {
         return "w" + (i % words);
     }
 
-    static void produce(String bootstrap, String topic, int words, int n) throws Exception {
+    static void produce(String bootstrap, String topic, int words, int n, String pad) throws Exception {
         Properties p = Common.clientProps();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
@@ -69,7 +92,7 @@ public final class StreamsEos {
         try (KafkaProducer<String, String> producer =
                      new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
             for (int i = 0; i < n; i++) {
-                producer.send(new ProducerRecord<>(topic, "k" + i, word(i, words)));
+                producer.send(new ProducerRecord<>(topic, "k" + i, word(i, words) + pad));
             }
             producer.flush();
         }
@@ -78,6 +101,37 @@ public final class StreamsEos {
 
     static void run(String bootstrap, String appId, String in, String out, String stateDir, int seconds)
             throws Exception {
+        Properties p = streamsProps(bootstrap, appId, stateDir);
+        StreamsBuilder b = new StreamsBuilder();
+        b.stream(in, Consumed.with(Serdes.String(), Serdes.String()))
+                .groupBy((k, v) -> v, Grouped.with("by-word", Serdes.String(), Serdes.String()))
+                .count()
+                .toStream()
+                .to(out, Produced.with(Serdes.String(), Serdes.Long()));
+        runUntil(new KafkaStreams(b.build(), p), seconds, null);
+    }
+
+    static void runStore(String[] args) throws Exception {
+        String bootstrap = args[1];
+        Properties p = streamsProps(bootstrap, args[2], args[5]);
+        for (int i = 8; i < args.length; i++) {
+            int eq = args[i].indexOf('=');
+            if (eq <= 0) {
+                throw new IllegalArgumentException("not CONFIG=VALUE: " + args[i]);
+            }
+            p.put(args[i].substring(0, eq), args[i].substring(eq + 1));
+        }
+        StreamsBuilder b = new StreamsBuilder();
+        b.stream(args[3], Consumed.with(Serdes.String(), Serdes.String()))
+                .groupBy((k, v) -> v, Grouped.with("by-word", Serdes.String(), Serdes.String()))
+                .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts")
+                        .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
+                .toStream()
+                .to(args[4], Produced.with(Serdes.String(), Serdes.Long()));
+        runUntil(new KafkaStreams(b.build(), p), Integer.parseInt(args[6]), Path.of(args[7]));
+    }
+
+    static Properties streamsProps(String bootstrap, String appId, String stateDir) {
         Properties p = Common.clientProps();
         p.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
         p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -91,13 +145,11 @@ public final class StreamsEos {
         // A killed instance's member leaves the group after this (Kafka's minimum is 6 s).
         p.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), "6000");
         p.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), "1500");
-        StreamsBuilder b = new StreamsBuilder();
-        b.stream(in, Consumed.with(Serdes.String(), Serdes.String()))
-                .groupBy((k, v) -> v, Grouped.with("by-word", Serdes.String(), Serdes.String()))
-                .count()
-                .toStream()
-                .to(out, Produced.with(Serdes.String(), Serdes.Long()));
-        KafkaStreams streams = new KafkaStreams(b.build(), p);
+        return p;
+    }
+
+    /** Runs until SECONDS pass, the application fails, or `stop` (when not null) exists. */
+    static void runUntil(KafkaStreams streams, int seconds, Path stop) throws Exception {
         List<Throwable> failures = new ArrayList<>();
         streams.setUncaughtExceptionHandler(e -> {
             synchronized (failures) {
@@ -111,23 +163,26 @@ public final class StreamsEos {
         });
         streams.start();
         long deadline = System.currentTimeMillis() + seconds * 1000L;
-        while (System.currentTimeMillis() < deadline && streams.state().isRunningOrRebalancing()) {
+        while (System.currentTimeMillis() < deadline && streams.state().isRunningOrRebalancing()
+                && (stop == null || !Files.exists(stop))) {
             Thread.sleep(100);
         }
         KafkaStreams.State last = streams.state();
-        streams.close(Duration.ofSeconds(30));
+        boolean closed = streams.close(Duration.ofSeconds(30));
         synchronized (failures) {
             for (Throwable t : failures) {
                 t.printStackTrace();
             }
-            System.out.println("{\"final_state\": \"" + last + "\", \"failures\": " + failures.size() + "}");
+            System.out.println("{\"final_state\": \"" + last + "\", \"failures\": " + failures.size()
+                    + ", \"closed\": " + closed + "}");
+            System.out.flush();
             if (!failures.isEmpty() || last == KafkaStreams.State.ERROR) {
                 System.exit(1);
             }
         }
     }
 
-    static void verify(String bootstrap, String out, int words, int n, int seconds) {
+    static void verify(String bootstrap, String out, int words, int n, int seconds, String pad) {
         Properties p = Common.clientProps();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
@@ -135,7 +190,7 @@ public final class StreamsEos {
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         Map<String, Integer> expected = new TreeMap<>();
         for (int i = 0; i < n; i++) {
-            expected.merge(word(i, words), 1, Integer::sum);
+            expected.merge(word(i, words) + pad, 1, Integer::sum);
         }
         Map<String, List<Long>> seen = new HashMap<>();
         int records = 0;
