@@ -33,6 +33,9 @@ pub enum TopicConfigError {
     Unsupported { name: String, value: String, supported: String },
     #[error("Invalid value {value} for configuration {name}: {reason}")]
     InvalidValue { name: String, value: String, reason: String },
+    /// Two configs that contradict each other (Kafka's LogConfig.validateValues).
+    #[error("conflict topic config setting min.compaction.lag.ms ({min}) > max.compaction.lag.ms ({max})")]
+    CompactionLag { min: i64, max: i64 },
 }
 
 impl TopicConfigError {
@@ -208,7 +211,15 @@ pub fn validate_set(configs: &BTreeMap<String, String>) -> Result<BTreeMap<Strin
     if let Some(name) = configs.keys().find(|n| table::find(n).is_none()) {
         return Err(TopicConfigError::Unknown(name.clone()));
     }
-    configs.iter().map(|(n, v)| Ok((n.clone(), check(n, v)?))).collect()
+    let checked: BTreeMap<String, String> =
+        configs.iter().map(|(n, v)| Ok((n.clone(), check(n, v)?))).collect::<Result<_, _>>()?;
+    // Kafka's LogConfig.validateValues: the compaction lags may not contradict each other.
+    let lag = |name: &str, default: i64| checked.get(name).and_then(|v| v.parse::<i64>().ok()).unwrap_or(default);
+    let (min, max) = (lag("min.compaction.lag.ms", 0), lag("max.compaction.lag.ms", i64::MAX));
+    if min > max {
+        return Err(TopicConfigError::CompactionLag { min, max });
+    }
+    Ok(checked)
 }
 
 /// Validates the configs of a CreateTopics topic (entries without a value are skipped, as they
@@ -371,6 +382,34 @@ mod tests {
         assert!(one("min.insync.replicas", "1").is_ok());
         assert!(is_invalid_value(one("min.insync.replicas", "0")));
         assert!(is_unsupported(one("min.insync.replicas", "2")));
+    }
+
+    #[test]
+    fn a_min_compaction_lag_above_the_max_is_a_conflict_as_in_kafka() {
+        let set = |min: &str, max: &str| {
+            validate_set(&BTreeMap::from([
+                ("min.compaction.lag.ms".to_string(), min.to_string()),
+                ("max.compaction.lag.ms".to_string(), max.to_string()),
+            ]))
+        };
+        let e = set("5000", "1000").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "conflict topic config setting min.compaction.lag.ms (5000) > max.compaction.lag.ms (1000)"
+        );
+        assert_eq!(e.code(), 40);
+        assert!(set("1000", "1000").is_ok());
+        let (log, _) = log_config_for(
+            &LogConfig::default(),
+            &BTreeMap::from([
+                ("cleanup.policy".to_string(), "compact".to_string()),
+                ("max.compaction.lag.ms".to_string(), "60000".to_string()),
+                ("delete.retention.ms".to_string(), "5".to_string()),
+            ]),
+        );
+        let c = log.compaction.expect("compacted");
+        assert_eq!((c.max_compaction_lag_ms, c.delete_retention_ms, c.min_cleanable_dirty_ratio), (60_000, 5, 0.5));
+        assert!(log_config_for(&LogConfig::default(), &BTreeMap::new()).0.compaction.is_none());
     }
 
     #[test]
