@@ -371,9 +371,11 @@ impl Log {
     pub fn plan_cleaning(&mut self, cleanable_end: i64, clean_part_too: bool) -> Option<CleanJob> {
         let first_dirty = self.first_dirty();
         let (_, older) = self.segments.values().collect::<Vec<_>>().split_last().map(|(a, o)| (*a, o.to_vec()))?;
+        // Consecutive segments from the log start; an empty one (none is expected before the
+        // active segment) ends the pass, so that every group covers exactly its segments.
         let inputs: Vec<Input> = older
             .iter()
-            .filter(|s| s.next_offset <= cleanable_end && s.size > 0)
+            .take_while(|s| s.next_offset <= cleanable_end && s.size > 0)
             .map(|s| Input {
                 stat: SegmentStat {
                     base: s.base_offset,
