@@ -54,6 +54,9 @@ step "python venv (.venv) with confluent-kafka, kafka-python, pytest"
 step "java harness (kafka-clients, kafka-tools, kafka-streams) via maven"
 mvn -q -B -f tests/interop/java/pom.xml package -DskipTests
 
+step "Apache Kafka 4.4's jars (benches/load), the reference of test_compaction_differential.py"
+mvn -q -B -f benches/load/pom.xml package -DskipTests
+
 step "node modules (kafkajs) via npm"
 (cd tests/interop/node && npm install --no-audit --no-fund --loglevel=error)
 

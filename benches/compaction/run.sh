@@ -4,7 +4,9 @@
 #   1. two 1-partition topics cmp-a and cmp-b, cleanup.policy=compact, segment.bytes=SEGMENT_BYTES,
 #      min.cleanable.dirty.ratio=0.5, and min.compaction.lag.ms of a week while RECORDS records
 #      (KEYS distinct keys drawn at random with a fixed seed, VALUE_SIZE-byte values, uncompressed,
-#      acks=all, idempotent librdkafka producer) are written to each: nothing is cleaned yet;
+#      acks=all, idempotent librdkafka producer) are written to each: nothing is cleaned yet
+#      (plus WARM_RECORDS, 100000, to cmp-warm with 1 MiB segments, cleaned first as a warm-up, so
+#      that the measured pass is not the broker's first: JIT, buffers);
 #   2. min.compaction.lag.ms=0 on cmp-a: the cleaner (backoff 1 s, 1 thread, 128 MiB dedupe
 #      buffer on both) makes one pass over the sealed segments, with nothing else running. From
 #      the broker's log lines at the pass's start and end: wall time, MiB of log cleaned / s, the
@@ -21,11 +23,13 @@
 # Usage: benches/compaction/run.sh [--quick] [--records N] [--brokers "kafka kaas"]
 #   --quick             RECORDS=200000 (about 2-3 minutes for both brokers)
 # Environment (all optional): RECORDS (2000000), KEYS (100000), VALUE_SIZE (256),
-#   SEGMENT_BYTES (16777216), LAG_RATE (20000), LAG_SIZE (512), LAG_PARTITIONS (4), SEED (42),
+#   SEGMENT_BYTES (16777216), WARM_RECORDS (100000), PASS_TIMEOUT (300 s; --quick 90), LAG_RATE (20000), LAG_SIZE (512), LAG_PARTITIONS (4), SEED (42),
 #   BROKERS ("kafka kaas"), KAAS_BIN (target/release/kaas, built when missing), KAFKA_PORT
 #   (29092), CONTROLLER_PORT (29093), KAAS_PORT (29094), KAAS_METRICS_PORT (29404),
 #   BROKER_HEAP (1g), DEDUPE_BUFFER (134217728), WORK_DIR (mktemp under /tmp: the data dirs are
 #   on the same disk for both; removed at exit unless KEEP_WORK_DIR=1 or a run failed),
+#   QUIET_MAX_BUSY (unset: no wait; e.g. 0.1 waits before each broker until the whole machine
+#   is at most 10% busy over 5 s, for at most QUIET_MAX_WAIT=900 s in all),
 #   RESULTS_DIR (benches/compaction/results), PYTHON (.venv/bin/python with confluent-kafka).
 # Needs: java 17+, mvn (Apache Kafka's jars, fetched once into benches/load/target/lib as
 # benches/load does), python with confluent-kafka, cargo when the kaas binary is missing.
@@ -37,7 +41,7 @@ log() { echo "[compaction/run.sh $(date +%H:%M:%S)] $*" >&2; }
 
 while [ $# -gt 0 ]; do
     case "$1" in
-        --quick) RECORDS="${RECORDS:-200000}"; QUICK=1 ;;
+        --quick) RECORDS="${RECORDS:-200000}"; PASS_TIMEOUT="${PASS_TIMEOUT:-90}"; QUICK=1 ;;
         --records) RECORDS="$2"; shift ;;
         --brokers) BROKERS="$2"; shift ;;
         -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
@@ -46,7 +50,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-export RECORDS="${RECORDS:-2000000}" KEYS="${KEYS:-100000}" VALUE_SIZE="${VALUE_SIZE:-256}"
+export PASS_TIMEOUT="${PASS_TIMEOUT:-300}" RECORDS="${RECORDS:-2000000}" KEYS="${KEYS:-100000}" VALUE_SIZE="${VALUE_SIZE:-256}"
 export SEGMENT_BYTES="${SEGMENT_BYTES:-16777216}" LAG_RATE="${LAG_RATE:-20000}"
 export LAG_SIZE="${LAG_SIZE:-512}" LAG_PARTITIONS="${LAG_PARTITIONS:-4}" SEED="${SEED:-42}"
 BROKERS="${BROKERS:-kafka kaas}"
@@ -160,22 +164,15 @@ appender.cleaner.layout.type = PatternLayout
 appender.cleaner.layout.pattern = [%d{HH:mm:ss,SSS}] %p %m (%c)%n
 rootLogger.level = WARN
 rootLogger.appenderRef.stdout.ref = STDOUT
-logger.c1.name = org.apache.kafka.storage.internals.log.LogCleaner
+# the package: the statistics come from LogCleaner.CleanerThread's logger
+logger.c1.name = org.apache.kafka.storage.internals.log
 logger.c1.level = INFO
 logger.c1.additivity = false
 logger.c1.appenderRef.cleaner.ref = CLEANER
-logger.c2.name = org.apache.kafka.storage.internals.log.Cleaner
+logger.c2.name = kafka.log.LogCleaner
 logger.c2.level = INFO
 logger.c2.additivity = false
 logger.c2.appenderRef.cleaner.ref = CLEANER
-logger.c3.name = org.apache.kafka.storage.internals.log.LogCleanerManager
-logger.c3.level = INFO
-logger.c3.additivity = false
-logger.c3.appenderRef.cleaner.ref = CLEANER
-logger.c4.name = kafka.log.LogCleaner
-logger.c4.level = INFO
-logger.c4.additivity = false
-logger.c4.appenderRef.cleaner.ref = CLEANER
 EOF
     local l4j="-Dlog4j2.configurationFile=file:$dir/log4j2.properties" cluster_id
     cluster_id="$(java -cp "$CP" $l4j kafka.tools.StorageTool random-uuid 2>/dev/null | tail -1)"
@@ -211,11 +208,38 @@ start_kaas() {
     METRICS_URL="http://127.0.0.1:$KAAS_METRICS_PORT/metrics"
 }
 
+# The machine's busy fraction (all cores) over $1 seconds, from /proc/stat.
+busy_frac() {
+    local a b
+    a=($(head -1 /proc/stat)); sleep "$1"; b=($(head -1 /proc/stat))
+    awk -v u1="${a[1]}" -v n1="${a[2]}" -v s1="${a[3]}" -v i1="${a[4]}" -v w1="${a[5]}" -v q1="${a[6]}" -v sq1="${a[7]}" -v st1="${a[8]}" \
+        -v u2="${b[1]}" -v n2="${b[2]}" -v s2="${b[3]}" -v i2="${b[4]}" -v w2="${b[5]}" -v q2="${b[6]}" -v sq2="${b[7]}" -v st2="${b[8]}" \
+        'BEGIN { busy = (u2-u1)+(n2-n1)+(s2-s1)+(q2-q1)+(sq2-sq1)+(st2-st1); idle = (i2-i1)+(w2-w1);
+                 printf "%.2f", ((busy+idle) > 0 ? busy/(busy+idle) : 0) }'
+}
+# QUIET_MAX_BUSY=0.1: before each broker, wait until the machine is at most 10% busy (over 5 s),
+# for at most QUIET_MAX_WAIT seconds in all (900), then go on anyway (the JSON says so).
+QUIET_WAITED=0
+wait_quiet() {
+    [ -n "${QUIET_MAX_BUSY:-}" ] || return 0
+    local f
+    while :; do
+        f="$(busy_frac 5)"
+        if awk -v f="$f" -v m="$QUIET_MAX_BUSY" 'BEGIN { exit !(f <= m) }'; then break; fi
+        if [ "$QUIET_WAITED" -ge "${QUIET_MAX_WAIT:-900}" ]; then log "machine still $f busy; going on"; break; fi
+        log "machine $f busy (> $QUIET_MAX_BUSY); waiting"
+        sleep 10; QUIET_WAITED=$((QUIET_WAITED + 15))
+    done
+    BUSY_AT_START+="\"$1\": $f, "
+}
+BUSY_AT_START=""
+
 T0=$SECONDS
 LOADAVG_START="${LOADAVG_START:-$(cut -d" " -f1-3 /proc/loadavg)}"
 OUTS=()
 for b in $BROKERS; do
     log "=== $b: $RECORDS records, $KEYS keys, $VALUE_SIZE B values, segment.bytes=$SEGMENT_BYTES ==="
+    wait_quiet "$b"
     case "$b" in
         kafka) start_kafka ;;
         kaas) start_kaas ;;
@@ -243,7 +267,8 @@ META="$(cat <<EOF
  "kafka_version": "4.4.0", "quick": ${QUICK:-0}, "records": $RECORDS, "keys": $KEYS,
  "value_size": $VALUE_SIZE, "segment_bytes": $SEGMENT_BYTES, "dedupe_buffer": $DEDUPE_BUFFER,
  "loadavg_start": "${LOADAVG_START:-$(cut -d' ' -f1-3 /proc/loadavg)}",
- "loadavg_end": "$(cut -d' ' -f1-3 /proc/loadavg)", "seconds": $((SECONDS - T0))}
+ "loadavg_end": "$(cut -d' ' -f1-3 /proc/loadavg)", "seconds": $((SECONDS - T0)),
+ "busy_frac_before": {${BUSY_AT_START%, }}, "quiet_waited_s": $QUIET_WAITED}
 EOF
 )"
 export BENCH_META="$META"

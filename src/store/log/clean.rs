@@ -211,12 +211,12 @@ impl CleanJob {
                                 return Ok(true);
                             }
                             Verdict::Keep => {
-                                note_horizon(&mut next_horizon, h);
+                                note_horizon(&mut next_horizon, h, inputs.now_ms);
                                 b.to_vec()
                             }
                             Verdict::Rewrite(mut v) => {
                                 if let Ok(h) = BatchHeader::parse(&v) {
-                                    note_horizon(&mut next_horizon, &h);
+                                    note_horizon(&mut next_horizon, &h, inputs.now_ms);
                                 }
                                 crate::store::cleaner::batch_records::seal_batch(&mut v, epoch);
                                 v
@@ -270,8 +270,11 @@ impl CleanJob {
     }
 }
 
-fn note_horizon(earliest: &mut Option<i64>, h: &BatchHeader) {
-    if let Some(t) = crate::store::cleaner::batch_records::delete_horizon(h) {
+/// A delete horizon still to come (`now_ms`: the pass's time) makes a later pass due then. One
+/// already past is not: the pass removed what it allowed, and what it kept (a record that is
+/// not a tombstone, a marker whose transaction still has data) goes only after new writes.
+fn note_horizon(earliest: &mut Option<i64>, h: &BatchHeader, now_ms: i64) {
+    if let Some(t) = crate::store::cleaner::batch_records::delete_horizon(h).filter(|t| *t > now_ms) {
         *earliest = Some(earliest.map_or(t, |e| e.min(t)));
     }
 }

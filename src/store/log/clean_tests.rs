@@ -405,7 +405,11 @@ fn rule_68_a_takeover_skips_files_a_predecessors_cleaning_covers() {
     let (log, _) = Log::open_at(&dir, LogConfig::for_tests(1 << 20), 3).unwrap();
     assert_eq!(log.next_offset(), end);
     assert_eq!(read_all(&log).iter().map(|(h, _)| h.base_offset).collect::<Vec<_>>(), vec![1]);
-    assert!(dir.join("00000000000000000001.log").exists(), "a predecessor's file is never deleted by a successor");
+    assert!(
+        !dir.join("00000000000000000001.log").exists(),
+        "a file the predecessor's cleaning covers is no one's: the successor deletes it after its seal"
+    );
+    assert!(dir.join("00000000000000000000.c1.log").exists(), "the cleaned file it trusts stays");
 }
 
 #[test]
@@ -467,4 +471,17 @@ fn rule_63_a_committed_transaction_after_an_aborted_one_stays_once_the_abort_mar
     // producer's next (committed) transaction for it.
     t.clean(NOW + 2 * DAY);
     assert_eq!(t.records(), vec![rec(2, "b", Some("committed")), rec(4, "z", Some("1"))]);
+}
+
+#[test]
+fn rule_65_a_past_horizon_left_on_a_batch_does_not_make_passes_due() {
+    let mut t = TestLog::new();
+    t.append(plain(&[("a", Some("1")), ("b", None)]));
+    t.append(plain(&[("z", Some("1"))]));
+    t.clean(NOW);
+    assert!(t.log.horizon_due(NOW + DAY), "the tombstone's horizon makes a pass due");
+    t.clean(NOW + DAY);
+    assert_eq!(t.records(), vec![rec(0, "a", Some("1")), rec(2, "z", Some("1"))]);
+    // The batch keeps its (past) horizon with "a" in it: nothing more can go by time alone.
+    assert!(!t.log.horizon_due(NOW + 2 * DAY), "no pass is due again and again");
 }

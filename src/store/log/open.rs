@@ -264,8 +264,10 @@ fn take_over(
     // Where the next file must start: after the last file kept (an empty one too). With none
     // kept (retention removed every sealed file), the first file starts the log.
     let mut next_base: Option<i64> = None;
+    let mut covered = Vec::new();
     for (i, &c) in all.iter().enumerate() {
         if next_base.is_some_and(|e| c.id.base < e) {
+            covered.push(seal::segment_path(dir, c.id.base, c.id.epoch, c.id.gen));
             continue;
         }
         if let Some(len) = c.sealed_len {
@@ -300,6 +302,14 @@ fn take_over(
         .map(|s| SealedSegment { base: s.base_offset, epoch: s.epoch, gen: s.gen, len: s.size })
         .collect();
     Seal { epoch, previous, log_start: start, end, segments: sealed }.write(dir)?;
+    // Files a predecessor's cleaning covers are no one's any more: this epoch's seal names the
+    // cleaned file instead (eos-rules 68). A predecessor crashed before it deleted them.
+    for path in covered {
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+            _ => {}
+        }
+    }
     let sealed_from = Some((previous, end));
     Ok(Opened { segments, info, start: from_file.unwrap_or(0), recovery_point: None, cut: false, sealed_from })
 }

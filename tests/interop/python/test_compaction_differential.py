@@ -15,7 +15,8 @@ the high watermark after every operation must be equal):
   - two raw idempotent producers (InitProducerId, batches built with kafka-python's
     DefaultRecordBatchBuilder with an explicit producer id, epoch and base sequence, sent with
     Produce v3): R0 stays at its epoch and its last batch is overwritten later (the cleaner
-    empties it), R1 bumps its epoch itself half way (KIP-360: epoch + 1, sequence 0).
+    empties it), R1 bumps its epoch itself half way (KIP-360: epoch + 1, sequence 0) and its
+    last batch holds keys written nowhere else (the cleaner keeps it whole).
 Values are 500-1000 bytes, so each seed writes ~2.5 MB and spans several segments.
 
 Then a record of a separate key (FLUSH) is appended to every topic of both brokers every
@@ -28,6 +29,8 @@ pass that first kept them, so this takes more than one pass). Compared then (exa
     in a read_committed view, the latest value of every key that of the written log;
   - the views of both brokers, read_committed and read_uncommitted, record for record;
   - log start offset (ListOffsets earliest), high watermark, last stable offset.
+Transaction markers and emptied batches are invisible to clients and not compared (kaas drops
+a marker one pass before Kafka, eos-rules 64; that cannot show here).
 Reported, not compared (both brokers may differ there, ACCEPTED below): the records of the FLUSH
 key, and at the first look after producing, which older versions, tombstones and aborted
 records each broker still had (the cleaners run at different moments).
@@ -86,7 +89,24 @@ ACCEPTED = {
     "transient": "Before both cleaners have finished (the first look after producing), which "
                  "older versions, tombstones and aborted records are left depends on when each "
                  "cleaner ran its passes; only the end state is compared.",
+    "older-batch-retry-after-restart":
+        "A raw producer's second-to-last batch sent again after the restart: Kafka answers "
+        "OUT_OF_ORDER_SEQUENCE_NUMBER (45), kaas NONE with the batch's original base offset. "
+        "Kafka's producer snapshot keeps only the last batch of each producer "
+        "(ProducerStateManager.writeSnapshot), so after a restart it no longer recognises the "
+        "older of its last 5 batches; kaas's snapshot keeps all 5 (eos-rules 19, 21, E5: a "
+        "duplicate within the last 5 batches must succeed, 45 must mean a real gap). Before "
+        "the restart both answer NONE with the original offset. Not a cleaner matter: the "
+        "answer is the same whether the batch's records were cleaned away or not.",
 }
+
+
+def accepted_retry_difference(when, which, answer, written):
+    """The ACCEPTED entry that covers a difference between the answers to a raw retry, or None."""
+    if (when, which) == ("after restart", "second-to-last") and answer == {
+            "kafka": (45, -1), "kaas": (0, written), "written": written}:
+        return "older-batch-retry-after-restart"
+    return None
 
 
 # ------------------------------------------------------------------------------ sequences
@@ -138,6 +158,9 @@ def sequence(seed):
             done.add("overwrite")
             ops.append(("idem", [(k, b"overwrite-" + k + b"-" + rng.randbytes(300).hex().encode())
                                  for k in sorted({k for k, _ in last_r0})]))
+            # R1's last batch: keys nobody writes again, so that it stays whole
+            ops.append(("raw", "R1", [(b"r1-last-%d" % i, b"r1-last-" + rng.randbytes(300).hex().encode())
+                                      for i in range(rng.randint(2, 6))]))
             continue
         x = rng.random()
         if x < 0.2 and at < 0.8:
@@ -272,7 +295,12 @@ class Run:
             _, r, records = op
             st = self.raw.get(r)
             if st is None:
-                got = init_producer_id(self.t.port)
+                deadline = time.time() + 30
+                while True:          # Kafka: COORDINATOR_LOAD_IN_PROGRESS / NOT_AVAILABLE at first
+                    got = init_producer_id(self.t.port)
+                    if got is None or got[0] not in (14, 15) or time.time() > deadline:
+                        break
+                    time.sleep(0.1)
                 assert got is not None and got[0] == 0, f"{self.t.name}: InitProducerId answered {got}"
                 st = self.raw[r] = {"pid": got[1], "epoch": got[2], "seq": 0, "batches": []}
             b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
@@ -454,7 +482,7 @@ def test_compaction_matches_apache_kafka(tmp_path):
     for seed in SEEDS:
         ops = seqs[seed]
         a, b = runs[("kafka", seed)], runs[("kaas", seed)]
-        n = sum(1 for _ in a.written)
+        n = len(a.written)
         kinds = {k: sum(1 for o in ops if o[0] == k) for k in ("idem", "txn", "fence", "reinit", "raw", "bump")}
         aborted = sum(1 for *_x, s in a.written.values() if s == "aborted")
         tombs = sum(1 for _k, v, _s in a.written.values() if v is None)
@@ -508,6 +536,11 @@ def test_compaction_matches_apache_kafka(tmp_path):
             break
     phases["clean"] = time.time() - t0
     print(f"cleaners reached the end state after (s): {converged_at}; {flushes} FLUSH appends")
+    kafka_log, kaas_log = kafka.log_path.read_text(errors="replace"), kaas.log_text()
+    for seed in SEEDS:
+        p = f"{topics[seed]}-0"
+        print(f"seed {seed}: cleaning passes: kafka {kafka_log.count(f'cleaned log {p} ')}, "
+              f"kaas {kaas_log.count(f'log cleaned partition={p} ')}")
 
     # ---- report what was allowed to differ on the way
     print("first look after producing (ACCEPTED 'transient': %s)" % ACCEPTED["transient"])
@@ -522,6 +555,14 @@ def test_compaction_matches_apache_kafka(tmp_path):
     diffs = compare_end_state(targets, topics, runs, last)
     assert not diffs, "the brokers differ after cleaning:\n" + "\n".join(diffs)
     before_restart = last
+
+    for seed in SEEDS:
+        end = {o for o, _k, _v in expected_view(runs[("kafka", seed)].written)}
+        for r in ("R0", "R1"):
+            _b, base, n, epoch = runs[("kafka", seed)].raw[r]["batches"][-1]
+            kept = len(end & set(range(base, base + n)))
+            print(f"seed {seed}: raw producer {r} (epoch {epoch} at the end): last batch [{base}, {base + n}) "
+                  f"keeps {kept} of {n} records after cleaning" + (" (emptied)" if not kept else ""))
 
     # ---- raw retries, before and after a restart of both brokers
     t0 = time.time()
@@ -564,17 +605,24 @@ def test_compaction_matches_apache_kafka(tmp_path):
     phases["retries"] = time.time() - t0
 
     print("raw producer retries (error code, base offset), kafka vs kaas:")
+    accepted_seen = set()
     for when, answers in retries.items():
         for (seed, r, which), ans in sorted(answers.items()):
-            mark = "" if ans["kafka"] == ans["kaas"] else "   <-- DIFFERS"
+            accepted = accepted_retry_difference(when, which, ans, ans["written"])
+            mark = ("" if ans["kafka"] == ans["kaas"] else
+                    f"   <-- DIFFERS, ACCEPTED '{accepted}'" if accepted else "   <-- DIFFERS")
             print(f"  {when} seed {seed} {r} {which} batch (base offset {ans['written']}): "
                   f"kafka {ans['kafka']}, kaas {ans['kaas']}{mark}")
-            if ans["kafka"] != ans["kaas"]:
+            if accepted:
+                accepted_seen.add(accepted)
+            elif ans["kafka"] != ans["kaas"]:
                 diffs.append(f"{when}: seed {seed} raw producer {r}, {which} batch sent again (written at "
                              f"{ans['written']}): Kafka answered {ans['kafka']}, kaas {ans['kaas']}")
             if which == "last" and ans["kafka"] != (0, ans["written"]):
                 diffs.append(f"{when}: seed {seed} raw producer {r}: Kafka answered {ans['kafka']} to the "
                              f"retry of the last batch (written at {ans['written']}), not a duplicate")
+    for a in sorted(accepted_seen):
+        print(f"ACCEPTED '{a}': {ACCEPTED[a]}")
     pool.shutdown(wait=False)
     total = time.time() - t_start
     print("phases (s): " + ", ".join(f"{k} {v:.1f}" for k, v in phases.items()) + f"; total {total:.1f}")

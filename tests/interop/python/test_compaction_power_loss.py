@@ -18,10 +18,14 @@ does: kill -9, then lazyfs drops everything not fsynced. The broker restarts on 
   read_uncommitted either;
 - the producers go on producing (the next round, and a last batch and transaction at the end).
 
-A round "landed inside a pass" when right after the cut (the directory as the killed broker left
-it, or as the power loss left it) a `.cleaning` file is there, or a cleaned file together with a
-file it covers. The test asserts at least one round did, so that it cannot pass vacuously.
-KAAS_SEED fixes the random moments; KAAS_COMPACT_POWER_ROUNDS the number of rounds.
+A round "landed inside a pass" when right after the cut a `.cleaning` file is there (in the
+directory as the killed broker left it, or as the power loss left it), or, as the killed broker
+left it, a cleaned file written since the pass began beside a file it covers (files a takeover
+skipped before the pass began, left over from an earlier cut, do not count). The test asserts at
+least one round did, so that it cannot pass vacuously, and that read_uncommitted did see records
+of aborted transactions below the active segment before a pass (so that the check after the pass
+tests something). KAAS_SEED fixes the random moments; KAAS_COMPACT_POWER_ROUNDS the number of
+rounds.
 """
 import os
 import random
@@ -39,7 +43,7 @@ from test_crash_consistency import LazyFs, durable_mkdir
 
 TOPIC = "compact-power"
 TXN_ID = "compact-power-txn"
-ROUNDS = int(os.environ.get("KAAS_COMPACT_POWER_ROUNDS", "6"))
+ROUNDS = int(os.environ.get("KAAS_COMPACT_POWER_ROUNDS", "8"))
 KEYS = 60
 PAD = "p" * 900
 BULK = 1200                 # plain records per round: a little more than one 1 MiB segment
@@ -218,10 +222,9 @@ def produce_plain(p, ledger, records):
 def transaction(p, ledger, records, commit):
     """One transaction of `records`, committed or (once all is written) aborted."""
     errors = []
-    written = {}
     sink = Ledger()
+    cb = _acked(sink, None, errors)
     p.begin_transaction()
-    cb = _acked(sink, "txn", errors)
     for k, v in records:
         while True:
             try:
@@ -235,9 +238,7 @@ def transaction(p, ledger, records, commit):
     else:
         p.abort_transaction(60)
     kind = "committed" if commit else "aborted"
-    for off, (k, v, _) in sink.at.items():
-        written[off] = (k, v, kind)
-    ledger.at.update(written)
+    ledger.at.update({off: (k, v, kind) for off, (k, v, _) in sink.at.items()})
 
 
 def write_round(rnd, idem, txn, ledger):
@@ -305,10 +306,14 @@ def problems_of(view, ledger, isolation, below=None):
 
 
 def check(broker, ledger, below=None):
+    """Problems of both reads, and the offsets of the records of aborted transactions that
+    read_uncommitted saw."""
     out = []
     for iso in ("read_committed", "read_uncommitted"):
-        out += problems_of(read(broker.bootstrap, iso), ledger, iso, below)
-    return out
+        view = read(broker.bootstrap, iso)
+        out += problems_of(view, ledger, iso, below)
+    aborted = [o for o, _, _ in view if ledger.at.get(o, (0, 0, ""))[2] == "aborted"]
+    return out, aborted
 
 
 # ------------------------------------------------------------------------------ the test
@@ -342,41 +347,47 @@ def test_power_loss_during_cleaning_keeps_the_latest_of_every_key(tmp_path):
         ledger = Ledger()
         run_from = 0                                  # where this run of the broker starts in its log
         landed = []
+        aborted_before_pass = 0                       # aborted records below the active segment
+                                                      # read_uncommitted saw before the restart's pass
         estimate = FIRST_PASS_GUESS_S
         for rnd in range(ROUNDS):
             write_round(rnd, idem, txn, ledger)
             assert not fatal, f"round {rnd}: producer fatal error {fatal}"
             top = active_base(part_dir)
-            # The pass that covers this round's writes: it starts once they are LAG_MS old.
+            # The pass that cleans this round's writes: it begins once they are LAG_MS old.
             def started():
                 ps = passes(broker, run_from, part)
-                return ps and ps[-1][2] >= top and ps[-1]
+                mine = [i for i, p in enumerate(ps) if p[1] < top <= p[2]]
+                return mine and (mine[0], ps[mine[0]])
             t0 = time.time()
             while not started():
                 assert time.time() - t0 < 30, (f"round {rnd}: no pass up to {top} began within 30s; "
                                                f"passes {passes(broker, run_from, part)}\n{log_tail(broker)}")
                 time.sleep(0.01)
-            start, first_dirty, end, _ = started()
+            at_start = snapshot_dir(part_dir)
+            index, (start, first_dirty, end, _) = started()
             delay = shares[rnd] * estimate
             time.sleep(max(0.0, start + delay - time.time()))
-            ended_before = passes(broker, run_from, part)[-1][3] is not None
+            ended = passes(broker, run_from, part)[index][3]
             broker.kill()
             os.stat(fs.mnt)                           # the killed broker's requests are answered
             before = snapshot_dir(part_dir)
             fs.power_loss()
             after = snapshot_dir(part_dir)
-            why = inside_pass(before) or inside_pass(after)
+            why = inside_pass(before, at_start) or (after["cleaning"] and f"unfinished {after['cleaning']}")
             entry = (f"round {rnd}: cut {delay:.2f}s into the pass [{first_dirty}, {end}) "
-                     f"(expected {estimate:.2f}s; log says {'ended' if ended_before else 'running'}): "
+                     f"(expected {estimate:.2f}s; the log says it "
+                     f"{'ended in %d ms' % ended if ended is not None else 'still ran'}): "
                      f"{why or 'not inside a pass'}")
             report.append(entry)
             if why:
                 landed.append(rnd)
-            listing = f"\nbefore the power loss: {before}\nafter it: {after}"
+            listing = (f"\nwhen the pass began: {at_start}\nbefore the power loss: {before}"
+                       f"\nafter it: {after}")
 
             run_from = len(broker.log_text())
             broker.start()
-            problems = check(broker, ledger)
+            problems, aborted_seen = check(broker, ledger)
             assert not problems, (f"seed {seed}, {entry}\n" + "\n".join(problems) + listing
                                   + "\nkaas log:\n" + log_tail(broker, 60))
             # Left alone, the cleaner completes the pass: nothing aborted below the active segment.
@@ -386,11 +397,13 @@ def test_power_loss_during_cleaning_keeps_the_latest_of_every_key(tmp_path):
                                                f"of the restart: {snapshot_dir(part_dir)}\n{log_tail(broker)}")
                 time.sleep(0.05)
             below = active_base(part_dir)
-            problems = check(broker, ledger, below=below)
+            aborted_before_pass += sum(1 for o in aborted_seen if o < below)
+            problems, _ = check(broker, ledger, below=below)
             assert not problems, (f"seed {seed}, {entry}, after the restart's pass\n" + "\n".join(problems)
                                   + listing + f"\nnow: {snapshot_dir(part_dir)}\nkaas log:\n"
                                   + log_tail(broker, 60))
-            done = [p for p in passes(broker, 0, part) if p[3] is not None]
+            # The next cut's scale: the last completed pass that cleaned a round's worth of writes.
+            done = [p for p in passes(broker, 0, part) if p[3] is not None and p[2] - p[1] >= BULK // 2]
             if done:
                 estimate = max(0.5, done[-1][3] / 1000)
             assert broker.alive(), f"broker died after round {rnd}:\n{log_tail(broker)}"
@@ -400,9 +413,12 @@ def test_power_loss_during_cleaning_keeps_the_latest_of_every_key(tmp_path):
         produce_plain(idem, ledger, [(f"k{i}", f"k{i}:final:{PAD}") for i in range(KEYS)])
         transaction(txn, ledger, [("c-final", "c-final:committed")], commit=True)
         assert not fatal, f"producer fatal error {fatal}"
-        problems = check(broker, ledger)
+        problems, _ = check(broker, ledger)
         assert not problems, f"seed {seed}, after the last round\n" + "\n".join(problems)
-        print(f"seed {seed}:\n" + "\n".join(report))
+        print(f"seed {seed}:\n" + "\n".join(report) + f"\n{aborted_before_pass} records of aborted "
+              f"transactions below the active segment read_uncommitted before the restart's pass, none after it")
+        assert aborted_before_pass, ("no record of an aborted transaction was ever readable below the active "
+                                     "segment before a pass: the read_uncommitted check tests nothing")
         assert landed, (f"seed {seed}: no power cut landed inside a cleaning pass "
                         f"(no .cleaning file, no cleaned file beside a file it covers):\n" + "\n".join(report))
     finally:
