@@ -152,6 +152,18 @@ impl TestLog {
     }
 }
 
+/// What a pass needs when the log has no producer state or aborted transaction.
+fn no_producers_at(now_ms: i64) -> PassInputs {
+    PassInputs {
+        aborted: vec![],
+        last_data_offsets: HashMap::new(),
+        now_ms,
+        delete_retention_ms: DAY,
+        dedupe_buffer_bytes: 1 << 20,
+        max_decoded_bytes: 1 << 20,
+    }
+}
+
 /// Every batch of the log, across its segments (a read returns one segment's).
 fn read_all(log: &Log) -> Vec<(BatchHeader, Bytes)> {
     let mut out = Vec::new();
@@ -326,14 +338,7 @@ fn rule_67_a_cleaned_segment_ends_where_the_segments_it_replaces_ended() {
     let end = t.log.next_offset();
     let job = t.log.plan_cleaning(3, false).unwrap();
     assert_eq!(job.cleanable_end(), 3);
-    let inputs = PassInputs {
-        aborted: vec![],
-        last_data_offsets: HashMap::new(),
-        now_ms: NOW,
-        delete_retention_ms: DAY,
-        dedupe_buffer_bytes: 1 << 20,
-        max_decoded_bytes: 1 << 20,
-    };
+    let inputs = no_producers_at(NOW);
     let cleaned = job.run(&inputs, &mut |_| {}, || Ok(()), &AtomicBool::new(false)).unwrap();
     t.log.install_cleaned(cleaned);
     assert_eq!(t.log.next_offset(), end);
@@ -353,14 +358,7 @@ fn rule_68_a_crash_during_the_swap_leaves_the_old_files_or_the_new_one() {
     let before = t.records();
     let end = t.log.next_offset();
     let job = t.log.plan_cleaning(end, false).unwrap();
-    let inputs = PassInputs {
-        aborted: vec![],
-        last_data_offsets: HashMap::new(),
-        now_ms: NOW,
-        delete_retention_ms: DAY,
-        dedupe_buffer_bytes: 1 << 20,
-        max_decoded_bytes: 1 << 20,
-    };
+    let inputs = no_producers_at(NOW);
     // The crash after the new file was named, before the old ones were deleted.
     let cleaned = job.run(&inputs, &mut |_| {}, || Ok(()), &AtomicBool::new(false)).unwrap();
     drop(cleaned);
@@ -391,14 +389,7 @@ fn rule_68_a_takeover_skips_files_a_predecessors_cleaning_covers() {
     let dir = t._dir.path().to_path_buf();
     let end = t.log.next_offset();
     let job = t.log.plan_cleaning(end, false).unwrap();
-    let inputs = PassInputs {
-        aborted: vec![],
-        last_data_offsets: HashMap::new(),
-        now_ms: NOW,
-        delete_retention_ms: DAY,
-        dedupe_buffer_bytes: 1 << 20,
-        max_decoded_bytes: 1 << 20,
-    };
+    let inputs = no_producers_at(NOW);
     // The predecessor named its cleaned file and was cut off before deleting what it covers.
     drop(job.run(&inputs, &mut |_| {}, || Ok(()), &AtomicBool::new(false)).unwrap());
     drop(t.log);
