@@ -313,14 +313,18 @@ def verify(bootstrap, topic, keys, cleaned_end):
     bad = []
     tail = 0
     done = False
+    client_error = None
     deadline = time.monotonic() + 300
-    while not done and time.monotonic() < deadline:
+    while done is False and time.monotonic() < deadline:
         for m in c.consume(10000, 1.0):
             if m.error():
                 if m.error().code() == -191:  # _PARTITION_EOF
                     done = True
                     continue
-                raise KafkaException(m.error())
+                # a consumer error is a failed verification (recorded, not retried)
+                client_error = f"{m.error()} (after {seen_cleaned + tail} records)"
+                done = None
+                break
             o = m.offset()
             k = int(m.key()[1:])
             seq = int(m.value()[:12])
@@ -335,13 +339,15 @@ def verify(bootstrap, topic, keys, cleaned_end):
                 tail += 1
     c.close()
     missing = len(expected_cleaned) - seen_cleaned if not bad else None
-    ok = (done and not bad and seen_cleaned == len(expected_cleaned) == len(cleaned_keys)
+    ok = (done is True and not bad and seen_cleaned == len(expected_cleaned) == len(cleaned_keys)
           and tail == hi - cleaned_end)
     res = {"ok": ok, "log_start": lo, "high_watermark": hi, "cleaned_end": cleaned_end,
            "records_in_cleaned_part": seen_cleaned, "distinct_keys_in_cleaned_part": len(cleaned_keys),
            "expected_records_in_cleaned_part": len(expected_cleaned),
            "records_after_cleaned_part": tail, "expected_after": hi - cleaned_end,
-           "read_to_end": done}
+           "read_to_end": bool(done)}
+    if client_error:
+        res["consumer_error"] = client_error
     if bad:
         res["problems"] = bad[:20]
         res["problem_count"] = len(bad)
@@ -617,6 +623,12 @@ def cmd_report(a):
     for r in rows:
         md.append("| " + " | ".join(r) + " |")
     md.append("")
+    for name, r in runs.items():
+        for phase in ("quiet_pass", "loaded_pass"):
+            v = r.get(phase, {}).get("verify")
+            if v and not v.get("ok"):
+                md.append(f"VERIFICATION FAILED, {name}, {phase}: " + json.dumps(v))
+                md.append("")
     os.makedirs(a.out_dir, exist_ok=True)
     for name in (f"{ts}.json", "latest.json"):
         with open(os.path.join(a.out_dir, name), "w") as fh:

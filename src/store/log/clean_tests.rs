@@ -476,3 +476,23 @@ fn rule_65_a_past_horizon_left_on_a_batch_does_not_make_passes_due() {
     // The batch keeps its (past) horizon with "a" in it: nothing more can go by time alone.
     assert!(!t.log.horizon_due(NOW + 2 * DAY), "no pass is due again and again");
 }
+
+#[test]
+fn rule_67_a_read_goes_past_segments_left_with_only_empty_batches() {
+    let mut t = TestLog::new();
+    // Three groups whose records all go to later versions: each keeps only its end batch.
+    for _ in 0..3 {
+        t.append(plain(&[("a", Some("old"))]));
+    }
+    t.append(plain(&[("a", Some("new"))]));
+    let end = t.log.next_offset();
+    // One segment a group (1 byte of segment.bytes each): four cleaned files.
+    t.log.set_config(LogConfig::for_tests(1));
+    t.clean(NOW);
+    let first = t.log.read(0, end, 1 << 20).unwrap();
+    let got: Vec<(i64, i32)> = batch::iter_batches(&first).map(|(h, _)| (h.base_offset, h.records_count)).collect();
+    assert_eq!(got, vec![(3, 1)], "one read reaches the record, past the empty end batches");
+    // With nothing after them below the bound, the empty batches are answered: the reader moves on.
+    let tail = t.log.read(0, 3, 1 << 20).unwrap();
+    assert_eq!(batch::iter_batches(&tail).map(|(h, _)| h.records_count).collect::<Vec<_>>(), vec![0]);
+}

@@ -90,6 +90,17 @@ impl LogConfig {
     }
 }
 
+/// Whether a (small) range holds only batches without records: what a cleaned segment can be
+/// left with. A range above 4 KiB is taken to hold records without looking.
+fn holds_no_record(r: &FileRange) -> Result<bool, LogError> {
+    if r.len > 4096 {
+        return Ok(false);
+    }
+    let bytes = r.load()?;
+    let empty = super::batch::iter_batches(&bytes).all(|(h, _)| h.records_count == 0);
+    Ok(empty)
+}
+
 /// Files and directories to fsync (on a sync thread) before what was appended is acknowledged.
 #[derive(Debug, Default)]
 pub struct SyncSet {
@@ -340,14 +351,28 @@ impl Log {
         if offset < start || offset > end {
             return Err(LogError::OffsetOutOfRange { offset, start, end });
         }
+        let active_base = self.active()?.base_offset;
+        // A cleaned segment may hold nothing but empty batches (eos-rules 66/67): a read that
+        // finds only those goes on to the next segment, as Kafka's read goes past an empty
+        // segment (a reader answered one empty batch at a time grows its fetch size each time,
+        // and librdkafka gives up with MSG_SIZE_TOO_LARGE). They are answered only when no later
+        // segment has anything below `upper_bound`, so that the reader still moves past them.
+        let mut only_empty = None;
         for seg in self.segments.range(..=offset).next_back().into_iter().chain(self.segments.range(offset + 1..)) {
             let (_, seg) = seg;
             if seg.next_offset <= offset {
                 continue;
             }
-            return seg.read_range(offset, upper_bound, max_bytes);
+            let found = seg.read_range(offset, upper_bound, max_bytes)?;
+            match found {
+                Some(r) if seg.base_offset != active_base && holds_no_record(&r)? => {
+                    only_empty.get_or_insert(r);
+                }
+                Some(r) => return Ok(Some(r)),
+                None => return Ok(only_empty),
+            }
         }
-        Ok(None)
+        Ok(only_empty)
     }
 
     /// eos/ListOffsets: the first batch holding a record with timestamp >= ts.
