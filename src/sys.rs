@@ -62,6 +62,26 @@ pub fn syncfs(file: &File) -> io::Result<()> {
     check(unsafe { libc::syncfs(file.as_raw_fd()) })
 }
 
+/// Makes the calling thread a background one: nice 10 (setpriority(2) of its thread id) and the
+/// lowest best-effort I/O priority (ioprio_set(2)), so that it yields the CPU and the disk to the
+/// threads that answer clients (the log cleaner's threads).
+pub fn lower_thread_priority() -> io::Result<()> {
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as libc::id_t;
+    // SAFETY: setpriority only reads its scalar arguments; PRIO_PROCESS with a thread id sets
+    // that thread's nice value on Linux.
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, 10) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // IOPRIO_PRIO_VALUE(IOPRIO_CLASS_BE = 2, level 7): `class << 13 | level`; IOPRIO_WHO_PROCESS = 1.
+    let ioprio: libc::c_long = (2 << 13) | 7;
+    // SAFETY: ioprio_set takes three scalars and touches no memory of ours.
+    if unsafe { libc::syscall(libc::SYS_ioprio_set, 1 as libc::c_long, tid as libc::c_long, ioprio) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// setsockopt(TCP_CORK).
 pub fn set_tcp_cork(sock: BorrowedFd<'_>, on: bool) -> io::Result<()> {
     let v: libc::c_int = on.into();

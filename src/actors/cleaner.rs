@@ -150,6 +150,10 @@ impl LogCleaner {
 
 /// One cleaner thread: the dirtiest offer not being cleaned, one pass, again.
 fn run(s: &Shared) {
+    // Cleaning yields to the threads that answer clients (the produce p99 of other partitions).
+    if let Err(e) = crate::sys::lower_thread_priority() {
+        tracing::debug!("log cleaner thread keeps its priority: {e}");
+    }
     let per_thread_map = s.settings.dedupe_buffer_bytes / s.settings.threads.max(1);
     let mut last_run = Instant::now();
     while !s.stopped.load(Ordering::Acquire) {
