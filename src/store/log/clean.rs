@@ -35,6 +35,8 @@ use crate::store::producer_state::CompletedTxn;
 
 const UNFINISHED: &str = ".cleaning";
 const READ_BUFFER: usize = 512 << 10;
+/// Bytes a pass writes between two fsyncs of the file it writes.
+const SYNC_EVERY: usize = 4 << 20;
 
 /// One segment a pass reads.
 #[derive(Debug, Clone)]
@@ -196,6 +198,7 @@ impl CleanJob {
                 let mut end_written = base;
                 let mut last: Option<BatchHeader> = None;
                 let mut group_aborts = Vec::new();
+                let mut unsynced = 0usize;
                 for input in group {
                     for_each_batch(input, stop, |b, h| {
                         stats.bytes_read += b.len() as u64;
@@ -226,6 +229,14 @@ impl CleanJob {
                         charge(bytes.len() as u64);
                         stats.bytes_written += bytes.len() as u64;
                         end_written = h.last_offset() + 1;
+                        // Written back as it goes, so that the final fsync is short and does not
+                        // hold up the fsyncs of the produce path behind a large flush.
+                        unsynced += bytes.len();
+                        if unsynced >= SYNC_EVERY {
+                            out.flush()?;
+                            out.get_ref().sync_data()?;
+                            unsynced = 0;
+                        }
                         Ok(true)
                     })?;
                 }
