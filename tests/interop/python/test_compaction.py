@@ -183,14 +183,22 @@ def test_kill_9_during_cleaning_leaves_the_old_log_or_the_cleaned_one(tmp_path):
     try:
         for round_ in range(8):
             idem = Producer({"bootstrap.servers": bs, "enable.idempotence": True, "linger.ms": 5})
+            began = broker.log_text().count("cleaning the log")
             written += _plain(idem, bs, topic, start, 1500)
             start += 1500
             _transactions(bs, topic, f"crash-tx-{round_}", 3, per_txn=50).flush(10)
             idem.flush(10)
             before = _view(bs, topic, "read_uncommitted")
-            began = broker.log_text().count("cleaning the log")
-            poll_until(lambda: broker.log_text().count("cleaning the log") > began, 30, "a pass to begin")
-            time.sleep(rng.uniform(0.05, 2.0))
+            pdir = _partition_dir(broker, topic)
+            if round_ % 2 == 0:
+                # Anywhere in a pass, mostly while it maps keys (nothing written yet).
+                poll_until(lambda: broker.log_text().count("cleaning the log") > began, 30, "a pass to begin")
+                time.sleep(rng.uniform(0.05, 1.5))
+            else:
+                # While it writes its file (the `.cleaning` file is there).
+                poll_until(lambda: any(n.endswith(".cleaning") for n in os.listdir(pdir)), 30,
+                           "a pass writing its file")
+                time.sleep(rng.uniform(0.0, 0.3))
             broker.kill()
             names = os.listdir(_partition_dir(broker, topic))
             interrupted += any(n.endswith(".cleaning") for n in names)
