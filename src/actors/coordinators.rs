@@ -144,7 +144,13 @@ impl Coordinators {
                 }
             }
             let path = leases::unit_lease_path(&self.settings.broker.data_dir, unit);
-            match leases::read_lease_at(&path).filter(|r| r.node_id != me && live.contains(&r.node_id)) {
+            let newest = leases::read_lease_at(&path);
+            match leases::release_previous_process(&path, newest, me, &self.fence) {
+                Ok(true) => tracing::info!(?unit, "handed over a coordinator this node's previous process ran"),
+                Ok(false) => {}
+                Err(e) => tracing::warn!(?unit, "coordinator lease: {e}"),
+            }
+            match newest.filter(|r| r.node_id != me && live.contains(&r.node_id)) {
                 Some(r) => self.table_grant(unit, r.node_id, r.epoch),
                 None => self.table_revoke(unit),
             }

@@ -229,6 +229,26 @@ pub fn read_lease(path: &Path, first: Option<LeaseRecord>) -> Option<LeaseRecord
     claim::current(path, first, 0).ok().flatten()
 }
 
+/// Hands over, on its behalf, a lease whose newest claim is this node's (`me`) while this
+/// process does not hold it: a claim of this node's previous process, which stopped (cleanly,
+/// or not and was fenced when this one registered). Left unreleased, the broker placement now
+/// gives the resource to would wait for ever: this node's lock is held (by this process), so
+/// the holder looks live. `newest`: the lease's newest claim (`read_lease`), of a resource this
+/// process holds no claim of and is not handing over. `fence` is checked after it was read: a claim read before a check that passes was made
+/// before any newer process of this node registered (which fences this one first), so a
+/// fenced process (a zombie) never releases a newer process's claim. True when it released.
+pub fn release_previous_process(
+    path: &Path,
+    newest: Option<LeaseRecord>,
+    me: i32,
+    fence: &SelfFence,
+) -> Result<bool, LeaseError> {
+    let Some(record) = newest.filter(|r| r.node_id == me && !r.released) else { return Ok(false) };
+    fence.check().map_err(|e| LeaseError::Io(path.to_path_buf(), std::io::Error::other(e)))?;
+    claim::mark_released(path, record).map_err(io(path))?;
+    Ok(true)
+}
+
 /// The newest claim of the lease at `path` (a coordinator unit's).
 pub fn read_lease_at(path: &Path) -> Option<LeaseRecord> {
     claim::current(path, None, 0).ok().flatten()
@@ -456,6 +476,29 @@ mod tests {
             try_acquire_from(dir.path(), &txn(dir.path(), 4), 1, 4, true, &[]).unwrap().unwrap().record.epoch,
             4
         );
+    }
+
+    #[test]
+    fn a_lease_of_this_nodes_previous_process_is_handed_over_for_the_broker_placement_now_picks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = part(dir.path());
+        // Broker 1's previous process claimed it; broker 1 is back (its lock held: it looks live)
+        // and placement now gives the partition to broker 2, which waits for the holder.
+        assert!(try_acquire(dir.path(), &path, 1, None, true, &[]).unwrap().is_some());
+        let reg = register(dir.path(), &broker(1)).unwrap();
+        assert!(try_acquire(dir.path(), &path, 2, None, true, &[]).unwrap().is_none(), "broker 1 looks live");
+        let me = SelfFence::new(dir.path(), 1, reg.incarnation());
+        // Another node's claim, and a claim already released, are left alone.
+        assert!(!release_previous_process(&path, read_lease(&path, None), 3, &me).unwrap());
+        assert!(release_previous_process(&path, read_lease(&path, None), 1, &me).unwrap());
+        assert!(!release_previous_process(&path, read_lease(&path, None), 1, &me).unwrap(), "released once");
+        let taken = try_acquire(dir.path(), &path, 2, None, true, &[]).unwrap().expect("handed over");
+        assert_eq!((taken.record, taken.unreleased_predecessor), (LeaseRecord::new(2, 1), None));
+        // A fenced process (a zombie of broker 2 here) releases nothing.
+        let zombie = SelfFence::new(dir.path(), 2, 9);
+        fence::fence_broker(dir.path(), 2, 9).unwrap();
+        assert!(release_previous_process(&path, read_lease(&path, None), 2, &zombie).is_err());
+        assert!(!read_lease(&path, None).unwrap().released);
     }
 
     #[test]

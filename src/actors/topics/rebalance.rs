@@ -101,6 +101,16 @@ impl TopicRegistry {
                 // Led elsewhere (or not yet): the lease file says by whom.
                 let path = leases::partition_lease_path(&self.settings.broker.data_dir, &h.meta, p);
                 let record = leases::read_lease(&path, leases::first_lease(&h.meta, p));
+                if !self.releasing.contains(&key) {
+                    match leases::release_previous_process(&path, record, me, &self.syncer.fence()) {
+                        Ok(true) => tracing::info!(
+                            partition = %format!("{name}-{p}"),
+                            "handed over a partition this node's previous process held"
+                        ),
+                        Ok(false) => {}
+                        Err(e) => tracing::warn!(partition = %format!("{name}-{p}"), "lease: {e}"),
+                    }
+                }
                 let mut table = self.table_mut();
                 match record {
                     Some(r) if r.node_id != me && self.live.contains(&r.node_id) => {

@@ -3,10 +3,13 @@
 //! `producer-state.e3.json`, `recovery-point.e3`, `log-start-offset.e3`; epoch 0 keeps the
 //! plain names kaas always used). A broker taking a partition over at epoch E never appends to,
 //! truncates, rewrites or renames a predecessor's file: it reads how far each of them holds
-//! whole, valid batches (after its claim, through a fresh open) and records that in its seal
-//! `seal.e<E>.json`; every later reader stops there. What a cut-off predecessor writes late
-//! (its page cache flushed when its link comes back, a roll to a new segment) lands past the
-//! seal or in files the seal does not name, and is never read.
+//! whole, valid batches (after its claim, through a fresh open), links each under a name of its
+//! own (`linked_name`: `<name>.s<E>.log`) and records that in its seal `seal.e<E>.json`; every
+//! later reader stops there. What a cut-off predecessor writes late (its page cache flushed when
+//! its link comes back, a roll to a new segment) lands past the seal or in files the seal does
+//! not name, and is never read; what it deletes late (retention, a cleaning's replaced files)
+//! is one of its own names, never the file the new owner reads. Once the seal is durable the
+//! older names are no one's (`unreferenced`) and the new owner deletes them.
 //!
 //! `plan` decides, from the names in a partition directory, how the epoch opening it treats
 //! each file; it does no I/O.
@@ -38,6 +41,23 @@ pub fn segment_name(base: i64, epoch: i32, gen: u32) -> String {
 
 pub fn segment_path(dir: &Path, base: i64, epoch: i32, gen: u32) -> PathBuf {
     dir.join(segment_name(base, epoch, gen))
+}
+
+/// The name under which epoch `holder` reaches a segment file it took over (a hard link to the
+/// predecessor's file, made before its seal names it): `<segment name without .log>.s<holder>.log`.
+/// The listing never parses it as a segment: only a seal leads to it. A predecessor still
+/// running (a zombie) then unlinks only its own names, never a file its successor reads.
+pub fn linked_name(id: SegmentId, holder: i32) -> String {
+    let name = segment_name(id.base, id.epoch, id.gen);
+    let stem = name.strip_suffix(".log").unwrap_or(&name);
+    format!("{stem}.s{holder}.log")
+}
+
+/// The segment and holder epoch of a `linked_name`; None for any other name.
+pub fn parse_linked_name(name: &str) -> Option<(SegmentId, i32)> {
+    let (stem, holder) = name.strip_suffix(".log")?.rsplit_once(".s")?;
+    let holder = holder.parse::<i32>().ok().filter(|h| *h > 0)?;
+    Some((parse_segment_name(&format!("{stem}.log"))?, holder))
 }
 
 /// One segment file's name: its base offset, the epoch that created it, its cleaning generation.
@@ -82,6 +102,25 @@ pub struct SealedSegment {
     pub gen: u32,
     /// Bytes of whole, valid batches from the file's start: nothing past them is read.
     pub len: u64,
+    /// Reached through the sealing epoch's own `linked_name` (false in seals of kaas before
+    /// links: the file's own name).
+    #[serde(default)]
+    pub linked: bool,
+}
+
+impl SealedSegment {
+    pub fn id(&self) -> SegmentId {
+        SegmentId { base: self.base, epoch: self.epoch, gen: self.gen }
+    }
+
+    /// The file as the seal of epoch `sealed_by` reaches it.
+    pub fn path(&self, dir: &Path, sealed_by: i32) -> PathBuf {
+        if self.linked {
+            dir.join(linked_name(self.id(), sealed_by))
+        } else {
+            segment_path(dir, self.base, self.epoch, self.gen)
+        }
+    }
 }
 
 /// What epoch `epoch` trusts of its predecessors, written once when it took the partition over.
@@ -118,6 +157,8 @@ impl Seal {
 pub struct Listing {
     /// Every segment file.
     pub segments: Vec<SegmentId>,
+    /// Every `linked_name`: (segment, holder epoch).
+    pub links: Vec<(SegmentId, i32)>,
     /// Epochs that wrote a seal.
     pub seals: Vec<i32>,
 }
@@ -132,6 +173,8 @@ impl Listing {
                 listing.segments.push(seg);
             } else if let Some(epoch) = parse_seal_name(&name) {
                 listing.seals.push(epoch);
+            } else if let Some(link) = parse_linked_name(&name) {
+                listing.links.push(link);
             }
         }
         listing.segments.sort_unstable();
@@ -176,13 +219,35 @@ pub fn plan(epoch: i32, listing: &Listing) -> Plan {
     }
 }
 
+/// The names the seal `seal` makes no one's, for its epoch to delete once the seal is durable:
+/// every segment name and link of an older epoch (the seal reaches what it trusts through its
+/// own links), and this epoch's links the seal does not name (left by an attempt that failed).
+/// A seal written before links names older files by their own names: those stay.
+pub fn unreferenced(listing: &Listing, seal: &Seal) -> Vec<String> {
+    let named: Vec<String> =
+        seal.segments.iter().filter(|s| !s.linked).map(|s| segment_name(s.base, s.epoch, s.gen)).collect();
+    let linked: Vec<SegmentId> = seal.segments.iter().filter(|s| s.linked).map(|s| s.id()).collect();
+    let segments = listing
+        .segments
+        .iter()
+        .filter(|s| s.epoch < seal.epoch)
+        .map(|s| segment_name(s.base, s.epoch, s.gen))
+        .filter(|name| !named.contains(name));
+    let links = listing
+        .links
+        .iter()
+        .filter(|(id, holder)| *holder < seal.epoch || (*holder == seal.epoch && !linked.contains(id)))
+        .map(|&(id, holder)| linked_name(id, holder));
+    segments.chain(links).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn listing(segments: &[(i64, i32)], seals: &[i32]) -> Listing {
         let segments = segments.iter().map(|&(base, epoch)| SegmentId { base, epoch, gen: 0 }).collect();
-        Listing { segments, seals: seals.to_vec() }
+        Listing { segments, seals: seals.to_vec(), links: Vec::new() }
     }
 
     #[test]
@@ -204,6 +269,53 @@ mod tests {
         assert_eq!(tagged("producer-state", ".json", 2), "producer-state.e2.json");
         assert_eq!(tagged("recovery-point", "", 0), "recovery-point");
         assert_eq!(parse_seal_name(&seal_name(9)), Some(9));
+    }
+
+    #[test]
+    fn a_taken_over_file_is_reached_through_a_name_the_listing_does_not_parse() {
+        let id = SegmentId { base: 42, epoch: 3, gen: 7 };
+        assert_eq!(linked_name(id, 5), "00000000000000000042.c7.e3.s5.log");
+        assert_eq!(parse_segment_name(&linked_name(id, 5)), None);
+        assert_eq!(parse_linked_name(&linked_name(id, 5)), Some((id, 5)));
+        let plain = SegmentId { base: 42, epoch: 0, gen: 0 };
+        assert_eq!(linked_name(plain, 1), "00000000000000000042.s1.log");
+        assert_eq!(parse_segment_name("00000000000000000042.s1.log"), None);
+        assert_eq!(parse_linked_name("00000000000000000042.s1.log"), Some((plain, 1)));
+        assert_eq!(parse_linked_name("00000000000000000042.e3.log"), None);
+        assert_eq!(parse_linked_name("00000000000000000042.s0.log"), None);
+    }
+
+    #[test]
+    fn a_durable_seal_makes_every_older_name_no_ones() {
+        let seg = |base, epoch| SegmentId { base, epoch, gen: 0 };
+        let sealed = |base, epoch, linked| SealedSegment { base, epoch, gen: 0, len: 1, linked };
+        let listing = Listing {
+            segments: vec![seg(0, 0), seg(10, 2), seg(20, 4), seg(30, 5)],
+            seals: vec![2, 5],
+            links: vec![(seg(0, 0), 2), (seg(0, 0), 5), (seg(10, 2), 5), (seg(20, 4), 5)],
+        };
+        let seal = Seal {
+            epoch: 5,
+            previous: 2,
+            log_start: 0,
+            end: 30,
+            segments: vec![sealed(0, 0, true), sealed(10, 2, true)],
+        };
+        let mut gone = unreferenced(&listing, &seal);
+        gone.sort();
+        assert_eq!(
+            gone,
+            vec![
+                "00000000000000000000.log",
+                "00000000000000000000.s2.log",
+                "00000000000000000010.e2.log",
+                "00000000000000000020.e4.log",
+                "00000000000000000020.e4.s5.log",
+            ]
+        );
+        // A seal of kaas before links names its predecessor's files by their own names.
+        let legacy = Seal { segments: vec![sealed(0, 0, false)], ..seal };
+        assert!(!unreferenced(&listing, &legacy).contains(&"00000000000000000000.log".to_string()));
     }
 
     #[test]
@@ -243,7 +355,7 @@ mod tests {
             previous: 0,
             log_start: 5,
             end: 40,
-            segments: vec![SealedSegment { base: 0, epoch: 0, gen: 0, len: 300 }],
+            segments: vec![SealedSegment { base: 0, epoch: 0, gen: 0, len: 300, linked: true }],
         };
         seal.write(dir.path()).unwrap();
         assert_eq!(Seal::read(dir.path(), 3).unwrap(), seal);

@@ -273,7 +273,7 @@ impl CleanJob {
             let id = seal::parse_segment_name(&name.file_name().unwrap_or_default().to_string_lossy())
                 .ok_or_else(|| CleanerError::Abandoned(format!("{}: not a segment name", name.display())))?;
             let (segment, _) =
-                Segment::open(&self.dir, id, OpenMode::Own { verify: false }, self.index_interval, &self.files)
+                Segment::open(name, id, OpenMode::Own { verify: false }, self.index_interval, &self.files)
                     .map_err(|e| CleanerError::Abandoned(e.to_string()))?;
             groups.push(CleanedGroup { replaces, segment: Box::new(segment), dropped_aborts });
         }

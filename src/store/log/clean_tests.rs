@@ -400,7 +400,7 @@ fn rule_68_a_takeover_skips_files_a_predecessors_cleaning_covers() {
         !dir.join("00000000000000000001.log").exists(),
         "a file the predecessor's cleaning covers is no one's: the successor deletes it after its seal"
     );
-    assert!(dir.join("00000000000000000000.c1.log").exists(), "the cleaned file it trusts stays");
+    assert!(dir.join("00000000000000000000.c1.s3.log").exists(), "the cleaned file it trusts, through its own link");
 }
 
 #[test]

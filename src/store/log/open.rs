@@ -6,7 +6,7 @@
 //! changed: the seal records how far they are read.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::segment::{OpenMode, Segment};
@@ -40,7 +40,7 @@ impl Log {
             }
         }
         let (opened, listing) = open_files(dir, &config, epoch)?;
-        let Opened { mut segments, mut info, start, recovery_point, cut, sealed_from } = opened;
+        let Opened { mut segments, mut info, start, recovery_point, cut, sealed_from, seal: _ } = opened;
         let end = segments.values().next_back().map_or(start, |s| s.next_offset);
         if segments.values().next_back().is_none_or(|s| s.epoch != epoch) {
             // Appends go to a segment of this epoch only.
@@ -105,10 +105,26 @@ fn open_files(dir: &Path, config: &LogConfig, epoch: i32) -> Result<(Opened, Lis
                 // eos-rules 68: an unfinished cleaning (this epoch's or a predecessor's) is never
                 // read; deleting it makes a zombie's rename of it fail.
                 super::clean::remove_unfinished(dir, epoch)?;
+                if let Some(seal) = &opened.seal {
+                    remove_unreferenced(dir, &listing, seal)?;
+                }
                 return Ok((opened, listing));
             }
         }
     }
+}
+
+/// Deletes what this epoch's durable seal makes no one's (`seal::unreferenced`): older epochs'
+/// names, whose files it reaches through its own links (a taker that listed before the seal
+/// and finds one gone lists again and takes over from this seal), and files a cleaning covers.
+fn remove_unreferenced(dir: &Path, listing: &Listing, seal: &Seal) -> Result<(), LogError> {
+    for name in seal::unreferenced(listing, seal) {
+        match std::fs::remove_file(dir.join(name)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// What recovery found, before the log is assembled.
@@ -121,14 +137,27 @@ struct Opened {
     cut: bool,
     /// (predecessor epoch, sealed end) when this epoch's log starts from a seal.
     sealed_from: Option<(i32, i64)>,
+    /// This epoch's seal (None: epoch 0 without one).
+    seal: Option<Seal>,
 }
 
-/// One file a log may be made of: a file a seal names (trusted up to `sealed_len`) or a file of
-/// the epoch opening the log (own) or of the predecessor it takes over.
+/// One file a log may be made of: a file a seal names (trusted up to `sealed_len`, reached
+/// through the sealing epoch's link when `holder` is set) or a file of the epoch opening the log
+/// (own) or of the predecessor it takes over.
 #[derive(Debug, Clone, Copy)]
 struct Candidate {
     id: SegmentId,
     sealed_len: Option<u64>,
+    holder: Option<i32>,
+}
+
+impl Candidate {
+    fn path(&self, dir: &Path) -> PathBuf {
+        match self.holder {
+            Some(holder) => dir.join(seal::linked_name(self.id, holder)),
+            None => seal::segment_path(dir, self.id.base, self.id.epoch, self.id.gen),
+        }
+    }
 }
 
 /// The files of `seal` and then `files` of `epoch`, in the order the log is assembled: by base
@@ -143,10 +172,14 @@ fn candidates(
     let seal = seal.map(|s| Seal::read(dir, s)).transpose()?;
     let mut out: Vec<Candidate> = seal
         .iter()
-        .flat_map(|s| &s.segments)
-        .map(|s| Candidate { id: SegmentId { base: s.base, epoch: s.epoch, gen: s.gen }, sealed_len: Some(s.len) })
+        .flat_map(|seal| seal.segments.iter().map(move |s| (seal.epoch, s)))
+        .map(|(by, s)| Candidate { id: s.id(), sealed_len: Some(s.len), holder: s.linked.then_some(by) })
         .collect();
-    out.extend(files.iter().map(|&(base, gen)| Candidate { id: SegmentId { base, epoch, gen }, sealed_len: None }));
+    out.extend(files.iter().map(|&(base, gen)| Candidate {
+        id: SegmentId { base, epoch, gen },
+        sealed_len: None,
+        holder: None,
+    }));
     out.sort_by_key(|c| (c.id.base, std::cmp::Reverse(c.id.gen)));
     Ok((out, seal))
 }
@@ -173,7 +206,7 @@ fn load_sealed(
     segments: &mut Segments,
 ) -> Result<(), LogError> {
     let mode = OpenMode::Sealed { len };
-    match Segment::open(dir, c.id, mode, config.index_interval_bytes, &config.files) {
+    match Segment::open(c.path(dir), c.id, mode, config.index_interval_bytes, &config.files) {
         Ok((seg, _)) => {
             segments.insert(c.id.base, Box::new(seg));
             Ok(())
@@ -226,7 +259,7 @@ fn open_own(
             continue;
         }
         let mode = OpenMode::Own { verify: must_verify(&all, i, recovery_point) };
-        let (seg, truncated) = Segment::open(dir, c.id, mode, config.index_interval_bytes, &config.files)?;
+        let (seg, truncated) = Segment::open(c.path(dir), c.id, mode, config.index_interval_bytes, &config.files)?;
         info.truncated_bytes += truncated;
         cut = truncated > 0;
         segments.insert(c.id.base, Box::new(seg));
@@ -240,7 +273,7 @@ fn open_own(
     let (_, from_file) = LogStartFile::open(dir, epoch);
     let from_file = from_file.max(sealed_start);
     settle_start(epoch, &mut segments, from_file, sealed_end, &mut info, true)?;
-    Ok(Opened { segments, info, start: from_file.unwrap_or(0), recovery_point, cut, sealed_from })
+    Ok(Opened { segments, info, start: from_file.unwrap_or(0), recovery_point, cut, sealed_from, seal })
 }
 
 /// A takeover: `previous`'s files (after those of its seal `previous_seal`) are read up to
@@ -264,10 +297,9 @@ fn take_over(
     // Where the next file must start: after the last file kept (an empty one too). With none
     // kept (retention removed every sealed file), the first file starts the log.
     let mut next_base: Option<i64> = None;
-    let mut covered = Vec::new();
     for (i, &c) in all.iter().enumerate() {
         if next_base.is_some_and(|e| c.id.base < e) {
-            covered.push(seal::segment_path(dir, c.id.base, c.id.epoch, c.id.gen));
+            // Covered by a predecessor's cleaning (eos-rules 68): no one's any more.
             continue;
         }
         if let Some(len) = c.sealed_len {
@@ -280,7 +312,7 @@ fn take_over(
             break;
         }
         let mode = OpenMode::Predecessor { verify: must_verify(&all, i, recovery_point) };
-        let (seg, past) = Segment::open(dir, c.id, mode, config.index_interval_bytes, &config.files)?;
+        let (seg, past) = Segment::open(c.path(dir), c.id, mode, config.index_interval_bytes, &config.files)?;
         info.truncated_bytes += past;
         end = Some(seg.next_offset);
         next_base = end;
@@ -297,21 +329,49 @@ fn take_over(
     let end = end.unwrap_or(0);
     let start = settle_start(epoch, &mut segments, from_file, end, &mut info, false)?;
     let end = segments.values().next_back().map_or(end.max(start), |s| s.next_offset);
-    let sealed = segments
-        .values()
-        .map(|s| SealedSegment { base: s.base_offset, epoch: s.epoch, gen: s.gen, len: s.size })
-        .collect();
-    Seal { epoch, previous, log_start: start, end, segments: sealed }.write(dir)?;
-    // Files a predecessor's cleaning covers are no one's any more: this epoch's seal names the
-    // cleaned file instead (eos-rules 68). A predecessor crashed before it deleted them.
-    for path in covered {
-        match std::fs::remove_file(&path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
-            _ => {}
-        }
+    // Every file the seal trusts is reached through a name of this epoch (a hard link), made
+    // durable before the seal names it: a predecessor still running unlinks only its own names.
+    // A file it unlinked before the link is not found, and the directory is listed again.
+    let mut sealed = Vec::with_capacity(segments.len());
+    for seg in segments.values_mut() {
+        let own = dir.join(seal::linked_name(seg.id(), epoch));
+        link_fresh(&seg.path, &own)?;
+        seg.path = own;
+        sealed.push(SealedSegment {
+            base: seg.base_offset,
+            epoch: seg.epoch,
+            gen: seg.gen,
+            len: seg.size,
+            linked: true,
+        });
     }
+    if !sealed.is_empty() {
+        crate::store::durable::sync_dir(dir)?;
+    }
+    let seal = Seal { epoch, previous, log_start: start, end, segments: sealed };
+    seal.write(dir)?;
     let sealed_from = Some((previous, end));
-    Ok(Opened { segments, info, start: from_file.unwrap_or(0), recovery_point: None, cut: false, sealed_from })
+    Ok(Opened {
+        segments,
+        info,
+        start: from_file.unwrap_or(0),
+        recovery_point: None,
+        cut: false,
+        sealed_from,
+        seal: Some(seal),
+    })
+}
+
+/// Links `from` as `to`, replacing a `to` left by an attempt of the same epoch that failed.
+fn link_fresh(from: &Path, to: &Path) -> Result<(), LogError> {
+    match std::fs::hard_link(from, to) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            std::fs::remove_file(to)?;
+            std::fs::hard_link(from, to)?;
+        }
+        other => other?,
+    }
+    Ok(())
 }
 
 /// The log start the log opens at, and the segments wholly below it taken out (deleted when

@@ -87,18 +87,17 @@ impl Segment {
         })
     }
 
-    /// Opens the existing segment at `base_offset` of epoch `epoch`, scanning every batch header
-    /// (see `OpenMode`). Returns the segment and the bytes past its last valid batch (cut away
-    /// in an own file, left as they are in a predecessor's).
+    /// Opens the existing segment `id` at `path` (its own name, or a link a seal names),
+    /// scanning every batch header (see `OpenMode`). Returns the segment and the bytes past its
+    /// last valid batch (cut away in an own file, left as they are in a predecessor's).
     pub fn open(
-        dir: &Path,
+        path: PathBuf,
         id: SegmentId,
         mode: OpenMode,
         index_interval: usize,
         files: &Arc<FileCache>,
     ) -> Result<(Segment, u64), LogError> {
         let SegmentId { base: base_offset, epoch, gen } = id;
-        let path = segment_path(dir, base_offset, epoch, gen);
         let writable = matches!(mode, OpenMode::Own { .. });
         let file = OpenOptions::new().read(true).write(writable).open(&path)?;
         let on_disk = file.metadata()?.len();

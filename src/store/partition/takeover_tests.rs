@@ -163,7 +163,49 @@ fn a_takeover_never_changes_a_predecessors_file() {
     std::fs::write(&path, &bytes).unwrap();
     let p = open_at(&dir, 1);
     assert_eq!(p.log_end_offset(), 2);
-    assert_eq!(std::fs::read(&path).unwrap().len(), whole + 20, "not truncated: it is the predecessor's");
+    // The file is the same (reached through the new owner's link); only its old name went.
+    let linked = dir.path().join("00000000000000000000.s1.log");
+    assert_eq!(std::fs::read(&linked).unwrap().len(), whole + 20, "not truncated: it is the predecessor's");
+    assert!(!path.exists(), "the predecessor's name is no one's after the seal");
+}
+
+/// Every segment file name of `epoch` in `dir` (what a cut-off broker may still unlink).
+fn names_of_epoch(dir: &std::path::Path, epoch: i32) -> Vec<std::path::PathBuf> {
+    let names = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path());
+    names
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            crate::store::cluster::seal::parse_segment_name(&name).is_some_and(|id| id.epoch == epoch)
+        })
+        .collect()
+}
+
+#[test]
+fn a_predecessors_late_unlink_removes_nothing_the_new_owner_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = |epoch| Partition::open_at(dir.path().to_path_buf(), config(1), NOW, epoch).unwrap().0;
+    let mut old = open(0);
+    for seq in [0, 2, 4] {
+        produce(&mut old, seq, 2).unwrap();
+    }
+    // The cut-off broker checked its fence before the takeover and unlinks after it (retention,
+    // or the files a cleaning replaced or could not install): here, every name it had, taken
+    // just before the new owner's takeover and unlinked after it.
+    let its_names = names_of_epoch(dir.path(), 0);
+    assert!(its_names.len() >= 3, "a segment a batch: {its_names:?}");
+    let new = open(1);
+    for p in &its_names {
+        let _ = std::fs::remove_file(p);
+    }
+    drop((old, new));
+    // The new owner, reopened (every file opened again by the name its seal gives), and its
+    // successor read the whole log.
+    let kept = vec![(0, 0), (2, 2), (4, 4)];
+    assert_eq!(batches(&open(1)), kept);
+    let next = open(2);
+    assert_eq!((next.log_start_offset(), next.log_end_offset()), (0, 6));
+    assert_eq!(batches(&next), kept);
+    assert!(names_of_epoch(dir.path(), 0).is_empty());
 }
 
 #[test]

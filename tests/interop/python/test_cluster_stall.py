@@ -18,10 +18,16 @@ same fault runs with each broker on its own JuiceFS mount; importing them does n
 module's skip mark (it applies to the tests collected there), so this runs without JuiceFS.
 Traffic goes to 127.0.0.1 only.
 """
+import os
+import signal
+import time
+
 import pytest
+from confluent_kafka import Producer
 
 from conftest import Broker, free_port, stop_all
-from test_cluster_juicefs import STALL_ENV, TICK, stall_loses_nothing
+from kaashelpers import consume_to_end, create_topic, produce_confluent, unique_topic, wait_topic_ready
+from test_cluster_juicefs import STALL_ENV, TICK, stall_loses_nothing, wait_members, wait_taken_over
 
 
 class LocalCluster:
@@ -60,3 +66,38 @@ def cluster(tmp_path):
 def test_stall_loses_nothing(cluster):
     cluster.start(env=dict(STALL_ENV, KAAS_WHEN_FENCED="exit"))
     stall_loses_nothing(cluster, "stall", when_fenced="exit")
+
+
+def test_a_holder_restarted_before_its_hand_over_lets_the_partition_go(cluster):
+    """A broker killed (-9) and restarted while it led partitions placement now gives a peer
+    that is back: its new process does not hold them, and the peer saw the holder's node live
+    (its lock is held again), so each waited for the other for ever. The new process hands such
+    leases over on its old process's behalf (store::leases::release_previous_process), for
+    partitions and coordinator units alike: every partition then takes writes and transactions
+    commit within seconds."""
+    brokers = cluster.start(env=dict(STALL_ENV, KAAS_WHEN_FENCED="exit"))
+    wait_members(brokers)
+    topic = unique_topic("handback")
+    create_topic(cluster.bootstrap, topic, 6)
+    wait_topic_ready(cluster.bootstrap, topic, 6)
+    a, b, c = brokers
+    a.kill()                                    # its partitions and coordinators move to b and c
+    wait_taken_over([b, c], a, topic)
+    os.kill(b.proc.pid, signal.SIGSTOP)         # b cannot hand anything back to a...
+    try:
+        a.start()
+        time.sleep(1.0)
+    finally:
+        os.kill(b.proc.pid, signal.SIGCONT)
+    b.restart()                                 # ...and its new process never held what it led
+    wait_members(brokers)
+    records = [(f"k{i}".encode(), b"v") for i in range(60)]
+    produce_confluent(cluster.bootstrap, topic, records, timeout=30,
+                      conf={"partitioner": "murmur2_random", "message.timeout.ms": 30000})
+    got = consume_to_end(cluster.bootstrap, topic, 6, "read_committed", timeout=30)
+    assert sum(len(v) for v in got.values()) == len(records)
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": unique_topic("handback-tx")})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic, key=b"t", value=b"t")
+    p.commit_transaction(30)
