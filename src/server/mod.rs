@@ -136,6 +136,9 @@ pub struct Broker {
     _fence_watcher: actix::Addr<FenceWatcher>,
     /// The heartbeat thread; stops with the broker.
     _heartbeats: Option<Heartbeats>,
+    /// The log cleaner's threads: told to stop first at a shutdown (a pass in flight is
+    /// abandoned by its leader's stop).
+    cleaner: LogCleaner,
 }
 
 impl Broker {
@@ -184,6 +187,7 @@ impl Broker {
         };
         let syncer = start_syncer(settings, &metrics, &fence);
         let cleaner = start_cleaner(settings, &metrics);
+        let cleaner_handle = cleaner.clone();
         let live =
             leases::live_brokers(&settings.broker.data_dir, &local).map_err(|e| ServerError::Startup(e.to_string()))?;
         let live_ids: Vec<i32> = live.iter().map(|b| b.node_id).collect();
@@ -274,6 +278,7 @@ impl Broker {
             fence,
             _fence_watcher: fence_watcher,
             _heartbeats: heartbeats,
+            cleaner: cleaner_handle,
         })
     }
 
@@ -286,6 +291,7 @@ impl Broker {
     /// and stopped, the stop is marked clean: the next start of this node goes on with its
     /// partitions' epochs instead of sealing them (store::leases::Registration).
     pub async fn shutdown(&self) {
+        self.cleaner.stop();
         let (tx, rx) = tokio::sync::oneshot::channel();
         let stopped = self.actors.directory.topics().send(ShutdownAll { reply: tx }).await.is_ok() && rx.await.is_ok();
         // A fenced broker was taken over: its next start must not go on with its old files.

@@ -259,27 +259,12 @@ impl<R: BufRead> Body<'_, R> {
         stream_byte(self.r)?.ok_or_else(premature_eof)
     }
 
-    /// Kafka's ByteUtils.readVarint: at most 5 bytes, zigzag.
     fn varint(&mut self) -> Result<i32, RecordsError> {
-        read_varint(|| self.byte())
+        read_varint(|| self.byte(), varint_too_long)
     }
 
-    /// Kafka's ByteUtils.readVarlong: at most 10 bytes, zigzag.
     fn varlong(&mut self) -> Result<i64, RecordsError> {
-        let mut raw: u64 = 0;
-        let mut shift = 0u32;
-        loop {
-            let b = self.byte()?;
-            raw |= u64::from(b & 0x7f).wrapping_shl(shift);
-            if b & 0x80 == 0 {
-                break;
-            }
-            shift += 7;
-            if shift > 63 {
-                return Err(invalid("Found invalid record structure: varlong is too long"));
-            }
-        }
-        Ok(((raw >> 1) as i64) ^ -((raw & 1) as i64))
+        read_varlong(|| self.byte(), || invalid("Found invalid record structure: varlong is too long"))
     }
 
     /// Skips `n` bytes of the body without copying them anywhere.
@@ -311,7 +296,13 @@ impl<R: BufRead> Body<'_, R> {
     }
 }
 
-fn read_varint(mut next: impl FnMut() -> Result<u8, RecordsError>) -> Result<i32, RecordsError> {
+fn varint_too_long() -> RecordsError {
+    invalid("Found invalid record structure: varint is too long")
+}
+
+/// Kafka's ByteUtils.readVarint: at most 5 bytes (`too_long` past them), zigzag. `next` gives
+/// the next byte (or the caller's error: truncated input).
+pub(crate) fn read_varint<E>(mut next: impl FnMut() -> Result<u8, E>, too_long: impl FnOnce() -> E) -> Result<i32, E> {
     let mut raw: u32 = 0;
     let mut shift = 0u32;
     loop {
@@ -322,15 +313,33 @@ fn read_varint(mut next: impl FnMut() -> Result<u8, RecordsError>) -> Result<i32
         }
         shift += 7;
         if shift > 28 {
-            return Err(invalid("Found invalid record structure: varint is too long"));
+            return Err(too_long());
         }
     }
     Ok(((raw >> 1) as i32) ^ -((raw & 1) as i32))
 }
 
+/// Kafka's ByteUtils.readVarlong: at most 10 bytes (`too_long` past them), zigzag.
+pub(crate) fn read_varlong<E>(mut next: impl FnMut() -> Result<u8, E>, too_long: impl FnOnce() -> E) -> Result<i64, E> {
+    let mut raw: u64 = 0;
+    let mut shift = 0u32;
+    loop {
+        let b = next()?;
+        raw |= u64::from(b & 0x7f).wrapping_shl(shift);
+        if b & 0x80 == 0 {
+            break;
+        }
+        shift += 7;
+        if shift > 63 {
+            return Err(too_long());
+        }
+    }
+    Ok(((raw >> 1) as i64) ^ -((raw & 1) as i64))
+}
+
 /// Kafka's DefaultRecord.readFrom, keeping only what validation needs.
 fn read_record<R: BufRead>(r: &mut R) -> Result<RecordInfo, RecordsError> {
-    let size = read_varint(|| stream_byte(r)?.ok_or_else(premature_eof))?;
+    let size = read_varint(|| stream_byte(r)?.ok_or_else(premature_eof), varint_too_long)?;
     if size < 0 {
         return Err(invalid(format!("Invalid record size {size}")));
     }

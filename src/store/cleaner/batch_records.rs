@@ -239,24 +239,11 @@ impl Cursor<'_> {
     }
 
     fn varlong(&mut self) -> Result<i64, CleanerError> {
-        let mut raw: u64 = 0;
-        let mut shift = 0u32;
-        loop {
-            let b = self.byte()?;
-            raw |= u64::from(b & 0x7f).wrapping_shl(shift);
-            if b & 0x80 == 0 {
-                break;
-            }
-            shift += 7;
-            if shift > 63 {
-                return Err(corrupt("varlong too long"));
-            }
-        }
-        Ok(((raw >> 1) as i64) ^ -((raw & 1) as i64))
+        crate::store::records::read_varlong(|| self.byte(), || corrupt("varlong too long"))
     }
 
     fn varint(&mut self) -> Result<i32, CleanerError> {
-        i32::try_from(self.varlong()?).map_err(|_| corrupt("varint out of range"))
+        crate::store::records::read_varint(|| self.byte(), || corrupt("varint too long"))
     }
 
     /// A length-prefixed field (negative: null), as a slice of `whole`.

@@ -67,6 +67,8 @@ pub struct PassInputs {
     pub now_ms: i64,
     pub delete_retention_ms: i64,
     pub dedupe_buffer_bytes: usize,
+    /// The most a batch's records may decompress to (a larger one is kept as it is), and the
+    /// largest stored batch a pass reads (a larger one fails the pass, as in Kafka's cleaner).
     pub max_decoded_bytes: usize,
 }
 
@@ -143,7 +145,7 @@ impl CleanJob {
         for input in &self.inputs {
             if input.stat.next_offset <= self.first_dirty {
                 // Before the dirty part: only the transactions' progress matters here.
-                for_each_batch(input, stop, |b, h| {
+                for_each_batch(input, inputs.max_decoded_bytes, stop, |b, h| {
                     stats.bytes_read += b.len() as u64;
                     charge(b.len() as u64);
                     if h.is_control() {
@@ -156,7 +158,7 @@ impl CleanJob {
                 continue;
             }
             let mut more = true;
-            for_each_batch(input, stop, |b, h| {
+            for_each_batch(input, inputs.max_decoded_bytes, stop, |b, h| {
                 stats.bytes_read += b.len() as u64;
                 charge(b.len() as u64);
                 more = rules::map_batch(b, h, self.first_dirty, &mut txns, &mut map, inputs.max_decoded_bytes)?;
@@ -200,7 +202,7 @@ impl CleanJob {
                 let mut group_aborts = Vec::new();
                 let mut unsynced = 0usize;
                 for input in group {
-                    for_each_batch(input, stop, |b, h| {
+                    for_each_batch(input, inputs.max_decoded_bytes, stop, |b, h| {
                         stats.bytes_read += b.len() as u64;
                         charge(b.len() as u64);
                         last = Some(*h);
@@ -304,6 +306,7 @@ fn leader_epoch_of(batch: &[u8]) -> i32 {
 /// false.
 fn for_each_batch(
     input: &Input,
+    max_batch_bytes: usize,
     stop: &AtomicBool,
     mut f: impl FnMut(&Bytes, &BatchHeader) -> Result<bool, CleanerError>,
 ) -> Result<(), CleanerError> {
@@ -320,6 +323,14 @@ fn for_each_batch(
         let size = h.total_size() as u64;
         if size < HEADER_LEN as u64 || pos + size > input.stat.size {
             return Err(CleanerError::Records(format!("{}: batch at {pos} past the segment", input.path.display())));
+        }
+        // A batch is read whole: its size, read from the disk, is bounded (as Kafka's cleaner
+        // buffer is by max.message.bytes) so that a corrupt header cannot ask for a segment's.
+        if size > max_batch_bytes as u64 {
+            return Err(CleanerError::Records(format!(
+                "{}: batch at {pos} of {size} bytes, above the cleaner's {max_batch_bytes}",
+                input.path.display()
+            )));
         }
         let mut buf = vec![0u8; size as usize];
         buf[..HEADER_LEN].copy_from_slice(&head);
