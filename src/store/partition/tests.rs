@@ -472,3 +472,76 @@ fn rule_46_a_write_txn_markers_v1_marker_is_validated_as_legacy() {
     let strict = p.write_marker(PID, 6, true, 0, marker_txn_version(2, TV2), NOW);
     assert!(strict.is_err(), "KIP-1228: a TV2 marker at the transaction's own epoch is refused");
 }
+
+/// A batch of keyed records (the cleaner reads records; `batch` writes filler): PID's
+/// transactional one at `epoch`, or (epoch None) one without a producer.
+fn keyed(epoch: Option<i16>, keys: &[&str]) -> BytesMut {
+    use crate::store::cleaner::batch_records::{self, Record};
+    let records: Vec<Record> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| Record {
+            offset_delta: i as i32,
+            timestamp: NOW,
+            key: Some(bytes::Bytes::copy_from_slice(k.as_bytes())),
+            value: Some(bytes::Bytes::from_static(b"v")),
+            headers: bytes::Bytes::from_static(&[0]),
+        })
+        .collect();
+    let n = records.len() as i32;
+    let h = BatchHeader {
+        base_offset: 0,
+        batch_length: 0,
+        magic: 2,
+        crc: 0,
+        attributes: if epoch.is_some() { 0x10 } else { 0 },
+        last_offset_delta: n - 1,
+        base_timestamp: NOW,
+        max_timestamp: NOW,
+        producer_id: if epoch.is_some() { PID } else { -1 },
+        producer_epoch: epoch.unwrap_or(-1),
+        base_sequence: if epoch.is_some() { 0 } else { -1 },
+        records_count: n,
+    };
+    let mut b = batch_records::encode(&h, &records, None).unwrap();
+    batch_records::seal_batch(&mut b, 0);
+    BytesMut::from(&b[..])
+}
+
+#[test]
+fn rule_64_an_abort_marker_the_cleaner_removed_leaves_the_aborted_index_also_at_recovery() {
+    use crate::store::cleaner::Compaction;
+    use std::sync::atomic::AtomicBool;
+    let compact = Compaction { min_cleanable_dirty_ratio: 0.0, delete_retention_ms: 5, ..Compaction::default() };
+    let config = || LogConfig { compaction: Some(compact), ..LogConfig::for_tests(1) };
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = Partition::open(dir.path().to_path_buf(), config(), NOW).unwrap().0;
+    // An aborted transaction, then a committed one of the same producer (a segment a batch).
+    appended_at(produce(&mut p, keyed(Some(0), &["a", "b"]), Verified::Tv2Added));
+    p.write_marker(PID, 1, false, 0, TV2, NOW).unwrap();
+    appended_at(produce(&mut p, keyed(Some(1), &["a"]), Verified::Tv2Added));
+    p.write_marker(PID, 2, true, 0, TV2, NOW).unwrap();
+    // A record without a producer after them: the transactions' segments are not the active one.
+    appended_at(produce(&mut p, keyed(None, &["z"]), Verified::No));
+    sync(&mut p);
+    assert_eq!(p.read(0, 1 << 20, 1).unwrap().aborted, vec![(PID, 0)]);
+    // Passes until the ABORT marker is gone (its data first, then the marker after its
+    // horizon); each pass made the producer snapshot durable before its swap, naming the abort.
+    let mut now = NOW;
+    for _ in 0..4 {
+        now += 10;
+        let Some(work) = p.plan_cleaning(now, 1 << 20, 1 << 20) else { continue };
+        let cleaned = work.job.run(&work.inputs, &mut |_| {}, || work.snapshot.run(), &AtomicBool::new(false)).unwrap();
+        drop(p.install_cleaned(cleaned));
+        if p.read(0, 1 << 20, 1).unwrap().aborted.is_empty() {
+            break;
+        }
+    }
+    assert!(p.read(0, 1 << 20, 1).unwrap().aborted.is_empty(), "the marker went with the install");
+    // A crash now: the last snapshot still names the aborted transaction. Recovery keeps only
+    // aborts whose marker is still in the log, or a read_committed reader would hide the
+    // producer's committed transaction (it waits for an ABORT marker that is gone).
+    drop(p);
+    let p = Partition::open(dir.path().to_path_buf(), config(), now).unwrap().0;
+    assert!(p.read(0, 1 << 20, 1).unwrap().aborted.is_empty());
+}
