@@ -5,6 +5,9 @@
 #   scripts/fuzz.sh [SECONDS]          e.g. scripts/fuzz.sh 45 in CI, scripts/fuzz.sh 3600 for a long run
 #   FUZZ_TARGETS="decode batch" scripts/fuzz.sh 60     a subset
 #   FUZZ_SANITIZER=none scripts/fuzz.sh                 faster, without AddressSanitizer
+#   FUZZ_BUILD_ONLY=1 scripts/fuzz.sh                   only the instrumented build (scripts/test.sh
+#                                                       runs it in the background, niced, during the
+#                                                       black-box tests)
 #
 # cargo-fuzz needs nightly compiler flags (-Zsanitizer, -Cpasses=sancov-module); on a stable
 # toolchain RUSTC_BOOTSTRAP=1 allows them (stable 1.95 ships the ASan runtime). Seeds are the
@@ -40,6 +43,7 @@ mkdir -p "$FUZZ_TARGET_DIR"
 start=$(date +%s)
 cargo fuzz build --sanitizer "$SANITIZER" --fuzz-dir fuzz --target-dir "$FUZZ_TARGET_DIR"
 echo "fuzz: build took $(( $(date +%s) - start )) s"
+[ "${FUZZ_BUILD_ONLY:-0}" = 1 ] && exit 0
 
 SHM_ROOT=/dev/shm
 [ -d "$SHM_ROOT" ] || SHM_ROOT="${TMPDIR:-/tmp}"
