@@ -332,20 +332,31 @@ fn take_over(
     // Every file the seal trusts is reached through a name of this epoch (a hard link), made
     // durable before the seal names it: a predecessor still running unlinks only its own names.
     // A file it unlinked before the link is not found, and the directory is listed again.
+    // On a file system without hard links the seal names the predecessor's own files, as
+    // before links (that zombie's late unlinks are then not guarded against).
     let mut sealed = Vec::with_capacity(segments.len());
+    let mut links = true;
     for seg in segments.values_mut() {
         let own = dir.join(seal::linked_name(seg.id(), epoch));
-        link_fresh(&seg.path, &own)?;
-        seg.path = own;
+        if links {
+            match link_fresh(&seg.path, &own) {
+                Ok(()) => seg.path = own,
+                Err(LogError::Io(e)) if no_hard_links(&e) => {
+                    tracing::warn!(dir = %dir.display(), "no hard links here ({e}): the seal names the predecessor's files");
+                    links = false;
+                }
+                Err(e) => return Err(e),
+            }
+        }
         sealed.push(SealedSegment {
             base: seg.base_offset,
             epoch: seg.epoch,
             gen: seg.gen,
             len: seg.size,
-            linked: true,
+            linked: links,
         });
     }
-    if !sealed.is_empty() {
+    if sealed.iter().any(|s| s.linked) {
         crate::store::durable::sync_dir(dir)?;
     }
     let seal = Seal { epoch, previous, log_start: start, end, segments: sealed };
@@ -360,6 +371,17 @@ fn take_over(
         sealed_from,
         seal: Some(seal),
     })
+}
+
+/// Whether `link(2)` failed because the file system has no hard links (not because the file
+/// went: NotFound lists the directory again).
+fn no_hard_links(e: &std::io::Error) -> bool {
+    const EPERM: i32 = 1;
+    const EXDEV: i32 = 18;
+    const EMLINK: i32 = 31;
+    const ENOSYS: i32 = 38;
+    const EOPNOTSUPP: i32 = 95;
+    matches!(e.raw_os_error(), Some(EPERM | EXDEV | EMLINK | ENOSYS | EOPNOTSUPP))
 }
 
 /// Links `from` as `to`, replacing a `to` left by an attempt of the same epoch that failed.

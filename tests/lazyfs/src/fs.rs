@@ -171,6 +171,13 @@ impl Filesystem for LazyFs {
         }
     }
 
+    fn link(&self, _req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
+        match self.lock().lazy.link(ino.0, newparent.0, newname) {
+            Ok((ino, m)) => reply.entry(&TTL, &attr(ino, &m), Generation(0)),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
     fn rename(
         &self,
         _req: &Request,
