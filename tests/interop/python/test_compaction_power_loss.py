@@ -60,7 +60,9 @@ CONFIGS = {
 }
 ENV = {"KAAS_CLEANER_BACKOFF_MS": "200", "KAAS_CLEANER_IO_MAX_BYTES_PER_SECOND": str(RATE)}
 
-SEGMENT_RE = re.compile(r"^(\d{20})(?:\.c(\d+))?(?:\.e(\d+))?\.log(\.cleaning)?$")
+# `<base>[.c<gen>][.e<epoch>][.s<holder>].log`: `.s<holder>` is the name a takeover at epoch
+# <holder> links a predecessor's file under (store::cluster::seal::linked_name).
+SEGMENT_RE = re.compile(r"^(\d{20})(?:\.c(\d+))?(?:\.e(\d+))?(?:\.s\d+)?\.log(\.cleaning)?$")
 START_RE = re.compile(r"^(\S+).*cleaning the log.*partition=(\S+).*first_dirty=(-?\d+).*cleanable_end=(-?\d+)")
 END_RE = re.compile(r"^(\S+).*log cleaned.*partition=(\S+).*\bms=(\d+)")
 
