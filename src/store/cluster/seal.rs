@@ -112,15 +112,6 @@ impl SealedSegment {
     pub fn id(&self) -> SegmentId {
         SegmentId { base: self.base, epoch: self.epoch, gen: self.gen }
     }
-
-    /// The file as the seal of epoch `sealed_by` reaches it.
-    pub fn path(&self, dir: &Path, sealed_by: i32) -> PathBuf {
-        if self.linked {
-            dir.join(linked_name(self.id(), sealed_by))
-        } else {
-            segment_path(dir, self.base, self.epoch, self.gen)
-        }
-    }
 }
 
 /// What epoch `epoch` trusts of its predecessors, written once when it took the partition over.
