@@ -3,9 +3,14 @@
 
 usage: gen_benchmarks.py [RESULTS_JSON [OUTPUT_MD]]
        (defaults: benches/load/results/latest.json, BENCHMARKS.md at the repository root)
+       gen_benchmarks.py --cluster-only [CLUSTER_JSON [OUTPUT_MD]]
+       (defaults: benches/load/results/cluster-latest.json, BENCHMARKS.md at the repository root)
 Standard library only. The section "What limits kaas now" is written by a human from a
 profile: its text is carried over from the existing BENCHMARKS.md, or a placeholder when there
-is none.
+is none. The section "Cluster (3 brokers)" comes from the cluster benchmark's results
+(benches/load/cluster.py): a full regeneration takes them from cluster-latest.json beside
+RESULTS_JSON (or $CLUSTER_JSON) when it exists; --cluster-only replaces that section alone in an
+existing page (or adds it before "Charts"), leaving the rest of the page as it is.
 """
 import json
 import os
@@ -16,6 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 from matrix import COLUMNS, KINDS, NAMES, RATIOS  # noqa: E402  (importing matrix runs nothing)
+import cluster  # noqa: E402  (importing cluster runs nothing)
 
 LIMITS_HEAD = "## What limits kaas now"
 PLACEHOLDER = (
@@ -162,7 +168,214 @@ def existing_limits(path):
     return body or None
 
 
+CLUSTER_HEAD = "## Cluster (3 brokers)"
+CLUSTER_TITLES = {
+    "produce": "Producer perf test, unthrottled (1 KiB, acks=all, idempotent)",
+    "txn": "Transactional producer perf test",
+    "consume": "Consumer perf test",
+    "failover": "Failover: kill -9 of partition 0's leader under a fixed-rate producer",
+}
+
+
+def cluster_table(cdoc, load):
+    cols = cluster.COLUMNS.get(load, [])
+    got = {r["cluster"]: r for r in cdoc["results"] if r["load"] == load}
+    variant = next((r["variant"] for r in cdoc["results"] if r["load"] == load), "")
+    lines = ["| cluster | " + " | ".join(h for _, h, _ in cols) + " |", "|---|" + "---:|" * len(cols)]
+    for kind in cluster.KINDS:
+        r = got.get(kind)
+        if r is None:
+            continue
+        if not r.get("metrics"):
+            lines.append("| %s | FAILED: %s |" % (cluster.NAMES[kind], (r.get("error") or "").strip().splitlines()[-1][:200].replace("|", "/")
+                                                  if (r.get("error") or "").strip() else "no result"))
+            continue
+        lines.append("| %s | %s |" % (cluster.NAMES[kind], " | ".join(fmt(r["metrics"].get(k)) for k, _, _ in cols)))
+    for num, den in cluster.RATIOS:
+        a = got.get(num, {}).get("metrics")
+        b = got.get(den, {}).get("metrics")
+        if not (a and b):
+            continue
+        cells = []
+        for key, _, better in cols:
+            x, y = b.get(key), a.get(key)
+            if better is not None and isinstance(x, (int, float)) and isinstance(y, (int, float)) and not isinstance(x, bool) and x:
+                cells.append("x%.2f" % (y / x))
+            else:
+                cells.append("")
+        lines.append("| *%s / %s* | %s |" % (cluster.SHORT[num], cluster.SHORT[den], " | ".join(cells)))
+    out = "\n".join(lines)
+    for kind in cluster.KINDS:
+        r = got.get(kind)
+        if r and r.get("metrics", {}).get("warning"):
+            out += "\n\n**Warning** (%s): %s" % (cluster.NAMES[kind], r["metrics"]["warning"])
+    return variant, out
+
+
+def failover_details(cdoc):
+    """One bullet per cluster: who was killed, each partition's recovery, the restart."""
+    out = []
+    for kind in cluster.KINDS:
+        r = next((x for x in cdoc["results"] if x["load"] == "failover" and x["cluster"] == kind), None)
+        m = (r or {}).get("metrics")
+        if not m:
+            continue
+        rec = sorted((m.get("recovery_s_by_partition") or {}).values())
+        led = [p for p, v in sorted((m.get("recovery_s_by_partition") or {}).items(), key=lambda kv: int(kv[0])) if v > 1.0]
+        text = ("killed node %d (leader of partition 0%s; leaders before %s) %.1f s into the run; recovery "
+                "per partition %s-%s s (median %s)" % (
+                    m["killed_node"], ", also the active controller" if m.get("killed_was_controller") else "",
+                    m.get("leaders_before"), m.get("kill_at_s", 0), fmt(rec[0]) if rec else "–", fmt(rec[-1]) if rec else "–",
+                    fmt(rec[len(rec) // 2]) if rec else "–"))
+        if led:
+            text += ", over 1 s on partitions %s" % ", ".join(led)
+        text += "; longest gap between two acknowledgements of one partition %s s" % fmt(m.get("max_ack_gap_s"))
+        text += "; steady state before the kill p50 %s ms, p99 %s ms" % (fmt(m.get("steady_p50_ms")), fmt(m.get("steady_p99_ms")))
+        if m.get("restart_at_s") is not None:
+            text += (". Started again at %.1f s (listening after %s s): afterwards max latency %s ms, %s partitions "
+                     "with a record over 1 s, longest gap %s s, leaders then %s" % (
+                         m["restart_at_s"], fmt(m.get("restart_listen_s")), fmt(m.get("rejoin_max_latency_ms")),
+                         fmt(m.get("rejoin_partitions_over_1s")), fmt(m.get("rejoin_max_ack_gap_s")), m.get("leaders_after")))
+        text += ". Read back: %s records, %s acknowledged, %s lost, %s duplicated, %s failed sends" % (
+            fmt(m.get("records_in_topic")), fmt(m.get("acked")), fmt(m.get("lost")), fmt(m.get("duplicates")), fmt(m.get("failed")))
+        out.append("* %s: %s." % (cluster.NAMES[kind], text))
+    return "\n".join(out)
+
+
+def cluster_logs(cdoc):
+    """The broker log lines at ERROR (and kaas's WARN) per case, while the load ran."""
+    rows = []
+    for r in cdoc["results"]:
+        f = r.get("broker_logs")
+        if not f:
+            continue
+        kinds = dict(f.get("errors", {}))
+        if r["cluster"] != "kafka3":
+            kinds.update(f.get("warnings", {}))
+        top = sorted(kinds.items(), key=lambda kv: -kv[1])[:3]
+        rows.append("| %s | %s | %s | %s | %s |" % (
+            r["load"], cluster.NAMES[r["cluster"]], fmt(f["error_lines"]), fmt(f["warn_lines"]),
+            "; ".join("%dx `%s`" % (n, msg.replace("|", "/")[:120]) for msg, n in top) or ""))
+    if not rows:
+        return ""
+    return "\n".join(["| load | cluster | ERROR lines | WARN lines | most frequent (numbers as N) |",
+                      "|---|---|---:|---:|---|"] + rows)
+
+
+def cluster_section(cdoc, src_path):
+    meta, cfg, ver, mach = cdoc["meta"], cdoc["meta"]["config"], cdoc["meta"]["versions"], cdoc["meta"]["machine"]
+    o = [CLUSTER_HEAD + "\n"]
+    o.append("_Generated by `benches/load/gen_benchmarks.py` from `%s` (run `%s`, %s profile, %.0f s); rerun "
+             "`benches/load/cluster.sh` to regenerate this section alone._\n"
+             % (os.path.relpath(os.path.abspath(src_path), ROOT), meta["timestamp"], meta["profile"], meta.get("wall_s", 0)))
+    if meta["profile"] == "quick":
+        o.append("> **This is a QUICK run** (`QUICK=1`: small record counts): it shows that the pipeline works; do not "
+                 "quote its figures.\n")
+    rs = [r for r in cdoc["results"] if r.get("metrics", {}).get("others_cpu_frac") is not None]
+    worst = max((r["metrics"]["others_cpu_frac"] for r in rs), default=None)
+    la = mach.get("loadavg_start")
+    o.append("""`benches/load/cluster.sh` starts three brokers of each kind on this one machine (%(nproc)s CPUs, %(mem)s), a fresh
+cluster for every load and kind, the clients (Apache Kafka %(kv)s's `ProducerPerformance` and
+`ConsumerPerformance`, and `benches/load/src/main/java/kaas/bench/ClusterTool.java`) on the same
+machine, bootstrapping from all three brokers:
+
+* **Apache Kafka, 3 brokers RF 3** (`kafka3`): %(d_kafka)s. Three KRaft nodes, each broker and
+  controller (static `controller.quorum.voters`), `-Xms%(heap)s -Xmx%(heap)s` each, otherwise the
+  defaults (`broker.session.timeout.ms` 9 s decides when a dead broker's partitions move).
+* **kaas, 3 brokers, local dir** (`kaas3`): %(d_kaas3)s. Three `kaas serve` processes with node ids
+  1-3 and their defaults (`cluster_tick_ms` 500).
+* **kaas, 3 brokers, JuiceFS** (`kaas3-juicefs`): %(d_jfs)s (%(jfs)s).
+
+Loads, each on 16 partitions (leaders spread over the three brokers): `produce` %(pr)s records of
+%(rs)s B, unthrottled, acks=all, idempotent; `txn` %(tr)s records with `--transactional-id
+--transaction-duration-ms %(td)s` (after one transaction of one record that creates the transaction
+coordinator's state); `consume`: a producer perf test writes %(cr)s records, `ConsumerPerformance`
+reads them (only the read is measured); `failover`: `ClusterTool failover` sends %(fr)s records/s
+(acks=all, idempotent, 1 KiB, record i to partition i %% 16, the client's other settings default) for
+%(fs)s s, recording when each record was sent and acknowledged; %(fk)s s in, the broker leading
+partition 0 is killed with SIGKILL, %(fd)s s later it is started again; then every partition is read
+back and every acknowledged record must be at the partition and offset its acknowledgement named.
+**failover s** is, over the 16 partitions, the longest time from the kill to the acknowledgement
+of the first record sent to that partition after the kill (what a client sees: detection, the
+leader move, the client's metadata refresh and retry); **max latency** is over records sent from 1 s
+before the kill until the restart; **max latency after restart** over the records sent after the
+restart (Apache Kafka's restarted broker catches up as a follower; kaas hands the restarted broker
+its partitions back).
+
+CPU s/GB is the three broker processes' utime+stime summed over the measured window; machine CPU
+s/GB the whole machine's busy CPU minus the client tools' (so for JuiceFS the FUSE mounts' CPU, and
+the kernel's work for everyone, are in it; `fs_cpu_s_per_gb` in the JSON has the mounts' alone);
+peak RSS the three brokers' VmHWM summed. Load average at the start %(la)s; other processes took up
+to %(worst)s of the machine during a measured window (`others_cpu_frac`). %(kaas)s (binary sha256
+%(sha)s…%(commit)s).
+""" % {
+        "nproc": mach.get("nproc"), "mem": mach.get("memory"), "kv": ver.get("kafka"),
+        "d_kafka": meta["durability"].get("kafka3", cluster.DURABILITY["kafka3"]),
+        "d_kaas3": meta["durability"].get("kaas3", cluster.DURABILITY["kaas3"]),
+        "d_jfs": meta["durability"].get("kaas3-juicefs", cluster.DURABILITY["kaas3-juicefs"]),
+        "jfs": ver.get("juicefs") or "not run", "heap": cfg["broker_heap"],
+        "pr": fmt(cfg["produce_records"]), "rs": cfg["record_size"], "tr": fmt(cfg["txn_records"]),
+        "td": cfg["txn_duration_ms"], "cr": fmt(cfg["consume_records"]), "fr": fmt(cfg["failover_rate"]),
+        "fs": cfg["failover_seconds"], "fk": cfg["failover_kill_at"],
+        "fd": cfg["failover_restart_at"] - cfg["failover_kill_at"] if cfg["failover_restart_at"] else "never",
+        "la": " / ".join("%.2f" % x for x in la) if la else "not recorded",
+        "worst": ("%.0f%%" % (100 * max(0.0, worst))) if worst is not None else "–",
+        "kaas": ver.get("kaas"), "sha": ver.get("kaas_bin_sha256"),
+        "commit": (", built from commit %s" % ver["kaas_commit"]) if ver.get("kaas_commit") else "",
+    })
+    o.append("Ratios are kaas / Apache Kafka: above 1 is better for records/s and MB/s, below 1 for latency, "
+             "CPU, memory and failover time.\n")
+    seen = []
+    for r in cdoc["results"]:
+        if r["load"] not in seen:
+            seen.append(r["load"])
+    for load in seen:
+        variant, t = cluster_table(cdoc, load)
+        o.append("### %s, %s\n" % (CLUSTER_TITLES.get(load, load), variant))
+        o.append(t)
+        o.append("")
+        if load == "failover":
+            d = failover_details(cdoc)
+            if d:
+                o.append(d)
+                o.append("")
+    logs = cluster_logs(cdoc)
+    if logs:
+        o.append("### Broker logs during the cluster loads\n")
+        o.append(logs)
+        o.append("")
+    return "\n".join(o)
+
+
+def splice_cluster(md_text, section):
+    """MD_TEXT with its cluster section replaced by SECTION (or SECTION put before "## Charts",
+    else before the limits section, else at the end)."""
+    i = md_text.find(CLUSTER_HEAD)
+    if i >= 0:
+        rest = md_text[i + len(CLUSTER_HEAD):]
+        j = re.search(r"^## ", rest, re.M)
+        return md_text[:i] + section + ("\n" + rest[j.start():] if j else "\n")
+    for head in ("## Charts", LIMITS_HEAD):
+        k = md_text.find("\n" + head)
+        if k >= 0:
+            return md_text[:k + 1] + section + "\n" + md_text[k + 1:]
+    return md_text.rstrip("\n") + "\n\n" + section + "\n"
+
+
+def cluster_only(args):
+    src = args[0] if args else os.path.join(HERE, "results", "cluster-latest.json")
+    dst = args[1] if len(args) > 1 else os.path.join(ROOT, "BENCHMARKS.md")
+    with open(src) as f:
+        cdoc = json.load(f)
+    text = open(dst).read() if os.path.exists(dst) else "# Benchmarks: kaas and Apache Kafka\n\n"
+    with open(dst, "w") as f:
+        f.write(splice_cluster(text, cluster_section(cdoc, src)))
+    print(dst)
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--cluster-only":
+        return cluster_only(sys.argv[2:])
     src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "results", "latest.json")
     dst = sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "BENCHMARKS.md")
     with open(src) as f:
@@ -275,6 +488,10 @@ while Apache Kafka is still creating partition logs).
         o.append("### %s\n" % LOAD_TITLES.get(load, load))
         o.append(table(doc, load))
         o.append("")
+    cluster_src = os.environ.get("CLUSTER_JSON") or os.path.join(chart_dir, "cluster-latest.json")
+    if os.path.exists(cluster_src):
+        with open(cluster_src) as f:
+            o.append(cluster_section(json.load(f), cluster_src))
     o.append("## Charts\n")
     for name, alt in (("produce_throughput.png", "producer throughput vs partitions"),
                       ("produce_p99.png", "producer p99 latency vs partitions"),
