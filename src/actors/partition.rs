@@ -12,7 +12,7 @@ use actix::{Actor, ActorContext, AsyncContext, Context, Handler, SpawnHandle};
 
 use super::cleaner::LogCleaner;
 use super::messages::*;
-use super::syncer::{SyncFailure, SyncJob, Synced, Syncer};
+use super::syncer::{SyncFailure, SyncJob, SyncWindow, Synced, Syncer};
 use crate::error_code::ResponseError;
 use crate::metrics::{Metrics, TopicMeter};
 use crate::store::clock::now_ms;
@@ -35,17 +35,17 @@ pub struct PartitionLeader {
     partition: Partition,
     pending: VecDeque<(i64, Waiter)>,
     waiters: Vec<(i64, Reply<()>)>,
-    sync_in_flight: bool,
+    /// The fsyncs in flight, acknowledged in order (actors::syncer).
+    syncs: SyncWindow,
     syncer: Syncer,
     retention_check: Duration,
     producer_expiration_ms: i64,
     meters: LeaderMeters,
     /// This leader's share of the broker's producer-id gauge.
     reported_producers: i64,
-    /// Batches (appends, markers) written since the last sync was asked for, and those the sync
-    /// in flight covers (kaas_log_group_commit_batches).
+    /// Batches (appends, markers) written since the last sync was asked for
+    /// (kaas_log_group_commit_batches).
     unsynced_batches: u64,
-    syncing_batches: u64,
     /// The log cleaner's threads, this leader's key there, the timer that checks whether the
     /// log needs cleaning (a compacted topic only), and the stop flag of a pass in flight.
     cleaner: LogCleaner,
@@ -84,14 +84,13 @@ impl PartitionLeader {
             partition,
             pending: VecDeque::new(),
             waiters: Vec::new(),
-            sync_in_flight: false,
+            syncs: syncer.window(),
             syncer,
             retention_check: timers.retention_check,
             producer_expiration_ms: timers.producer_expiration_ms,
             meters,
             reported_producers: 0,
             unsynced_batches: 0,
-            syncing_batches: 0,
             cleaner,
             cleaner_id,
             cleaner_timer: None,
@@ -156,13 +155,13 @@ impl PartitionLeader {
     }
 
     fn request_sync(&mut self, ctx: &mut Context<Self>) {
-        if self.sync_in_flight || !self.partition.needs_sync() {
+        let upto = self.partition.log_end_offset();
+        if !self.partition.needs_sync() || !self.syncs.may_start(upto, self.partition.high_watermark()) {
             return;
         }
         let files = self.partition.sync_handles();
-        self.sync_in_flight = true;
-        self.syncing_batches = std::mem::take(&mut self.unsynced_batches);
-        let job = SyncJob { files, upto: self.partition.log_end_offset(), reply: ctx.address().recipient() };
+        let seq = self.syncs.start(upto, std::mem::take(&mut self.unsynced_batches));
+        let job = SyncJob { seq, files, upto, reply: ctx.address().recipient() };
         if let Err(e) = self.syncer.submit(job) {
             self.fail(e);
         }
@@ -189,6 +188,7 @@ impl PartitionLeader {
     /// (appends) or `marker` (markers).
     fn refuse_pending(&mut self, ack: AppendAck, marker: ResponseError) {
         self.partition.go_offline();
+        self.syncs.clear();
         for (_, waiter) in self.pending.drain(..) {
             match waiter {
                 Waiter::Append(reply, _) => {
@@ -339,16 +339,23 @@ impl Handler<Synced> for PartitionLeader {
     type Result = ();
 
     fn handle(&mut self, msg: Synced, ctx: &mut Self::Context) {
-        self.sync_in_flight = false;
+        if self.partition.is_offline() {
+            // Failed or fenced before: nothing in flight is acknowledged.
+            return;
+        }
         match msg.result {
             Ok(()) => {}
             Err(SyncFailure::Io(e)) => return self.fail(format!("fsync: {e}")),
             Err(SyncFailure::Fenced(e)) => return self.fenced(&e),
         }
-        if self.syncing_batches > 0 {
-            self.meters.broker.group_commit_batches().observe(std::mem::take(&mut self.syncing_batches));
+        let Some(durable) = self.syncs.finish(msg.seq) else {
+            // An older sync is still out: its files may not be durable yet.
+            return self.request_sync(ctx);
+        };
+        if durable.batches > 0 {
+            self.meters.broker.group_commit_batches().observe(durable.batches);
         }
-        self.partition.advance_high_watermark(msg.upto);
+        self.partition.advance_high_watermark(durable.upto);
         let hw = self.partition.high_watermark();
         while let Some((last, _)) = self.pending.front() {
             if *last >= hw {
@@ -392,9 +399,16 @@ impl Handler<Read> for PartitionLeader {
             Ok(fetched) => {
                 self.meters.topic.bytes_out.inc_by(fetched.records.len() as u64);
                 result.records = match fetched.records {
-                    // A range no stand-in covers (file_range::MAX_STAND_IN) goes in memory.
-                    Stored::File(r) if r.len > MAX_STAND_IN => match r.load() {
-                        Ok(b) => Stored::Mem(b),
+                    // A range no stand-in covers (file_range::MAX_STAND_IN) goes in memory, and so
+                    // does one the open-file cache lent no descriptor for (file_cache: a wide
+                    // fetch must not run the broker out of them).
+                    Stored::File(r) if r.len > MAX_STAND_IN || r.loan.is_none() => match r.load() {
+                        Ok(b) => {
+                            if r.loan.is_none() {
+                                self.meters.broker.fetch_copied_reads().inc();
+                            }
+                            Stored::Mem(b)
+                        }
                         Err(e) => {
                             tracing::error!(partition = %self.name, "read: {e}");
                             result.error_code = PartitionError::Read(LogError::Io(e)).code();

@@ -1,7 +1,10 @@
-//! Group commit: fsync runs on dedicated threads, never on the actor threads. Each partition has
-//! at most one sync in flight, covering everything appended before it started, so one fsync
-//! answers every producer that appended in the meantime.
+//! Group commit: fsync runs on dedicated threads, never on the actor threads. Each sync covers
+//! everything a partition appended before it started, so one fsync answers every producer that
+//! appended in the meantime. A partition keeps up to `partition_syncs_in_flight` of them going
+//! at once (appends continue into the page cache meanwhile) and acknowledges in the order they
+//! were asked for ([`SyncWindow`]).
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::thread;
 use std::time::Instant;
@@ -14,10 +17,11 @@ use crate::store::cluster::fence::{FenceError, SelfFence};
 use crate::store::durable::sync_filesystem;
 use crate::store::log::SyncSet;
 
-/// The syncer made everything below `upto` durable (or failed to).
+/// The syncer made everything below `upto` durable (or failed to): the answer to job `seq`.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Synced {
+    pub seq: u64,
     pub upto: i64,
     pub result: Result<(), SyncFailure>,
 }
@@ -34,6 +38,8 @@ pub enum SyncFailure {
 
 /// Make `files` durable, then tell `reply` that everything below `upto` is on disk.
 pub struct SyncJob {
+    /// The partition's number for the job ([`SyncWindow::start`]), given back in `Synced`.
+    pub seq: u64,
     pub files: SyncSet,
     pub upto: i64,
     pub reply: Recipient<Synced>,
@@ -99,7 +105,73 @@ fn run(jobs: Vec<SyncJob>, skip_fsync: bool, group: Option<&GroupCommit>, metric
             (Some(f), Ok(())) => Err(f.clone()),
             (_, r) => r,
         };
-        job.reply.do_send(Synced { upto: job.upto, result });
+        job.reply.do_send(Synced { seq: job.seq, upto: job.upto, result });
+    }
+}
+
+/// The syncs of one partition in flight, in the order they were asked for. A later sync may
+/// finish first, yet it need not cover an earlier one's files (a rolled segment, a directory
+/// entry), so an offset is acknowledged only when every sync asked for before it has finished:
+/// the high watermark moves to the end of the finished prefix.
+#[derive(Debug)]
+pub struct SyncWindow {
+    depth: usize,
+    next_seq: u64,
+    /// (seq, upto, batches covered, finished), oldest first.
+    jobs: VecDeque<(u64, i64, u64, bool)>,
+}
+
+/// What the finished prefix of the window made durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Durable {
+    pub upto: i64,
+    pub batches: u64,
+}
+
+impl SyncWindow {
+    pub fn new(depth: usize) -> SyncWindow {
+        SyncWindow { depth: depth.max(1), next_seq: 0, jobs: VecDeque::new() }
+    }
+
+    /// Whether a sync of everything below `log_end` may start now: fewer than `depth` in flight,
+    /// and something appended since the last one was asked for (or since `durable`, the high
+    /// watermark, when none is in flight).
+    pub fn may_start(&self, log_end: i64, durable: i64) -> bool {
+        let asked = self.jobs.back().map_or(durable, |&(_, upto, _, _)| upto.max(durable));
+        self.jobs.len() < self.depth && log_end > asked
+    }
+
+    /// Records a sync of everything below `upto` (covering `batches` batches); its number.
+    pub fn start(&mut self, upto: i64, batches: u64) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.jobs.push_back((seq, upto, batches, false));
+        seq
+    }
+
+    /// Sync `seq` finished: what became acknowledgeable (None while an older one is still out).
+    pub fn finish(&mut self, seq: u64) -> Option<Durable> {
+        if let Some(job) = self.jobs.iter_mut().find(|j| j.0 == seq) {
+            job.3 = true;
+        }
+        let mut durable: Option<Durable> = None;
+        while let Some(&(_, upto, batches, true)) = self.jobs.front() {
+            self.jobs.pop_front();
+            let d = durable.get_or_insert(Durable { upto, batches: 0 });
+            d.upto = d.upto.max(upto);
+            d.batches += batches;
+        }
+        durable
+    }
+
+    /// Syncs in flight.
+    pub fn in_flight(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// Forgets every sync in flight (the partition went offline: none of them is acknowledged).
+    pub fn clear(&mut self) {
+        self.jobs.clear();
     }
 }
 
@@ -108,6 +180,8 @@ pub struct Syncer {
     tx: Sender<SyncJob>,
     /// The fence its threads check after each fsync, for other durable work of the leaders.
     fence: SelfFence,
+    /// Syncs one partition may have in flight at once (`partition_syncs_in_flight`).
+    partition_depth: usize,
 }
 
 impl Syncer {
@@ -115,8 +189,10 @@ impl Syncer {
     /// `debug_skip_fsync` test hook: answer every job as synced without syncing anything.
     /// `group`: a thread that finds that many jobs waiting (partitions written at once) makes
     /// them all durable with one syncfs instead of an fsync each (see `GroupCommit`).
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         threads: usize,
+        partition_depth: usize,
         capacity: usize,
         skip_fsync: bool,
         group: Option<GroupCommit>,
@@ -146,7 +222,12 @@ impl Syncer {
                 tracing::error!("could not start sync thread: {e}");
             }
         }
-        Syncer { tx, fence }
+        Syncer { tx, fence, partition_depth }
+    }
+
+    /// A partition's window of syncs in flight.
+    pub fn window(&self) -> SyncWindow {
+        SyncWindow::new(self.partition_depth)
     }
 
     /// This broker's fence (store::cluster::fence), for the leaders' deletions.
@@ -163,6 +244,42 @@ impl Syncer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sync_window_starts_at_most_depth_syncs_each_covering_new_appends() {
+        let mut w = SyncWindow::new(2);
+        assert!(!w.may_start(10, 10), "nothing appended past the high watermark");
+        assert!(w.may_start(11, 10));
+        w.start(11, 1);
+        assert!(!w.may_start(11, 10), "everything below 11 is asked for already");
+        assert!(w.may_start(12, 10));
+        w.start(12, 1);
+        assert!(!w.may_start(20, 10), "depth 2 in flight");
+        assert_eq!(w.in_flight(), 2);
+    }
+
+    #[test]
+    fn a_sync_window_acknowledges_only_the_finished_prefix() {
+        let mut w = SyncWindow::new(3);
+        let a = w.start(5, 2);
+        let b = w.start(8, 1);
+        let c = w.start(9, 4);
+        // b finishing first says nothing about a's files (a rolled segment, a new directory entry).
+        assert_eq!(w.finish(b), None);
+        assert_eq!(w.finish(a), Some(Durable { upto: 8, batches: 3 }));
+        assert_eq!(w.finish(c), Some(Durable { upto: 9, batches: 4 }));
+        assert_eq!(w.in_flight(), 0);
+        assert_eq!(w.finish(c), None, "a sync finished twice acknowledges nothing more");
+    }
+
+    #[test]
+    fn a_cleared_sync_window_acknowledges_nothing_of_what_was_in_flight() {
+        let mut w = SyncWindow::new(2);
+        let a = w.start(5, 1);
+        w.clear();
+        assert_eq!(w.finish(a), None);
+        assert!(w.may_start(6, 5));
+    }
 
     #[test]
     fn one_syncfs_covers_the_jobs_from_min_partitions_on() {

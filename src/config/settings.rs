@@ -104,8 +104,11 @@ settings! {
         /// `0` is the default. Kafka has no such setting (KIP-578 was not adopted).
         max_partitions: u32 = DEFAULT_MAX_PARTITIONS;
         /// Segment files open at once, all partitions together: a least-recently-used cache, the
-        /// others are opened on use. `0`: a quarter of the open-file limit (kaas raises its soft
-        /// `nofile` to the hard limit at start).
+        /// others are opened on use. As many again may be held open by Fetch answers waiting to
+        /// be sent with sendfile; past that, a partition's records are copied into the answer
+        /// (`kaas_fetch_copied_reads`), so a fetch of thousands of partitions never runs out of
+        /// descriptors. `0`: a quarter of the open-file limit (kaas raises its soft `nofile` to
+        /// the hard limit at start).
         max_open_segment_files: usize = 0;
         /// Kafka's `log.segment.bytes`: a partition's active segment is rolled once it would grow
         /// past this.
@@ -179,6 +182,10 @@ settings! {
             kafka "log.message.timestamp.after.max.ms" TYPE_LONG Some("3600000");
         /// Threads issuing fsyncs (group commit).
         sync_threads: usize = 2, at_least 1;
+        /// fsyncs one partition may have in flight at once: appends go on into the page cache
+        /// while they run, and each is acknowledged once every sync asked for before its own
+        /// has finished. More than `sync_threads` gains nothing.
+        partition_syncs_in_flight: usize = 2, at_least 1;
         /// When this many partitions wait for an fsync at once, one `syncfs` of the data
         /// directory's file system makes them all durable (one device flush instead of one per
         /// partition); `0`: an fsync per partition always. Not used on FUSE file systems, whose

@@ -108,6 +108,7 @@ struct Inner {
     group_commit_partitions: AtomicHistogram,
     partitions: Gauge,
     producer_ids: Gauge,
+    fetch_copied_reads: Counter,
     connections: Gauge,
     transactions: Vec<Gauge>,
     fenced_producers: Counter,
@@ -199,6 +200,12 @@ impl Metrics {
             "Partitions this broker leads (every partition it serves)",
             partitions.clone(),
         );
+        let fetch_copied_reads = Counter::default();
+        r.register(
+            "kaas_fetch_copied_reads",
+            "Partition reads of a Fetch copied into memory instead of sent with sendfile, because the open files lent to pending sends (max_open_segment_files) were all out",
+            fetch_copied_reads.clone(),
+        );
         let producer_ids = Gauge::default();
         r.register(
             "kafka_server_replicamanager_produceridcount",
@@ -278,6 +285,7 @@ impl Metrics {
             group_commit_partitions,
             partitions,
             producer_ids,
+            fetch_copied_reads,
             connections,
             transactions,
             fenced_producers,
@@ -342,6 +350,10 @@ impl Metrics {
 
     pub fn partitions(&self) -> &Gauge {
         &self.0.partitions
+    }
+
+    pub fn fetch_copied_reads(&self) -> &Counter {
+        &self.0.fetch_copied_reads
     }
 
     pub fn producer_ids(&self) -> &Gauge {

@@ -315,8 +315,8 @@ mod tests {
         let content: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
         std::fs::write(&path, &content).unwrap();
         let file = Arc::new(std::fs::File::open(&path).unwrap());
-        let a = FileRange { file: file.clone(), pos: 100, len: 1000 };
-        let b = FileRange { file, pos: 3000, len: 200 };
+        let a = FileRange::unlent(file.clone(), 100, 1000);
+        let b = FileRange::unlent(file, 3000, 200);
         let in_memory = Bytes::from_static(b"in memory");
         for version in [4, 11, 12, 16] {
             let header = RequestHeader::default().with_request_api_version(version).with_correlation_id(7);
@@ -345,7 +345,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("f"), [0u8; 64]).unwrap();
         let file = Arc::new(std::fs::File::open(dir.path().join("f")).unwrap());
-        let wrong_len = FileRange { file, pos: 0, len: 11 };
+        let wrong_len = FileRange::unlent(file, 0, 11);
         assert!(encode_fetch_parts(&header, &stood, vec![wrong_len]).is_err());
     }
 }

@@ -465,6 +465,7 @@ fn start_syncer(settings: &Settings, metrics: &Metrics, fence: &SelfFence) -> Sy
     tracing::debug!(group_commit_by_syncfs = group.is_some(), "fsync threads");
     Syncer::start(
         settings.log.sync_threads,
+        settings.log.partition_syncs_in_flight,
         MAILBOX_CAPACITY * 4,
         settings.log.debug_skip_fsync,
         group,

@@ -3,11 +3,17 @@
 //! many descriptors open as the cache holds, not one per segment. An evicted file stays open for
 //! whoever still holds it (an append waiting for its fsync, a read in progress) and is closed
 //! when they drop it; the next use opens it again.
+//!
+//! Files held past the cache are bounded too: a Fetch answer keeps each range's file open until
+//! sendfile has sent it, and a Fetch may cover thousands of partitions. Each such range takes a
+//! loan from the cache ([`FileCache::lend`]); when the loans are spent, the partition reads the
+//! range into memory instead (a copied read, bounded by the response budget), so a wide fetch
+//! never runs the broker out of descriptors.
 
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use lru::LruCache;
@@ -27,6 +33,18 @@ pub struct FileCache {
     open: Mutex<LruCache<u64, Arc<File>>>,
     capacity: usize,
     next_id: AtomicU64,
+    /// Files lent to pending sends now; at most `capacity` (as many again as the cache keeps).
+    lent: Arc<AtomicUsize>,
+}
+
+/// One open file lent to a pending send (a Fetch answer's range); returned when dropped.
+#[derive(Debug)]
+pub struct Loan(Arc<AtomicUsize>);
+
+impl Drop for Loan {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Default for FileCache {
@@ -37,7 +55,26 @@ impl Default for FileCache {
 
 impl FileCache {
     pub fn new(capacity: usize) -> FileCache {
-        FileCache { open: Mutex::new(LruCache::unbounded()), capacity: capacity.max(1), next_id: AtomicU64::new(1) }
+        FileCache {
+            open: Mutex::new(LruCache::unbounded()),
+            capacity: capacity.max(1),
+            next_id: AtomicU64::new(1),
+            lent: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// A loan for one file held until a send completes, or None when `capacity` are out: the
+    /// caller then copies the bytes and lets the file go.
+    pub fn lend(&self) -> Option<Loan> {
+        self.lent
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < self.capacity).then_some(n + 1))
+            .ok()
+            .map(|_| Loan(self.lent.clone()))
+    }
+
+    /// Loans out now.
+    pub fn lent(&self) -> usize {
+        self.lent.load(Ordering::Acquire)
     }
 
     /// A new key for one segment file.
@@ -132,6 +169,18 @@ mod tests {
         held.write_all_at(b"A", 0).unwrap();
         held.sync_data().unwrap();
         assert_eq!(std::fs::read(&a).unwrap(), b"A");
+    }
+
+    #[test]
+    fn at_most_capacity_files_are_lent_and_a_returned_loan_frees_one() {
+        let cache = FileCache::new(2);
+        let (a, b) = (cache.lend().unwrap(), cache.lend().unwrap());
+        assert!(cache.lend().is_none(), "a third loan would pass the budget");
+        drop(a);
+        assert_eq!(cache.lent(), 1);
+        let c = cache.lend().expect("a returned loan is lent again");
+        drop((b, c));
+        assert_eq!(cache.lent(), 0);
     }
 
     #[test]

@@ -14,15 +14,25 @@ use std::sync::{Arc, OnceLock};
 
 use bytes::{Bytes, BytesMut};
 
+use super::file_cache::Loan;
+
 /// `len` bytes of a segment file from `pos`: whole batches.
 #[derive(Debug, Clone)]
 pub struct FileRange {
     pub file: Arc<File>,
     pub pos: u64,
     pub len: usize,
+    /// The open-file cache's loan that lets this range keep its file open until it is sent;
+    /// None when the loans were spent: the range must then be read into memory (file_cache).
+    pub loan: Option<Arc<Loan>>,
 }
 
 impl FileRange {
+    /// A range of `file` with no loan (tests, and ranges read into memory at once).
+    pub fn unlent(file: Arc<File>, pos: u64, len: usize) -> FileRange {
+        FileRange { file, pos, len, loan: None }
+    }
+
     /// The bytes, read into memory (tests, and ranges too large to stand in for).
     pub fn load(&self) -> io::Result<Bytes> {
         let mut buf = BytesMut::zeroed(self.len);
@@ -106,7 +116,7 @@ mod tests {
     fn a_range_loads_its_bytes() {
         let dir = std::env::temp_dir().join(format!("kaas-range-{}", std::process::id()));
         std::fs::write(&dir, b"0123456789").unwrap();
-        let r = FileRange { file: Arc::new(File::open(&dir).unwrap()), pos: 3, len: 4 };
+        let r = FileRange::unlent(Arc::new(File::open(&dir).unwrap()), 3, 4);
         assert_eq!(&Stored::File(r).load().unwrap()[..], b"3456");
         std::fs::remove_file(&dir).unwrap();
     }

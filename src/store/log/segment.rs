@@ -269,7 +269,7 @@ impl Segment {
             end.checked_sub(start).filter(|_| end <= self.size).and_then(|l| usize::try_from(l).ok()).ok_or_else(
                 || LogError::Corrupt(format!("{}: batch at {start} runs past the segment", self.path.display())),
             )?;
-        Ok(Some(FileRange { file: self.file()?, pos: start, len }))
+        Ok(Some(FileRange { file: self.file()?, pos: start, len, loan: self.files.lend().map(Arc::new) }))
     }
 
     #[cfg(test)]
