@@ -225,11 +225,11 @@ def failover_details(cdoc):
         text = ("killed node %d (leader of partition 0%s; leaders before %s) %.1f s into the run; recovery "
                 "per partition %s-%s s (median %s)" % (
                     m["killed_node"], ", also the active controller" if m.get("killed_was_controller") else "",
-                    m.get("leaders_before"), m.get("kill_at_s", 0), fmt(rec[0]) if rec else "–", fmt(rec[-1]) if rec else "–",
-                    fmt(rec[len(rec) // 2]) if rec else "–"))
+                    m.get("leaders_before"), m.get("kill_at_s", 0), "%.2f" % rec[0] if rec else "–", "%.2f" % rec[-1] if rec else "–",
+                    "%.2f" % rec[len(rec) // 2] if rec else "–"))
         if led:
             text += ", over 1 s on partitions %s" % ", ".join(led)
-        text += "; longest gap between two acknowledgements of one partition %s s" % fmt(m.get("max_ack_gap_s"))
+        text += "; longest gap between two acknowledgements of one partition %.2f s" % (m.get("max_ack_gap_s") or 0)
         text += "; steady state before the kill p50 %s ms, p99 %s ms" % (fmt(m.get("steady_p50_ms")), fmt(m.get("steady_p99_ms")))
         if m.get("restart_at_s") is not None:
             text += (". Started again at %.1f s (listening after %s s): afterwards max latency %s ms, %s partitions "
