@@ -182,10 +182,13 @@ settings! {
             kafka "log.message.timestamp.after.max.ms" TYPE_LONG Some("3600000");
         /// Threads issuing fsyncs (group commit).
         sync_threads: usize = 2, at_least 1;
-        /// fsyncs one partition may have in flight at once: appends go on into the page cache
-        /// while they run, and each is acknowledged once every sync asked for before its own
-        /// has finished. More than `sync_threads` gains nothing.
-        partition_syncs_in_flight: usize = 2, at_least 1;
+        /// fsyncs one partition may have in flight at once (appends go on into the page cache
+        /// while any run; each is acknowledged once every sync asked for before its own has
+        /// finished). `1` by default: on the 2-core development machine (ext4, virtio) `2` and
+        /// `3` made 50-90% more fsyncs for no more records/s at one partition, whose fsyncs were
+        /// in flight only half of the time (docs/performance.md). More than `sync_threads`
+        /// gains nothing.
+        partition_syncs_in_flight: usize = 1, at_least 1;
         /// When this many partitions wait for an fsync at once, one `syncfs` of the data
         /// directory's file system makes them all durable (one device flush instead of one per
         /// partition); `0`: an fsync per partition always. Not used on FUSE file systems, whose
