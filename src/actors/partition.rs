@@ -576,7 +576,10 @@ impl Handler<Shutdown> for PartitionLeader {
             if let Err(e) = self.partition.persist_log_start() {
                 tracing::error!(partition = %self.name, "log start not written at stop: {e}");
             }
-            if synced {
+            // A sync still in flight may not have made its files durable (nor will it, if the
+            // machine stops now): the recovery point and snapshot would then vouch for data that
+            // is not on disk, so the next start validates the tail instead.
+            if synced && self.syncs.in_flight() == 0 {
                 if let Err(e) = self.partition.checkpoint_at_stop() {
                     tracing::warn!(partition = %self.name, "{e}");
                 }
