@@ -16,6 +16,7 @@ time.
 """
 
 import json
+import logging
 import os
 import re
 import resource
@@ -103,15 +104,26 @@ class Errors:
             print(f"client: {text}", file=sys.stderr, flush=True)
 
 
-class NullLogger:
+class ClientLog(logging.Handler):
+    """librdkafka's log lines (confluent-kafka hands them to a logging.Logger when polled),
+    fed to Errors: its "Timed out N in-flight requests" lines are how it reports request
+    timeouts."""
+
     def __init__(self, errors):
+        super().__init__()
         self.errors = errors
 
-    def log(self, level, msg, *args, **kw):
-        self.errors.log_cb(level, "", msg % args if args else msg)
+    def emit(self, record):
+        self.errors.log_cb(record.levelno, "", record.getMessage())
 
-    def __getattr__(self, name):
-        return lambda *a, **k: None
+
+def client_logger(errors):
+    logger = logging.getLogger("wide.rdkafka")
+    if not logger.handlers:
+        logger.addHandler(ClientLog(errors))
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    return logger
 
 
 def limit_fds():
@@ -170,7 +182,7 @@ def main():
         producer = Producer({
             "bootstrap.servers": boot, "acks": "all", "enable.idempotence": True,
             "linger.ms": 50, "request.timeout.ms": REQUEST_TIMEOUT_MS,
-            "error_cb": errors.error_cb, "logger": NullLogger(errors),
+            "error_cb": errors.error_cb, "logger": client_logger(errors),
         })
         for name in names:
             # One topic at a time, flushed: librdkafka sends one partition per ProduceRequest and
@@ -201,7 +213,7 @@ def main():
             t1 = time.time()
             consumer = Consumer({
                 "bootstrap.servers": boot, "group.id": f"wide-{name}", "enable.auto.commit": False,
-                "error_cb": errors.error_cb, "logger": NullLogger(errors),
+                "error_cb": errors.error_cb, "logger": client_logger(errors),
             })
             consumer.assign([TopicPartition(name, p, 0) for p in range(PARTITIONS)])
             seen = set()
