@@ -618,9 +618,9 @@ def analyse_failover(rows, start_ms, kill_ms, restart_ms, partitions):
         after = [r for r in rs if r[3] >= kill_ms and r[5] == "-"]
         if after:
             recovery[p] = (after[0][4] - kill_ms) / 1000.0
-        # (records sent from 5 s before the kill until the restart)
-        acks = sorted(r[4] for r in rs if r[5] == "-" and r[3] >= kill_ms - 5000
-                      and (restart_ms is None or r[3] < restart_ms))
+        # (acknowledgements from 5 s before the kill until the restart)
+        acks = sorted(r[4] for r in rs if r[5] == "-" and r[4] >= kill_ms - 5000
+                      and (restart_ms is None or r[4] < restart_ms))
         gaps[p] = max((b - a for a, b in zip(acks, acks[1:])), default=0) / 1000.0
     lat = lambda rs: sorted(r[4] - r[3] for r in rs if r[5] == "-")  # noqa: E731
     steady = lat([r for r in rows if start_ms + 2000 <= r[3] < kill_ms])
@@ -646,7 +646,7 @@ def analyse_failover(rows, start_ms, kill_ms, restart_ms, partitions):
         m["rejoin_partitions_over_1s"] = sum(1 for v in worst.values() if v > 1000)
         rgaps = {}
         for p, rs in by_part.items():
-            acks = sorted(r[4] for r in rs if r[5] == "-" and r[3] >= restart_ms - 2000)
+            acks = sorted(r[4] for r in rs if r[5] == "-" and r[4] >= restart_ms - 2000)
             rgaps[p] = max((b - a for a, b in zip(acks, acks[1:])), default=0) / 1000.0
         m["rejoin_max_ack_gap_s"] = max(rgaps.values()) if rgaps else None
     errs = {}
@@ -655,6 +655,47 @@ def analyse_failover(rows, start_ms, kill_ms, restart_ms, partitions):
             errs[r[5]] = errs.get(r[5], 0) + 1
     m["send_errors"] = errs
     return m
+
+
+def read_acks(path):
+    """ClusterTool failover's per-record file: (seq, partition, offset, send_ms, ack_ms, error)."""
+    rows = []
+    with open(path) as f:
+        for line in f:
+            s, part, off, snd, ack, err = line.rstrip("\n").split(",")
+            rows.append((int(s), int(part), int(off), int(snd), int(ack), err))
+    return rows
+
+
+def reanalyse(json_path, work_dir):
+    """Computes the failover figures of a results file again from the acks.csv files its run left
+    in WORK_DIR (KEEP_WORK_DIR=1), with this version of analyse_failover."""
+    with open(json_path) as f:
+        doc = json.load(f)
+    n = 0
+    for r in doc["results"]:
+        m = r.get("metrics")
+        if r["load"] != "failover" or not m:
+            continue
+        case = r.get("case_dir")
+        if case is None:  # (results from before case_dir was recorded)
+            cands = [d for d in os.listdir(work_dir) if d.endswith("-failover-" + r["cluster"])]
+            if len(cands) != 1:
+                raise SystemExit("no single failover case dir of %s in %s: %s" % (r["cluster"], work_dir, cands))
+            case = cands[0]
+        d = os.path.join(work_dir, case)
+        start_ms = m.get("start_ms") or int(re.search(r"started_ms=(\d+)", open(os.path.join(d, "failover.out")).read()).group(1))
+        kill_ms = m.get("kill_ms") or start_ms + int(round(m["kill_at_s"] * 1000))
+        restart_ms = m.get("restart_ms") or (start_ms + int(round(m["restart_at_s"] * 1000)) if m.get("restart_at_s") is not None else None)
+        m.update({"start_ms": start_ms, "kill_ms": kill_ms, "restart_ms": restart_ms})
+        m.update(analyse_failover(read_acks(os.path.join(d, "acks.csv")), start_ms, kill_ms, restart_ms, r["params"]["partitions"]))
+        r["case_dir"] = case
+        n += 1
+    doc["meta"].setdefault("reanalysed", []).append(datetime.datetime.now().isoformat(timespec="seconds"))
+    with open(json_path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    log("%s: %d failover results computed again" % (json_path, n))
 
 
 def load_failover(cluster):
@@ -705,12 +746,8 @@ def load_failover(cluster):
     if rc != 0 or not w or "acked" not in w:
         raise RuntimeError("ClusterTool failover rc %s: %s" % (rc, open(os.path.join(M.CUR_DIR, "failover.err")).read()[-1500:]))
     m.update({"sent": int(w["sent"]), "acked": int(w["acked"]), "failed": int(w["failed"]), "elapsed_ms": int(w["elapsed_ms"])})
-    rows = []
-    with open(acks) as f:
-        for line in f:
-            s, part, off, snd, ack, err = line.rstrip("\n").split(",")
-            rows.append((int(s), int(part), int(off), int(snd), int(ack), err))
-    m.update(analyse_failover(rows, start_ms, kill_ms, restart_ms, parts))
+    m.update({"start_ms": start_ms, "kill_ms": kill_ms, "restart_ms": restart_ms})
+    m.update(analyse_failover(read_acks(acks), start_ms, kill_ms, restart_ms, parts))
     try:
         m["leaders_after"] = cluster.leader("failover", 0, "leader-after")["leaders"]
     except RuntimeError as e:
@@ -758,7 +795,8 @@ def run_case(load, kind, idx):
     variant, prm = params(load)
     M.CUR_DIR = os.path.join(WORK_DIR, "%02d-%s-%s" % (idx, load, kind))
     os.makedirs(M.CUR_DIR, exist_ok=True)
-    res = {"load": load, "variant": variant, "params": prm, "cluster": kind, "ok": False}
+    res = {"load": load, "variant": variant, "params": prm, "cluster": kind, "ok": False,
+           "case_dir": os.path.basename(M.CUR_DIR)}
     log("=== %s %s on %s ===" % (load, variant, kind))
     waited, busy = M.wait_quiet()
     if waited is not None:
@@ -944,4 +982,6 @@ def main():
 
 
 if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--reanalyse":
+        sys.exit(reanalyse(sys.argv[2], sys.argv[3]))
     sys.exit(main())

@@ -231,6 +231,9 @@ def failover_details(cdoc):
             text += ", over 1 s on partitions %s" % ", ".join(led)
         text += "; longest gap between two acknowledgements of one partition %.2f s" % (m.get("max_ack_gap_s") or 0)
         text += "; steady state before the kill p50 %s ms, p99 %s ms" % (fmt(m.get("steady_p50_ms")), fmt(m.get("steady_p99_ms")))
+        if (m.get("steady_p99_ms") or 0) > 1000:
+            text += (" (above 1 s already before the kill: the cluster was near its capacity at this rate, so the "
+                     "figures below include the queue built up while partitions were not served)")
         if m.get("restart_at_s") is not None:
             text += (". Started again at %.1f s (listening after %s s): afterwards max latency %s ms, %s partitions "
                      "with a record over 1 s, longest gap %s s, leaders then %s" % (
@@ -323,6 +326,13 @@ to %(worst)s of the machine during a measured window (`others_cpu_frac`). %(kaas
         "kaas": ver.get("kaas"), "sha": ver.get("kaas_bin_sha256"),
         "commit": (", built from commit %s" % ver["kaas_commit"]) if ver.get("kaas_commit") else "",
     })
+    busy = ["%s on %s %.0f%%%s" % (r["load"], r["cluster"], 100 * r["metrics"]["others_cpu_frac"],
+                                   (" (run again: %s before)" % ", ".join("%.0f%%" % (100 * x) for x in r["disturbed_runs_others_cpu_frac"]))
+                                   if r.get("disturbed_runs_others_cpu_frac") else "")
+            for r in cdoc["results"] if (r.get("metrics") or {}).get("others_cpu_frac", 0) > 0.05]
+    if busy:
+        o.append("Cases during which other processes took more than 5%% of the machine (their figures are less "
+                 "reliable): %s.\n" % "; ".join(busy))
     o.append("Ratios are kaas / Apache Kafka: above 1 is better for records/s and MB/s, below 1 for latency, "
              "CPU, memory and failover time.\n")
     seen = []
