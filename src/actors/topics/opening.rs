@@ -6,10 +6,20 @@ use super::Acquired;
 use crate::store::log::LogError;
 use crate::store::partition::Partition;
 
-/// Partitions opened together beyond which the opening is spread over threads.
-const OPEN_CHUNK: usize = 256;
 /// Threads opening partitions at once: recovery mostly waits for the file system.
 const OPEN_THREADS: usize = 8;
+
+/// Threads to open `n` partitions on. From two on, each gets a thread of its own (up to
+/// OPEN_THREADS): a takeover on a network file system waits seconds per partition (listing,
+/// links, seal, directory fsyncs) and the partitions wait for each other otherwise. Not
+/// `parallel`: a creation's new directories in one parent contend, so one thread.
+fn open_threads(n: usize, parallel: bool) -> usize {
+    if parallel {
+        n.clamp(1, OPEN_THREADS)
+    } else {
+        1
+    }
+}
 
 type Opened = (Acquired, Result<Partition, LogError>);
 
@@ -47,19 +57,19 @@ where
     opened.into_iter().map(|piece| piece.into_iter().map(|(a, o)| (a, f(o))).collect()).collect()
 }
 
-/// `open_log` of every acquired partition (on up to OPEN_THREADS threads when `parallel` and
-/// there are many: a restart, a takeover; a creation's new directories in one parent contend
-/// and open on this thread). What recovery found is made durable with one syncfs (per segment
+/// `open_log` of every acquired partition (on up to OPEN_THREADS threads when `parallel`: a
+/// restart, a takeover; see `open_threads`). What recovery found is made durable with one syncfs (per segment
 /// where syncfs does not flush: FUSE).
 pub(super) fn open_logs(data_dir: &std::path::Path, acquired: Vec<Acquired>, parallel: bool) -> OpenedPieces {
     let open = |a: Acquired| {
         let opened = open_log(data_dir, &a.topic.meta, a.partition, &a.log_config, a.lease.record.epoch);
         (a, opened)
     };
-    let opened = if !parallel || acquired.len() <= OPEN_CHUNK {
+    let threads = open_threads(acquired.len(), parallel);
+    let opened = if threads == 1 {
         vec![acquired.into_iter().map(open).collect()]
     } else {
-        open_in_parallel(acquired, open)
+        open_in_parallel(acquired, threads, open)
     };
     // New (empty) partitions found nothing to make durable.
     if !opened.iter().flatten().any(|(_, o)| o.as_ref().is_ok_and(|p| p.log_end_offset() > 0)) {
@@ -76,13 +86,13 @@ pub(super) fn open_logs(data_dir: &std::path::Path, acquired: Vec<Acquired>, par
     }
 }
 
-/// Runs `open` over `acquired` on up to OPEN_THREADS threads.
-fn open_in_parallel<F>(acquired: Vec<Acquired>, open: F) -> OpenedPieces
+/// Runs `open` over `acquired` on `threads` threads.
+fn open_in_parallel<F>(acquired: Vec<Acquired>, threads: usize, open: F) -> OpenedPieces
 where
     F: Fn(Acquired) -> Opened + Sync,
 {
     let open = &open;
-    let per_thread = acquired.len().div_ceil(OPEN_THREADS);
+    let per_thread = acquired.len().div_ceil(threads.max(1));
     let mut chunks: Vec<Vec<Acquired>> = Vec::new();
     let mut rest = acquired.into_iter();
     loop {
@@ -103,6 +113,15 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn partitions_taken_together_open_on_a_thread_each_up_to_the_limit() {
+        assert_eq!(open_threads(0, true), 1);
+        assert_eq!(open_threads(1, true), 1);
+        assert_eq!(open_threads(6, true), 6);
+        assert_eq!(open_threads(10_000, true), OPEN_THREADS);
+        assert_eq!(open_threads(10_000, false), 1, "a creation opens on one thread");
+    }
 
     #[test]
     fn recovered_partitions_come_back_in_pieces_in_their_order() {
