@@ -798,6 +798,8 @@ def run_case(load, kind, idx):
     res = {"load": load, "variant": variant, "params": prm, "cluster": kind, "ok": False,
            "case_dir": os.path.basename(M.CUR_DIR)}
     log("=== %s %s on %s ===" % (load, variant, kind))
+    # the previous case's dirty pages are written back now, not during this one (matrix.run_case)
+    os.sync()
     waited, busy = M.wait_quiet()
     if waited is not None:
         res["quiet_wait_s"], res["busy_before"] = waited, busy

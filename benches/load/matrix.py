@@ -914,6 +914,12 @@ def run_case(load, variant, params, fn, kind, idx):
     res = {"load": load, "variant": variant, "params": params, "broker": kind, "ok": False}
     log("=== %s %s on %s ===" % (load, variant, kind))
     b = None
+    # What the previous case left in the page cache (Apache Kafka writes without fsync: up to
+    # gigabytes dirty) would otherwise be written back during this one, and a broker that fsyncs
+    # or syncfs()es (kaas, Kafka with an fsync per append) would wait for it and pay for it.
+    t_sync = time.monotonic()
+    os.sync()
+    res["sync_before_s"] = round(time.monotonic() - t_sync, 3)
     waited, busy = wait_quiet()
     if waited is not None:
         res["quiet_wait_s"], res["busy_before"] = waited, busy
