@@ -30,7 +30,7 @@ use tokio::io::AsyncRead;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
-use super::frame::{encode_response, read_frame, FrameError, RequestPool};
+use super::frame::{encode_response, FrameError, FrameReader, RequestPool};
 use super::handlers::cluster::api_versions;
 use super::handlers::security::{sasl_authenticate, sasl_handshake, AfterSasl};
 use super::listener::{scram_nonce, ListenerContext};
@@ -108,15 +108,16 @@ fn record(metrics: &Metrics, key: ApiKey, started: Instant) {
 /// Reads frames into `frame_tx` until the client closes, a frame is refused or the receiver is
 /// gone. Until `authenticated`, frames are bounded by [`SASL_MAX_RECEIVE`].
 async fn read_frames<R: AsyncRead + Unpin>(
-    mut rd: R,
+    rd: R,
     max_frame: usize,
     pool: RequestPool,
     authenticated: Rc<Cell<bool>>,
     frame_tx: mpsc::Sender<Result<(Bytes, OwnedSemaphorePermit), FrameError>>,
 ) {
+    let mut frames = FrameReader::new(rd);
     loop {
         let max = if authenticated.get() { max_frame } else { max_frame.min(SASL_MAX_RECEIVE) };
-        let frame = read_frame(&mut rd, max, &pool).await;
+        let frame = frames.next(max, &pool).await;
         let last = frame.is_err();
         if frame_tx.send(frame).await.is_err() || last {
             break;

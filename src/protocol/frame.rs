@@ -47,37 +47,73 @@ pub enum FrameError {
     Encode(String),
 }
 
-/// Reads one frame, holding its size in `pool` until the permit is dropped. A clean EOF before
-/// the length is `Closed`.
-pub async fn read_frame<R: AsyncRead + Unpin>(
-    r: &mut R,
-    max_len: usize,
-    pool: &RequestPool,
-) -> Result<(Bytes, OwnedSemaphorePermit), FrameError> {
-    let mut len_buf = [0u8; 4];
-    match r.read_exact(&mut len_buf).await {
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Err(FrameError::Closed),
-        Err(e) => return Err(e.into()),
+/// Bytes read past the frame asked for, so that the next frame's length (and, for small frames,
+/// the whole next frame) comes in with the same receive: one `recv` per frame instead of one for
+/// the length, one for the body and one more that finds the socket empty.
+pub const READ_AHEAD: usize = 8 * 1024;
+
+/// Reads size-prefixed frames from one connection, with up to [`READ_AHEAD`] bytes read ahead.
+/// A frame below `READ_AHEAD` is copied out of the read-ahead buffer; a larger one is handed
+/// on without a copy, sharing its allocation with at most `READ_AHEAD` bytes of the next frame
+/// (so a held frame keeps at most twice its size alive).
+pub struct FrameReader<R> {
+    rd: R,
+    ahead: BytesMut,
+}
+
+impl<R: AsyncRead + Unpin> FrameReader<R> {
+    pub fn new(rd: R) -> Self {
+        FrameReader { rd, ahead: BytesMut::new() }
     }
-    let len = i32::from_be_bytes(len_buf);
-    if len < MIN_REQUEST_LEN as i32 {
-        return Err(FrameError::TooShort(len));
+
+    /// Reads until `ahead` holds `need` bytes, asking for at most `want` bytes in all. False on
+    /// EOF.
+    async fn fill(&mut self, need: usize, want: usize) -> Result<bool, FrameError> {
+        while self.ahead.len() < need {
+            let room = want.saturating_sub(self.ahead.len());
+            self.ahead.reserve(room);
+            if (&mut self.rd).take(room as u64).read_buf(&mut self.ahead).await? == 0 {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
-    if len as usize > max_len {
-        return Err(FrameError::TooLarge { len: len as i64, max: max_len });
-    }
-    let permit = pool.bytes.clone().acquire_many_owned(len as u32).await.map_err(|_| FrameError::Closed)?;
-    // Read into the spare capacity: zero-filling a frame only to overwrite it costs a pass over
-    // every byte produced.
-    let mut buf = BytesMut::with_capacity(len as usize);
-    while buf.len() < len as usize {
-        let mut limited = (&mut *r).take((len as usize - buf.len()) as u64);
-        if limited.read_buf(&mut buf).await? == 0 {
+
+    /// Reads one frame, holding its size in `pool` until the permit is dropped. A clean EOF
+    /// before the length is `Closed`.
+    pub async fn next(
+        &mut self,
+        max_len: usize,
+        pool: &RequestPool,
+    ) -> Result<(Bytes, OwnedSemaphorePermit), FrameError> {
+        if !self.fill(4, READ_AHEAD).await? {
+            return Err(if self.ahead.is_empty() {
+                FrameError::Closed
+            } else {
+                std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into()
+            });
+        }
+        let len = i32::from_be_bytes([self.ahead[0], self.ahead[1], self.ahead[2], self.ahead[3]]);
+        if len < MIN_REQUEST_LEN as i32 {
+            return Err(FrameError::TooShort(len));
+        }
+        if len as usize > max_len {
+            return Err(FrameError::TooLarge { len: len as i64, max: max_len });
+        }
+        let len = len as usize;
+        // The bytes are taken before the body is read: a full pool stops this connection's reads.
+        let permit = pool.bytes.clone().acquire_many_owned(len as u32).await.map_err(|_| FrameError::Closed)?;
+        let _ = self.ahead.split_to(4);
+        if !self.fill(len, len + READ_AHEAD).await? {
             return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
         }
+        let frame = if len < READ_AHEAD {
+            Bytes::copy_from_slice(&self.ahead.split_to(len))
+        } else {
+            self.ahead.split_to(len).freeze()
+        };
+        Ok((frame, permit))
     }
-    Ok((buf.freeze(), permit))
 }
 
 /// Encodes a response with its header into one length-prefixed frame.
@@ -105,6 +141,79 @@ pub fn put_head<B: ByteBufMut>(buf: &mut B, header: &RequestHeader, header_versi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    async fn read_frame<R: AsyncRead + Unpin>(
+        r: &mut R,
+        max_len: usize,
+        pool: &RequestPool,
+    ) -> Result<(Bytes, OwnedSemaphorePermit), FrameError> {
+        FrameReader::new(r).next(max_len, pool).await
+    }
+
+    /// Gives `data` back at most `chunk` bytes per read, counting what it gave.
+    struct Chunked {
+        data: Vec<u8>,
+        pos: usize,
+        chunk: usize,
+    }
+
+    impl AsyncRead for Chunked {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            let n = self.chunk.min(buf.remaining()).min(self.data.len() - self.pos);
+            let pos = self.pos;
+            buf.put_slice(&self.data[pos..pos + n]);
+            self.pos += n;
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    fn frames(sizes: &[usize]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (i, &n) in sizes.iter().enumerate() {
+            out.extend_from_slice(&(n as i32).to_be_bytes());
+            out.extend((0..n).map(|b| (b * 7 + i) as u8));
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn frames_come_out_whole_however_the_bytes_arrive() {
+        let sizes = [8, 100, READ_AHEAD - 1, READ_AHEAD, 20_000, 8, 3 * READ_AHEAD + 5, 9];
+        let data = frames(&sizes);
+        for chunk in [1, 3, 4, 4096, 65_536, usize::MAX] {
+            let pool = RequestPool::new(1 << 20);
+            let mut reader = FrameReader::new(Chunked { data: data.clone(), pos: 0, chunk });
+            for (i, &n) in sizes.iter().enumerate() {
+                let (frame, permit) = reader.next(1 << 20, &pool).await.unwrap();
+                assert_eq!(frame.len(), n, "frame {i}, chunks of {chunk}");
+                assert!(frame.iter().enumerate().all(|(b, &v)| v == (b * 7 + i) as u8), "frame {i}, chunks of {chunk}");
+                drop(permit);
+            }
+            assert!(matches!(reader.next(1 << 20, &pool).await, Err(FrameError::Closed)));
+            assert_eq!(pool.available(), 1 << 20);
+        }
+    }
+
+    #[tokio::test]
+    async fn reads_ahead_at_most_read_ahead_bytes() {
+        let data = frames(&[8; 10_000]);
+        let pool = RequestPool::new(1 << 20);
+        let mut reader = FrameReader::new(Chunked { data, pos: 0, chunk: usize::MAX });
+        let _frame = reader.next(1 << 20, &pool).await.unwrap();
+        assert!(reader.rd.pos <= 12 + READ_AHEAD, "read {} bytes for a 12-byte frame", reader.rd.pos);
+        assert!(reader.rd.pos > 12, "the next frames were read with the first");
+    }
+
+    #[tokio::test]
+    async fn a_truncated_length_is_an_unexpected_eof() {
+        let pool = RequestPool::new(1024);
+        let mut half: &[u8] = &[0, 0];
+        assert!(matches!(read_frame(&mut half, 1024, &pool).await, Err(FrameError::Io(_))));
+    }
 
     #[tokio::test]
     async fn refuses_short_and_huge_lengths_before_allocating() {
