@@ -161,7 +161,7 @@ impl PartitionLeader {
         }
         let files = self.partition.sync_handles();
         let seq = self.syncs.start(upto, std::mem::take(&mut self.unsynced_batches));
-        let job = SyncJob { seq, files, upto, reply: ctx.address().recipient() };
+        let job = SyncJob { seq, files, reply: ctx.address().recipient() };
         if let Err(e) = self.syncer.submit(job) {
             self.fail(e);
         }

@@ -17,12 +17,12 @@ use crate::store::cluster::fence::{FenceError, SelfFence};
 use crate::store::durable::sync_filesystem;
 use crate::store::log::SyncSet;
 
-/// The syncer made everything below `upto` durable (or failed to): the answer to job `seq`.
+/// The syncer made job `seq`'s files durable (or failed to); what that covered, the partition's
+/// [`SyncWindow`] recorded when the job started.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Synced {
     pub seq: u64,
-    pub upto: i64,
     pub result: Result<(), SyncFailure>,
 }
 
@@ -36,12 +36,11 @@ pub enum SyncFailure {
     Fenced(String),
 }
 
-/// Make `files` durable, then tell `reply` that everything below `upto` is on disk.
+/// Make `files` durable, then tell `reply` (with the job's `seq`).
 pub struct SyncJob {
     /// The partition's number for the job ([`SyncWindow::start`]), given back in `Synced`.
     pub seq: u64,
     pub files: SyncSet,
-    pub upto: i64,
     pub reply: Recipient<Synced>,
 }
 
@@ -105,7 +104,7 @@ fn run(jobs: Vec<SyncJob>, skip_fsync: bool, group: Option<&GroupCommit>, metric
             (Some(f), Ok(())) => Err(f.clone()),
             (_, r) => r,
         };
-        job.reply.do_send(Synced { seq: job.seq, upto: job.upto, result });
+        job.reply.do_send(Synced { seq: job.seq, result });
     }
 }
 
