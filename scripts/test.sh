@@ -60,8 +60,11 @@ mvn -q -B -f benches/load/pom.xml package -DskipTests
 step "node modules (kafkajs) via npm"
 (cd tests/interop/node && npm install --no-audit --no-fund --loglevel=error)
 
-step "build kaas (release)"
-cargo build --release --locked
+# One build of kaas and its tests: `cargo test` builds target/release/kaas for the integration
+# tests anyway (a separate `cargo build` compiled the crate and the dependencies that the
+# dev-dependencies change twice).
+step "build kaas and its tests (release)"
+cargo test --release --locked --no-run
 
 step "lazyfs (FUSE test file system for the power-loss test)"
 bash scripts/build-lazyfs.sh
@@ -80,8 +83,14 @@ FUZZ_BUILD_ONLY=1 setsid nice -n 19 "${idle_io[@]}" ./scripts/fuzz.sh >target/fu
 fuzz_build=$!
 trap 'kill -- -"$fuzz_build" 2>/dev/null || true' EXIT
 
-step "black-box tests with real clients against target/release/kaas"
-KAAS_BIN="$PWD/target/release/kaas" .venv/bin/pytest -q --durations=15 -p no:cacheprovider -W ignore::DeprecationWarning tests/interop/python
+# The black-box tests mostly wait on clients, brokers and timers: two run at a time (pytest-xdist,
+# a test file per worker), then those marked `serial` (they use both cores themselves) alone.
+pytest_args=(-q --durations=15 -p no:cacheprovider -W ignore::DeprecationWarning)
+step "black-box tests with real clients against target/release/kaas, two at a time"
+KAAS_BIN="$PWD/target/release/kaas" .venv/bin/pytest "${pytest_args[@]}" -n 2 --dist loadfile -m "not serial" tests/interop/python
+
+step "black-box tests marked serial, alone"
+KAAS_BIN="$PWD/target/release/kaas" .venv/bin/pytest "${pytest_args[@]}" -m serial tests/interop/python
 
 step "fuzz targets, 15 s each (scripts/fuzz.sh SECONDS for a long run)"
 if ! wait "$fuzz_build"; then
