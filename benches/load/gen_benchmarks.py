@@ -444,6 +444,13 @@ while Apache Kafka is still creating partition logs).
   (records x record size; 1 GB = 10^9 B; for `e2e` the background producer's mean rate x the
   window plus the probe records). For Apache Kafka that is the whole JVM (GC and JIT
   included).
+* **machine CPU s/GB**: the whole machine's busy CPU over the same window (`/proc/stat`, all CPUs,
+  without idle and iowait) minus the client JVMs': the broker plus the kernel's work for it outside
+  its process (writeback threads, block I/O completions).
+* **machine CPU s/GB with writeback** (write loads): the same plus the machine's busy CPU during a
+  `sync(2)` right after the window, which writes back what the load left dirty in the page cache.
+  Apache Kafka (defaults) leaves that to the kernel's flusher threads after the window; kaas
+  fsynced it before answering. Results from before this column have none.
 * **client CPU s/GB**: the same for the load's client JVMs (the tools that ended within the window,
   from `getrusage(RUSAGE_CHILDREN)`; with 4 producer processes their sum). Results from before
   this column have none.
