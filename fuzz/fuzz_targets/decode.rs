@@ -15,7 +15,7 @@ use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    // read_frame refuses shorter frames before decode sees them.
+    // FrameReader refuses shorter frames before decode sees them.
     if data.len() < MIN_REQUEST_LEN {
         return;
     }

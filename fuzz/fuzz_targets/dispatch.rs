@@ -1,5 +1,5 @@
 //! A whole client connection against an in-process broker: the input is the byte stream a client
-//! sends (4-byte length, frame, repeated), read with `read_frame`, decoded with
+//! sends (4-byte length, frame, repeated), read with `FrameReader`, decoded with
 //! `protocol::decode`, routed with `protocol::dispatch` to the real actors (partitions on a
 //! temporary data directory, transaction and group coordinators in sled), and every answer is
 //! awaited and encoded with `encode_response`: the Connection actor's path minus the socket.
@@ -24,7 +24,7 @@ use bytes::{Bytes, BytesMut};
 use futures::stream::FuturesOrdered;
 use futures::{FutureExt, StreamExt};
 use kaas::config::Settings;
-use kaas::protocol::frame::{encode_response, read_frame, RequestPool};
+use kaas::protocol::frame::{encode_response, FrameReader, RequestPool};
 use kaas::protocol::handlers::cluster::api_versions;
 use kaas::protocol::{decode, dispatch, Decoded, Request, RequestError};
 use kaas::server::Broker;
@@ -36,7 +36,7 @@ use libfuzzer_sys::fuzz_target;
 const ANSWER_WITHIN: Duration = Duration::from_secs(20);
 const RESTART_EVERY: u64 = 500;
 const WIPE_EVERY: u64 = 2_000;
-/// Frames above this are refused by read_frame, as a broker with this setting would.
+/// Frames above this are refused by FrameReader, as a broker with this setting would.
 const MAX_REQUEST_BYTES: usize = 1 << 20;
 
 struct Harness {
@@ -138,14 +138,14 @@ impl Harness {
         self.maybe_restart();
         let Some(broker) = &self.broker else { return };
         let session = broker.session(&self.settings, &self.cluster_id, "127.0.0.1".into());
-        let mut input = data;
+        let mut frames = FrameReader::new(data);
         let pool = RequestPool::new(self.settings.network.queued_max_request_bytes);
         self.system.block_on(async move {
             let mut pending = FuturesOrdered::new();
             // As the Connection actor does: dispatch in order, answers complete in any order.
             loop {
                 // The permit holds the frame's bytes in the pool until it is answered.
-                let (frame, permit) = match read_frame(&mut input, MAX_REQUEST_BYTES, &pool).await {
+                let (frame, permit) = match frames.next(MAX_REQUEST_BYTES, &pool).await {
                     Ok(f) => f,
                     Err(_) => break,
                 };
