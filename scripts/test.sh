@@ -83,14 +83,8 @@ FUZZ_BUILD_ONLY=1 setsid nice -n 19 "${idle_io[@]}" ./scripts/fuzz.sh >target/fu
 fuzz_build=$!
 trap 'kill -- -"$fuzz_build" 2>/dev/null || true' EXIT
 
-# The black-box tests mostly wait on clients, brokers and timers: two run at a time (pytest-xdist,
-# a test file per worker), then those marked `serial` (they use both cores themselves) alone.
-pytest_args=(-q --durations=15 -p no:cacheprovider -W ignore::DeprecationWarning)
-step "black-box tests with real clients against target/release/kaas, two at a time"
-KAAS_BIN="$PWD/target/release/kaas" .venv/bin/pytest "${pytest_args[@]}" -n 2 --dist loadfile -m "not serial" tests/interop/python
-
-step "black-box tests marked serial, alone"
-KAAS_BIN="$PWD/target/release/kaas" .venv/bin/pytest "${pytest_args[@]}" -m serial tests/interop/python
+step "black-box tests with real clients against target/release/kaas"
+KAAS_BIN="$PWD/target/release/kaas" .venv/bin/pytest -q --durations=15 -p no:cacheprovider -W ignore::DeprecationWarning tests/interop/python
 
 step "fuzz targets, 15 s each (scripts/fuzz.sh SECONDS for a long run)"
 if ! wait "$fuzz_build"; then

@@ -28,13 +28,6 @@ PANIC_RE = re.compile(r"panicked at|thread '[^']*' panicked")
 ERROR_RE = re.compile(r"^\S+\s+ERROR\b")
 
 
-def pytest_configure(config):
-    config.addinivalue_line(
-        "markers",
-        "serial: runs alone, after the tests that scripts/test.sh runs two at a time "
-        "(pytest-xdist): timing-sensitive or using both cores itself")
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

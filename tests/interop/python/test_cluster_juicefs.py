@@ -55,10 +55,7 @@ from idempotent_probe import RetryProbe
 from kaashelpers import create_topic, read_frame, request_frame, unique_topic, wait_topic_ready
 
 REASON = juicefs.unavailable_reason()
-# serial: a failover must finish within the session timeout plus a margin, and JuiceFS's
-# metadata (SQLite) slows down when another test writes beside it (17.8 s instead of 12 s once).
-pytestmark = [pytest.mark.skipif(REASON is not None, reason=f"JuiceFS cluster tests: {REASON}"),
-              pytest.mark.serial]
+pytestmark = pytest.mark.skipif(REASON is not None, reason=f"JuiceFS cluster tests: {REASON}")
 
 PARTITIONS = 6
 RATE = 300                 # records per second, steady (the producer keeps going through the fault)

@@ -58,9 +58,6 @@ import pytest
 from conftest import Broker, free_port
 from kaashelpers import assert_no_panic, log_tail
 
-# franz-go compiles its tests and runs a dozen consumer chains at once: it uses both cores.
-pytestmark = pytest.mark.serial
-
 FRANZ_GO_MODULE = "github.com/twmb/franz-go"
 FRANZ_GO_VERSION = "v1.22.3"
 GO_TEST_TIMEOUT = 600          # seconds, for `go test` (compile + run)

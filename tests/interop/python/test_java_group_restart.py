@@ -34,9 +34,6 @@ from kaashelpers import consume_to_end, create_topic, end_offsets, find_coordina
 from test_java_copier_failover import (CONSOLE_CONSUMER, COPIER, TICK, JavaProc, consumer_records,
                                        copier_status, wait_rejoined)
 
-# 10,000 transactions copied by two JVMs while brokers restart: it uses both cores.
-pytestmark = pytest.mark.serial
-
 PARTITIONS = 6
 RECORDS = 50_000
 TXN_SIZE = 5
