@@ -104,6 +104,14 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         // The bytes are taken before the body is read: a full pool stops this connection's reads.
         let permit = pool.bytes.clone().acquire_many_owned(len as u32).await.map_err(|_| FrameError::Closed)?;
         let _ = self.ahead.split_to(4);
+        if len >= READ_AHEAD {
+            // A frame handed on without a copy gets an allocation of exactly its size and the
+            // read-ahead (a reserve could grow the buffer past that, and the frame would keep it
+            // alive); the few bytes already read ahead (under READ_AHEAD) are copied into it.
+            let mut own = BytesMut::with_capacity(len + READ_AHEAD);
+            own.extend_from_slice(&self.ahead);
+            self.ahead = own;
+        }
         if !self.fill(len, len + READ_AHEAD).await? {
             return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
         }
@@ -206,6 +214,20 @@ mod tests {
         let _frame = reader.next(1 << 20, &pool).await.unwrap();
         assert!(reader.rd.pos <= 12 + READ_AHEAD, "read {} bytes for a 12-byte frame", reader.rd.pos);
         assert!(reader.rd.pos > 12, "the next frames were read with the first");
+    }
+
+    #[tokio::test]
+    async fn a_large_frame_shares_its_allocation_with_at_most_read_ahead_bytes() {
+        // The first frame is answered (dropped) before the second is read: growing the buffer
+        // would reuse the first one's allocation, four times the second frame's size.
+        let data = frames(&[30_000, 9_000, 8]);
+        let pool = RequestPool::new(1 << 20);
+        let mut reader = FrameReader::new(Chunked { data, pos: 0, chunk: 4096 });
+        drop(reader.next(1 << 20, &pool).await.unwrap());
+        let (second, _permit) = reader.next(1 << 20, &pool).await.unwrap();
+        assert_eq!(second.len(), 9_000);
+        // What is left of the second frame's allocation is the read-ahead buffer's capacity now.
+        assert!(reader.ahead.capacity() <= READ_AHEAD, "{} bytes beside the frame", reader.ahead.capacity());
     }
 
     #[tokio::test]
