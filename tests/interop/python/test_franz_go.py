@@ -171,6 +171,7 @@ def test_franz_go_group_and_txn_etl(franz_go_src, tmp_path, txn_version):
         rc, out, results, elapsed = _go_test(franz_go_src, broker.bootstrap, "|".join(tests))
         print(f"franz-go {FRANZ_GO_VERSION} {'|'.join(tests)} against kaas "
               f"(transaction version {txn_version}): go test took {elapsed:.1f}s")
+        print("\n".join(m.group(0).strip() for m in RESULT_RE.finditer(out)))
         ctx = _context(rc, out, elapsed, [broker])
         assert rc is not None, "go test timed out\n" + ctx
         for test in tests:

@@ -219,6 +219,38 @@ fn two_members_revoke_then_assign_leave_fence_and_time_out() {
 }
 
 #[test]
+fn a_static_member_keeps_its_instance_id_through_keepalives() {
+    // Java and franz-go send the instance id when joining and leave it out after (null:
+    // unchanged); ConsumerGroupDescribe must still show it, or an admin tool that removes a
+    // static member by instance id (franz-go's test cleanup) finds nobody.
+    let broker = Broker::start();
+    let mut c = broker.client();
+    let id = create(&mut c, "t848", 2);
+    let mut join = ConsumerGroupHeartbeatRequest::default();
+    join.group_id = GroupId(s(GROUP));
+    join.member_id = s("member-s");
+    join.instance_id = Some(s("instance-1"));
+    join.rebalance_timeout_ms = 30_000;
+    join.subscribed_topic_names = Some(vec![TopicName(s("t848"))]);
+    join.topic_partitions = Some(vec![]);
+    let j: ConsumerGroupHeartbeatResponse = c.call(ApiKey::ConsumerGroupHeartbeat, 1, join);
+    assert_eq!((j.error_code, j.member_epoch), (0, 1));
+    let got = assigned(&j).expect("assignment");
+    let keepalive = heartbeat(&mut c, "member-s", 1, Some((id, &got)), false);
+    assert_eq!(keepalive.error_code, 0);
+    let d = describe(&mut c);
+    assert_eq!(d.members.len(), 1);
+    assert_eq!(d.members[0].instance_id.as_deref(), Some("instance-1"));
+    // Leaving for a while (-2) without the instance id is refused, as by Apache Kafka 4.4.
+    let refused = heartbeat(&mut c, "member-s", -2, None, false);
+    assert_eq!((refused.error_code, refused.error_message.as_deref()), (42, Some("InstanceId can't be null.")));
+    // A full leave by member id alone (what such a tool sends) frees its partitions at once.
+    assert_eq!(heartbeat(&mut c, "member-s", -1, None, false).error_code, 0);
+    assert_eq!(describe(&mut c).group_state.as_str(), "Empty");
+    broker.finish();
+}
+
+#[test]
 fn metadata_answers_topics_asked_by_id() {
     // librdkafka resolves the topic ids of a KIP-848 assignment with Metadata by id.
     let broker = Broker::start();

@@ -109,7 +109,12 @@ pub async fn handle(
         r.error_message = Some(crate::protocol::str_bytes(&why));
         return r;
     }
-    match call(&s, version, &req).await {
+    let answer = call(&s, version, &req).await;
+    if req.member_epoch < 0 || answer.is_err() {
+        tracing::debug!(group = %req.group_id.0, member = %req.member_id, epoch = req.member_epoch,
+            instance = ?req.instance_id, error = ?answer.as_ref().err(), "consumer group leave or refused heartbeat");
+    }
+    match answer {
         Ok(ok) => {
             r.member_id = Some(str_bytes(&ok.member_id));
             r.member_epoch = ok.member_epoch;

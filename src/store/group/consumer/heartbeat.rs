@@ -194,7 +194,11 @@ impl ConsumerGroup {
             Self::check_member_epoch(&member, req.member_epoch, &req.owned)?;
         }
         let mut updated = member.clone();
-        updated.instance_id = req.instance_id.clone();
+        // The instance id is sent when joining and may be left out after (null: unchanged), as
+        // Kafka's maybeUpdateInstanceId: a keepalive does not make a static member dynamic.
+        if let Some(instance) = &req.instance_id {
+            updated.instance_id = Some(instance.clone());
+        }
         if let Some(r) = &req.rack_id {
             updated.rack_id = Some(r.clone());
         }

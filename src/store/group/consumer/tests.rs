@@ -401,6 +401,24 @@ fn static_member_instance_held_by_another_is_unreleased_instance_id() {
 }
 
 #[test]
+fn a_heartbeat_without_instance_id_keeps_the_member_static() {
+    let mut g = groups(2);
+    let mut a = join("a", &["t"]);
+    a.instance_id = Some("i".into());
+    let r = hb(&mut g, 0, a).unwrap();
+    // A keepalive leaves the instance id out (null: unchanged since the last heartbeat).
+    hb(&mut g, 1, beat("a", r.member_epoch, &owned(&parts(&r.assignment)))).unwrap();
+    assert_eq!(g.consumer_group("g").unwrap().member("a").unwrap().instance_id.as_deref(), Some("i"));
+    // So it can still leave for a while with its instance, and be replaced by it.
+    let mut leave = beat("a", LEAVE_STATIC_EPOCH, &Assignment::new());
+    leave.instance_id = Some("i".into());
+    assert_eq!(hb(&mut g, 2, leave).unwrap().member_epoch, -2);
+    let mut b = join("b", &["t"]);
+    b.instance_id = Some("i".into());
+    assert_eq!(parts(&hb(&mut g, 3, b).unwrap().assignment), BTreeSet::from([0, 1]));
+}
+
+#[test]
 fn static_replacement_with_another_subscription_bumps_the_group_epoch() {
     let mut g = groups(2);
     let mut a = join("a", &["t"]);
