@@ -205,13 +205,30 @@ def end_offsets(bootstrap: str, topic: str, partitions: int, isolation: str = "r
                     _, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=5)
                     out[p] = high
                     break
-                except KafkaException:
+                except KafkaException as e:
                     if time.time() > deadline:
+                        print(f"end_offsets gave up on {topic}-{p}: {e}; each broker's Metadata: "
+                              f"{_metadata_views(bootstrap, topic)}")
                         raise
                     time.sleep(0.2)
         return out
     finally:
         c.close()
+
+
+def _metadata_views(bootstrap: str, topic: str):
+    """{broker: its Metadata answer for `topic`}: what a failed lookup shows (which broker
+    did not know the topic or its leader)."""
+    views = {}
+    for b in bootstrap.split(","):
+        try:
+            md = AdminClient({"bootstrap.servers": b}).list_topics(topic, timeout=3)
+            t = md.topics.get(topic)
+            views[b] = (str(t.error) if t is not None and t.error else
+                        {p: (m.leader, str(m.error) if m.error else None) for p, m in (t.partitions.items() if t else [])})
+        except KafkaException as e:
+            views[b] = f"no answer: {e}"
+    return views
 
 
 def consume_to_end(bootstrap: str, topic: str, partitions: int, isolation: str,
