@@ -137,7 +137,9 @@ impl Partition {
         let mut buf = records.clone();
         let _ = kafka_protocol::records::RecordBatchDecoder::decode(&mut buf);
         // Kafka's LogValidator (store::validate): batch shape, every record, timestamps.
-        if validate::validate_client_batch(&records, &header, &TimestampPolicy::default(), self.now_ms, "fuzz-0").is_err() {
+        if validate::validate_client_batch(&records, &header, &TimestampPolicy::default(), self.now_ms, "fuzz-0")
+            .is_err()
+        {
             return;
         }
         let verified = match verify {
@@ -183,7 +185,9 @@ impl Partition {
         match op {
             Op::Append(spec, verify) => self.append(spec.encode(), verify),
             Op::BeginVerification { pid, epoch, sequence } => {
-                if let Ok(Some(g)) = self.producers.begin_verification(pid.get(), *epoch, *sequence, *epoch % 2 == 0, self.now_ms) {
+                if let Ok(Some(g)) =
+                    self.producers.begin_verification(pid.get(), *epoch, *sequence, *epoch % 2 == 0, self.now_ms)
+                {
                     self.last_guard = Some(g);
                 }
             }
@@ -225,12 +229,8 @@ impl Partition {
 // batch as a client sent it (fuzz/capture_seeds.py writes captured Produce batches this way).
 // Any other tag is followed by an `Op` in `arbitrary`'s encoding.
 fuzz_target!(|data: &[u8]| {
-    let mut p = Partition {
-        producers: ProducerStateTable::new(),
-        log_end: 0,
-        now_ms: 1_700_000_000_000,
-        last_guard: None,
-    };
+    let mut p =
+        Partition { producers: ProducerStateTable::new(), log_end: 0, now_ms: 1_700_000_000_000, last_guard: None };
     let mut u = Unstructured::new(data);
     while let Ok(tag) = u.arbitrary::<u8>() {
         if tag == 0 {

@@ -103,10 +103,9 @@ impl Harness {
 
     fn start(&mut self) {
         let settings = self.settings.clone();
-        let broker = self
-            .system
-            .block_on(async move { Broker::start(&settings) })
-            .unwrap_or_else(|e| panic!("the broker does not start on {}: {e}", self.settings.broker.data_dir.display()));
+        let broker = self.system.block_on(async move { Broker::start(&settings) }).unwrap_or_else(|e| {
+            panic!("the broker does not start on {}: {e}", self.settings.broker.data_dir.display())
+        });
         self.broker = Some(broker);
     }
 
