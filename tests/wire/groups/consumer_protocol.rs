@@ -220,8 +220,8 @@ fn two_members_revoke_then_assign_leave_fence_and_time_out() {
 
 #[test]
 fn a_static_member_keeps_its_instance_id_through_keepalives() {
-    // Java and franz-go send the instance id when joining and leave it out after (null:
-    // unchanged); ConsumerGroupDescribe must still show it, or an admin tool that removes a
+    // A client may send the instance id when joining and leave it out after (null:
+    // unchanged; franz-go does); ConsumerGroupDescribe must still show it, or an admin tool that removes a
     // static member by instance id (franz-go's test cleanup) finds nobody.
     let broker = Broker::start();
     let mut c = broker.client();
