@@ -21,6 +21,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 KAAS_BIN = os.environ.get("KAAS_BIN", str(ROOT / "target" / "release" / "kaas"))
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "serial: runs after the others, alone (scripts/test.sh): the test bounds a failover, a "
+        "stall or a fault by the clock, or needs the machine's CPU to itself",
+    )
+
+
 ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
 # Rust's panic message: "thread 'name' panicked at src/x.rs:1:2:" (older: "panicked at 'msg'")
 PANIC_RE = re.compile(r"panicked at|thread '[^']*' panicked")

@@ -55,7 +55,10 @@ from idempotent_probe import RetryProbe
 from kaashelpers import create_topic, read_frame, request_frame, unique_topic, wait_topic_ready
 
 REASON = juicefs.unavailable_reason()
-pytestmark = pytest.mark.skipif(REASON is not None, reason=f"JuiceFS cluster tests: {REASON}")
+pytestmark = [
+    pytest.mark.skipif(REASON is not None, reason=f"JuiceFS cluster tests: {REASON}"),
+    pytest.mark.serial,  # conftest.py: bounds by the clock; runs alone
+]
 
 PARTITIONS = 6
 RATE = 300                 # records per second, steady (the producer keeps going through the fault)

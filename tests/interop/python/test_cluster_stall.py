@@ -29,6 +29,8 @@ from conftest import Broker, free_port, stop_all
 from kaashelpers import consume_to_end, create_topic, produce_confluent, unique_topic, wait_topic_ready
 from test_cluster_juicefs import STALL_ENV, TICK, stall_loses_nothing, wait_members, wait_taken_over
 
+pytestmark = pytest.mark.serial  # conftest.py: bounds by the clock; runs alone
+
 
 class LocalCluster:
     """Brokers 1..n on one directory (as test_java_cluster.py's fixture), with `.brokers` and

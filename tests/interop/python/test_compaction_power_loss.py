@@ -34,12 +34,15 @@ import struct
 import time
 from datetime import datetime, timezone
 
+import pytest
 from confluent_kafka import KafkaException, Producer
 
 from conftest import ANSI_RE, Broker, free_port
 from kaashelpers import assert_no_panic, consume_to_end, log_tail, wait_topic_ready
 from test_compaction import _create_compacted
 from test_crash_consistency import LazyFs, durable_mkdir
+
+pytestmark = pytest.mark.serial  # conftest.py: bounds by the clock; runs alone
 
 TOPIC = "compact-power"
 TXN_ID = "compact-power-txn"

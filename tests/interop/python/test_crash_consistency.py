@@ -37,6 +37,8 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from conftest import Broker, free_port
 from kaashelpers import assert_no_panic, consume_to_end, create_topic, log_tail, wait_topic_ready
 
+pytestmark = pytest.mark.serial  # conftest.py: bounds by the clock; runs alone
+
 ROOT = Path(__file__).resolve().parents[3]
 LAZYFS_BIN = os.environ.get("LAZYFS_BIN", str(ROOT / "tests" / "lazyfs" / "target" / "release" / "lazyfs"))
 # "dir": only a directory fsync makes its entries durable (POSIX to the letter); "own": a file's

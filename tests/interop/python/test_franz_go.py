@@ -58,6 +58,8 @@ import pytest
 from conftest import Broker, free_port
 from kaashelpers import assert_no_panic, log_tail
 
+pytestmark = pytest.mark.serial  # conftest.py: bounds by the clock; runs alone
+
 FRANZ_GO_MODULE = "github.com/twmb/franz-go"
 FRANZ_GO_VERSION = "v1.22.3"
 GO_TEST_TIMEOUT = 600          # seconds, for `go test` (compile + run)

@@ -34,6 +34,8 @@ from conftest import Broker, free_port
 from kaashelpers import (consume_to_end, create_topic, end_offsets, find_coordinator, read_frame,
                          request_frame, unique_topic)
 
+pytestmark = pytest.mark.serial  # conftest.py: bounds by the clock; runs alone
+
 TICK = {"KAAS_CLUSTER_TICK_MS": "200", "KAAS_FENCE_POLL_INTERVAL_MS": "200"}
 PARTITIONS = 6
 RECORDS = 30_000

@@ -34,6 +34,8 @@ from kaashelpers import consume_to_end, create_topic, end_offsets, find_coordina
 from test_java_copier_failover import (CONSOLE_CONSUMER, COPIER, TICK, JavaProc, consumer_records,
                                        copier_status, wait_rejoined)
 
+pytestmark = pytest.mark.serial  # conftest.py: bounds by the clock; runs alone
+
 PARTITIONS = 6
 RECORDS = 50_000
 TXN_SIZE = 5

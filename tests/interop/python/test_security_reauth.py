@@ -20,6 +20,8 @@ import javaharness as jh
 from conftest import Broker, free_ports
 from test_security import certs  # noqa: F401 (the fixture)
 
+pytestmark = pytest.mark.serial  # conftest.py: bounds by the clock; runs alone
+
 REAUTH_MS = 1000
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}
 SCRAM_USER, SCRAM_PASSWORD = "admin", "admin-secret"
