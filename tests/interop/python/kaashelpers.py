@@ -3,6 +3,8 @@
 Everything here talks to a broker only through public client APIs or raw Kafka wire
 frames built by hand, so the tests stay black-box.
 """
+import collections
+import logging
 import socket
 import struct
 import time
@@ -194,8 +196,12 @@ def end_offsets(bootstrap: str, topic: str, partitions: int, isolation: str = "r
 
     (librdkafka's query_watermark_offsets sends the consumer's isolation.level; librdkafka
     needs a group.id to create a Consumer even when it never joins a group.)"""
+    # librdkafka's metadata log, kept in memory and printed only when this gives up: a topic
+    # error cached from one Metadata answer makes every later lookup fail at once, unasked.
+    log, lines = _client_log()
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_topic("eo"),
-                  "enable.auto.commit": False, "isolation.level": isolation, **(client or {})})
+                  "enable.auto.commit": False, "isolation.level": isolation, "debug": "metadata,topic",
+                  "logger": log, **(client or {})})
     try:
         out = {}
         deadline = time.time() + timeout
@@ -207,13 +213,31 @@ def end_offsets(bootstrap: str, topic: str, partitions: int, isolation: str = "r
                     break
                 except KafkaException as e:
                     if time.time() > deadline:
+                        c.poll(0.5)  # serves the queued log lines
                         print(f"end_offsets gave up on {topic}-{p}: {e}; each broker's Metadata: "
-                              f"{_metadata_views(bootstrap, topic)}")
+                              f"{_metadata_views(bootstrap, topic)}; the consumer's metadata log "
+                              f"(last {len(lines)} lines):\n" + "\n".join(lines))
                         raise
                     time.sleep(0.2)
         return out
     finally:
         c.close()
+
+
+def _client_log(keep: int = 300):
+    """A logger for a librdkafka client that keeps its last `keep` lines in memory (and prints
+    nothing), and the deque holding them."""
+    lines = collections.deque(maxlen=keep)
+    # Not registered with logging's manager: gone with the client.
+    log = logging.Logger("rdkafka", logging.DEBUG)
+    log.propagate = False
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            lines.append(f"{record.created:.3f} {record.getMessage()}")
+
+    log.addHandler(Keep())
+    return log, lines
 
 
 def _metadata_views(bootstrap: str, topic: str):
