@@ -196,8 +196,9 @@ def end_offsets(bootstrap: str, topic: str, partitions: int, isolation: str = "r
 
     (librdkafka's query_watermark_offsets sends the consumer's isolation.level; librdkafka
     needs a group.id to create a Consumer even when it never joins a group.)"""
-    # librdkafka's metadata log, kept in memory and printed only when this gives up: a topic
-    # error cached from one Metadata answer makes every later lookup fail at once, unasked.
+    # librdkafka's metadata log, kept in memory and printed only when this gives up: after
+    # every broker restarted, one consumer got _UNKNOWN_PARTITION at once for 30 s and never
+    # asked for the topic again, while every broker's Metadata named its leader.
     log, lines = _client_log()
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_topic("eo"),
                   "enable.auto.commit": False, "isolation.level": isolation, "debug": "metadata,topic",
