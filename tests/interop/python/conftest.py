@@ -21,6 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 KAAS_BIN = os.environ.get("KAAS_BIN", str(ROOT / "target" / "release" / "kaas"))
 
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",

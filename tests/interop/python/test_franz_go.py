@@ -58,7 +58,7 @@ import pytest
 from conftest import Broker, free_port
 from kaashelpers import assert_no_panic, log_tail
 
-pytestmark = pytest.mark.serial  # conftest.py: bounds by the clock; runs alone
+pytestmark = pytest.mark.serial  # conftest.py: runs alone (its TestTxnEtl stalled once beside other tests)
 
 FRANZ_GO_MODULE = "github.com/twmb/franz-go"
 FRANZ_GO_VERSION = "v1.22.3"
