@@ -225,6 +225,27 @@ def end_offsets(bootstrap: str, topic: str, partitions: int, isolation: str = "r
         c.close()
 
 
+def settled_end_offsets(bootstrap: str, topic: str, partitions: int, timeout: float = 30.0):
+    """The high watermarks once no transaction is left open: polls until a high-watermark read,
+    an LSO read and another high-watermark read agree. The coordinator writes a transaction's
+    markers after answering EndTxn (as Kafka's does), so right after a commit the LSO may still
+    trail; two racing reads compared once would fail on that. Raises AssertionError with the
+    last reads when `timeout` passes first."""
+    seen = []
+    deadline = time.time() + timeout
+    while True:
+        hw1 = end_offsets(bootstrap, topic, partitions, "read_uncommitted")
+        lso = end_offsets(bootstrap, topic, partitions, "read_committed")
+        hw2 = end_offsets(bootstrap, topic, partitions, "read_uncommitted")
+        if hw1 == lso == hw2:
+            return hw2
+        seen.append((hw1, lso, hw2))
+        if time.time() > deadline:
+            raise AssertionError(f"{topic}: the LSO did not reach a stable high watermark in "
+                                 f"{timeout}s; last (hw, lso, hw) reads {seen[-3:]}")
+        time.sleep(0.1)
+
+
 def _client_log(keep: int = 300):
     """A logger for a librdkafka client that keeps its last `keep` lines in memory (and prints
     nothing), and the deque holding them."""

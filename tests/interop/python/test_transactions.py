@@ -18,9 +18,9 @@ import time
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from conftest import Broker, free_port, poll_until
+from conftest import Broker, free_port
 from kaashelpers import (assert_no_panic, consume_to_end, create_topic, end_offsets, log_tail,
-                         unique_topic)
+                         settled_end_offsets, unique_topic)
 
 FENCED_CODES = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
                 KafkaError.INVALID_PRODUCER_EPOCH}
@@ -306,23 +306,11 @@ def test_transactions_commit_abort_across_sigkill(broker):
                 assert v in r.delivered, f"committed txn {t}: {v} has no successful delivery " \
                                          f"report ({r.delivery_failed.get(v)})\n{ctx}"
 
-    # ---- read back
-    # The coordinator writes the last transaction's markers after answering EndTxn (as Kafka's
-    # does), so they may still be landing: poll until the high watermark is stable and the LSO
-    # equals it (no open transaction is left), rather than comparing two racing reads.
-    seen = []
-
-    def settled():
-        hw1 = end_offsets(broker.bootstrap, topic, PARTS, "read_uncommitted")
-        lso = end_offsets(broker.bootstrap, topic, PARTS, "read_committed")
-        hw2 = end_offsets(broker.bootstrap, topic, PARTS, "read_uncommitted")
-        seen.append((hw1, lso, hw2))
-        return hw2 if hw1 == lso == hw2 else None
-
+    # ---- read back: once the last transaction's markers are in (no open transaction is left)
     try:
-        hw = poll_until(settled, 30, "LSO == high watermark with no open transaction", 0.1)
+        hw = settled_end_offsets(broker.bootstrap, topic, PARTS)
     except AssertionError as e:
-        raise AssertionError(f"{e}; last (hw, lso, hw) reads {seen[-3:]}\n{log_tail(broker)}")
+        raise AssertionError(f"{e}\n{log_tail(broker)}")
     rc = consume_to_end(broker.bootstrap, topic, PARTS, "read_committed", timeout=60, targets=hw)
     ru = consume_to_end(broker.bootstrap, topic, PARTS, "read_uncommitted", timeout=60, targets=hw)
 
