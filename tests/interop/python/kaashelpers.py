@@ -3,8 +3,6 @@
 Everything here talks to a broker only through public client APIs or raw Kafka wire
 frames built by hand, so the tests stay black-box.
 """
-import collections
-import logging
 import socket
 import struct
 import time
@@ -196,13 +194,11 @@ def end_offsets(bootstrap: str, topic: str, partitions: int, isolation: str = "r
 
     (librdkafka's query_watermark_offsets sends the consumer's isolation.level; librdkafka
     needs a group.id to create a Consumer even when it never joins a group.)"""
-    # librdkafka's metadata log, kept in memory and printed only when this gives up: after
-    # every broker restarted, one consumer got _UNKNOWN_PARTITION at once for 30 s and never
-    # asked for the topic again, while every broker's Metadata named its leader.
-    log, lines = _client_log()
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_topic("eo"),
-                  "enable.auto.commit": False, "isolation.level": isolation, "debug": "metadata,topic",
-                  "logger": log, **(client or {})})
+    def consumer():
+        return Consumer({"bootstrap.servers": bootstrap, "group.id": unique_topic("eo"),
+                         "enable.auto.commit": False, "isolation.level": isolation,
+                         **(client or {})})
+    c = consumer()
     try:
         out = {}
         deadline = time.time() + timeout
@@ -214,11 +210,19 @@ def end_offsets(bootstrap: str, topic: str, partitions: int, isolation: str = "r
                     break
                 except KafkaException as e:
                     if time.time() > deadline:
-                        c.poll(0.5)  # serves the queued log lines
                         print(f"end_offsets gave up on {topic}-{p}: {e}; each broker's Metadata: "
-                              f"{_metadata_views(bootstrap, topic)}; the consumer's metadata log "
-                              f"(last {len(lines)} lines):\n" + "\n".join(lines))
+                              f"{_metadata_views(bootstrap, topic)}")
                         raise
+                    if e.args[0].code() == KafkaError._UNKNOWN_PARTITION:
+                        # librdkafka's leader lookup (rd_kafka_topic_partition_list_get_leaders)
+                        # takes a cached partition with no leader (Metadata's
+                        # LEADER_NOT_AVAILABLE with leader -1, as Kafka answers during a
+                        # failover) as final: every call answers _UNKNOWN_PARTITION at once
+                        # and the topic is not asked for again until the cache entry expires
+                        # (metadata.max.age.ms, 15 minutes). A new client asks.
+                        print(f"end_offsets: {topic}-{p}: {e}; asking again with a new client")
+                        c.close()
+                        c = consumer()
                     time.sleep(0.2)
         return out
     finally:
@@ -244,22 +248,6 @@ def settled_end_offsets(bootstrap: str, topic: str, partitions: int, timeout: fl
             raise AssertionError(f"{topic}: the LSO did not reach a stable high watermark in "
                                  f"{timeout}s; last (hw, lso, hw) reads {seen[-3:]}")
         time.sleep(0.1)
-
-
-def _client_log(keep: int = 300):
-    """A logger for a librdkafka client that keeps its last `keep` lines in memory (and prints
-    nothing), and the deque holding them."""
-    lines = collections.deque(maxlen=keep)
-    # Not registered with logging's manager: gone with the client.
-    log = logging.Logger("rdkafka", logging.DEBUG)
-    log.propagate = False
-
-    class Keep(logging.Handler):
-        def emit(self, record):
-            lines.append(f"{record.created:.3f} {record.getMessage()}")
-
-    log.addHandler(Keep())
-    return log, lines
 
 
 def _metadata_views(bootstrap: str, topic: str):

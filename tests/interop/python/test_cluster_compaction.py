@@ -28,9 +28,7 @@ import pytest
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
-# conftest.py: bounds a stall and a failover by the clock; runs alone. Its zombie test failed in
-# 2 of 5 runs beside another file, once alone before: librdkafka's _UNKNOWN_PARTITION for 30 s
-# after the restarts while every broker's Metadata named the leader (not understood yet).
+# conftest.py: bounds a stall and a failover by the clock; runs alone.
 pytestmark = pytest.mark.serial
 
 ENV = dict(STALL_ENV, KAAS_WHEN_FENCED="exit", KAAS_CLEANER_BACKOFF_MS="200",
