@@ -36,6 +36,7 @@ binary is missing (test_cluster_stall.py imports its helpers from here and is no
 """
 import collections
 import datetime
+import logging
 import os
 import re
 import signal
@@ -45,6 +46,7 @@ import subprocess
 import threading
 import time
 import types
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -277,13 +279,51 @@ def retried_as_duplicates(probe, survivors, topic, label):
 
 # ----------------------------------------------------------------------------- load
 
+def _client_debug(log_path):
+    """librdkafka debug contexts written to `log_path` (none when it is None)."""
+    if log_path is None:
+        return {}
+    # Not registered with logging's manager: gone with the producer.
+    log = logging.Logger(f"rdkafka:{log_path}", logging.DEBUG)
+    handler = logging.FileHandler(log_path)
+    handler.setFormatter(logging.Formatter("%(created).3f %(message)s"))
+    log.addHandler(handler)
+    return {"debug": "eos,msg,broker,topic,metadata", "logger": log}
+
+
+# What librdkafka logs when its idempotence state moves (a PID, an epoch bump, a sequence reset,
+# a drain, an implicit or duplicate acknowledgement, a failed batch) or it starts over from its
+# bootstrap servers.
+EOS_EVENTS = re.compile(r"IDEMPSTATE|GETPID|NEWPID|RESETSEQ|[Dd]rain|IMPLICITACK|DUPSEQ|ERRSEQ|ERRPID|"
+                        r"encountered error|FATAL|REBOOTSTRAP|DECOMMISSION")
+
+
+def eos_events(load, keep=60):
+    """The last `keep` idempotence lines of `load`'s librdkafka log, and where the whole is."""
+    if load.log_path is None or not load.log_path.exists():
+        return ""
+    with open(load.log_path, errors="replace") as f:
+        lines = [line.rstrip()[:300] for line in f if EOS_EVENTS.search(line)]
+    return (f"\n--- producer {load.prefix.decode()!r}: last {min(keep, len(lines))} of {len(lines)} "
+            f"idempotence lines of librdkafka (all of its log: {load.log_path}) ---\n"
+            + "\n".join(lines[-keep:]))
+
+
+def client_log_dir(cluster):
+    """Where the clients' logs go: beside the brokers' logs."""
+    return Path(cluster.brokers[0].log_path).parent
+
+
 class Load:
     """An idempotent producer (acks=all) writing records <prefix><n>, n = 0, 1, ..., to partition
     partitions[n % len(partitions)] at `rate` per second on its own thread until `finish()`."""
 
     def __init__(self, bootstrap, topic, prefix=b"v", partitions=tuple(range(PARTITIONS)), rate=RATE,
-                 message_timeout_ms=120_000):
+                 message_timeout_ms=120_000, log_dir=None):
         self.topic = topic
+        # librdkafka's own account of the idempotent producer (PIDs, sequences, retries, acks),
+        # for a failure to be explained after the fact.
+        self.log_path = Path(log_dir) / f"rdkafka-{prefix.decode()}.log" if log_dir else None
         self.prefix = prefix
         self.partitions = tuple(partitions)
         self.rate = rate
@@ -292,7 +332,8 @@ class Load:
             "bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
             "linger.ms": 5, "message.timeout.ms": message_timeout_ms, "request.timeout.ms": 30_000,
             "topic.metadata.refresh.interval.ms": 1_000, "reconnect.backoff.ms": 50,
-            "reconnect.backoff.max.ms": 500, "error_cb": self.client_errors.append})
+            "reconnect.backoff.max.ms": 500, "error_cb": self.client_errors.append,
+            **_client_debug(self.log_path)})
         self.lock = threading.Lock()
         self.acked = {}         # n -> (partition, offset, time acknowledged)
         self.failed = {}        # n -> KafkaError
@@ -576,6 +617,7 @@ def assert_all_kept(checked, load, stale, extra):
     """The checks on what read_live_and_after_restart found, `extra` added to each message."""
     c1, split1, c2, split2 = checked.c1, checked.split1, checked.c2, checked.split2
     lost_at_reopen, torn, problems = checked.lost_at_reopen, checked.torn, checked.problems
+    extra += eos_events(load) + eos_events(stale)
     assert_nothing_lost(c1, extra)
     assert not split1, (f"after SIGCONT two brokers answer for one partition with different high "
                         f"watermarks, {{partition: {{node: high watermark}}}}: {split1}{extra}")
@@ -608,7 +650,7 @@ def start_load(cluster, topic):
     wait_members(cluster.brokers)     # else the topic is placed on the brokers its creator saw
     create_topic(cluster.brokers[0].bootstrap, topic, PARTITIONS)
     wait_topic_ready(cluster.bootstrap, topic, PARTITIONS)
-    load = Load(cluster.bootstrap, topic).start()
+    load = Load(cluster.bootstrap, topic, log_dir=client_log_dir(cluster)).start()
     poll_until(lambda: load.acks() >= WARMUP_ACKS, 90, f"{WARMUP_ACKS} acknowledged records",
                interval=0.1)
     return load
@@ -694,7 +736,8 @@ def test_lost_lock_on_juicefs_loses_nothing(cluster):
         t_back = time.time()
         mount.resume()
     stale = Load(victim.bootstrap, topic, prefix=b"s", partitions=victim_parts,
-                 rate=STALE_CLIENT_RATE, message_timeout_ms=STALE_CLIENT_TIMEOUT_MS).start()
+                 rate=STALE_CLIENT_RATE, message_timeout_ms=STALE_CLIENT_TIMEOUT_MS,
+                 log_dir=client_log_dir(cluster)).start()
     time.sleep(AFTER_RETURN)
     stale_view = metadata_leaders(victim.port, topic)
     acks_after = load.first_ack_after(t_fault, victim_parts)
@@ -839,7 +882,8 @@ def stall_loses_nothing(cluster, topic_prefix, label="stall", when_fenced="rejoi
         + "".join(f"\n--- broker {b.node_id} log tail ---\n{b.log_tail(15)}" for b in survivors))
 
     stale = Load(victim.bootstrap, topic, prefix=b"s", partitions=victim_parts,
-                 rate=STALE_CLIENT_RATE, message_timeout_ms=STALE_CLIENT_TIMEOUT_MS).start()
+                 rate=STALE_CLIENT_RATE, message_timeout_ms=STALE_CLIENT_TIMEOUT_MS,
+                 log_dir=client_log_dir(cluster)).start()
     if when_fenced == "exit":
         try:
             exit_code = victim.proc.wait(timeout=FENCED_EXIT_WITHIN)

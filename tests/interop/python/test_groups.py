@@ -201,6 +201,7 @@ def test_group_split_commit_crash_resume(broker):
     # Batch B: delivered to the members, never committed.
     produce_confluent(broker.bootstrap, topic, keyed_records(400, 200))
     wm_b = watermarks(broker.bootstrap, topic, PARTS)
+    assert sum(wm_b.values()) == 600, wm_b
     b_seen = [dict(), dict()]
 
     def b_done():
@@ -211,6 +212,7 @@ def test_group_split_commit_crash_resume(broker):
         return len(b_seen[0]) + len(b_seen[1]) >= 200
     poll_consumers_until([c1, c2], b_done, 60, sink=got, what="members to consume batch B")
     assert all(off >= wm_a[p] for s in b_seen for (p, off) in s), "batch A delivered twice"
+    assert all(off < wm_b[p] for s in b_seen for (p, off) in s), f"beyond batch B's end {wm_b}"
     c1.close()   # enable.auto.commit=false: leaving commits nothing
     c2.close()
     assert not [e for errs in errors[:2] for e in errs if e.fatal()], errors
