@@ -11,6 +11,8 @@ import uuid
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from conftest import poll_until
+
 
 def unique_topic(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
@@ -236,18 +238,17 @@ def settled_end_offsets(bootstrap: str, topic: str, partitions: int, timeout: fl
     trail; two racing reads compared once would fail on that. Raises AssertionError with the
     last reads when `timeout` passes first."""
     seen = []
-    deadline = time.time() + timeout
-    while True:
-        hw1 = end_offsets(bootstrap, topic, partitions, "read_uncommitted")
-        lso = end_offsets(bootstrap, topic, partitions, "read_committed")
-        hw2 = end_offsets(bootstrap, topic, partitions, "read_uncommitted")
-        if hw1 == lso == hw2:
-            return hw2
-        seen.append((hw1, lso, hw2))
-        if time.time() > deadline:
-            raise AssertionError(f"{topic}: the LSO did not reach a stable high watermark in "
-                                 f"{timeout}s; last (hw, lso, hw) reads {seen[-3:]}")
-        time.sleep(0.1)
+
+    def settled():
+        reads = (end_offsets(bootstrap, topic, partitions, "read_uncommitted"),
+                 end_offsets(bootstrap, topic, partitions, "read_committed"),
+                 end_offsets(bootstrap, topic, partitions, "read_uncommitted"))
+        seen.append(reads)
+        return reads[2] if reads[0] == reads[1] == reads[2] else None
+    try:
+        return poll_until(settled, timeout, f"the LSO of {topic} at a stable high watermark", 0.1)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; last (hw, lso, hw) reads {seen[-3:]}") from None
 
 
 def _metadata_views(bootstrap: str, topic: str):
