@@ -28,6 +28,10 @@ pub struct Accepted {
     /// InitProducerId moved its producer id to in the sequence (`Facts::zombie`).
     #[serde(default)]
     pub zombie: bool,
+    /// Only a Produce whose batch is its producer id's first on the partition at kaas, at a
+    /// sequence other than 0 (`Facts::first_write`).
+    #[serde(default)]
+    pub first_write: bool,
 }
 
 /// What the client models of both brokers know about the diverging step, beyond its answers.
@@ -36,6 +40,9 @@ pub struct Facts {
     /// The step sent a batch whose epoch is below the latest one InitProducerId moved its
     /// producer id to (on both brokers: `exec::Grants::fenced`).
     pub zombie: bool,
+    /// The step sent a batch at a sequence other than 0 for a producer id that no batch or
+    /// marker kaas accepted in the sequence had put on that partition (`exec::Exec::first_write`).
+    pub first_write: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -87,6 +94,7 @@ impl AcceptedList {
                     && re.is_match(signature)
                     && ans.as_ref().is_none_or(|r| r.is_match(answers))
                     && (!a.zombie || facts.zombie)
+                    && (!a.first_write || facts.first_write)
             })
             .map(|(a, _, _)| a)
     }
@@ -106,7 +114,7 @@ mod tests {
         let mut grants = Grants::default();
         grants.grant(PID, 0);
         grants.grant(PID, 1);
-        let facts = Facts { zombie: grants.fenced(PID, epoch) };
+        let facts = Facts { zombie: grants.fenced(PID, epoch), first_write: false };
         let answers = format!(
             "err=0 base=3 log_start=0 append_time=-1 sent=P1/e{epoch}/s0 | \
              err=47 base=-1 log_start=0 append_time=-1 sent=P1/e{epoch}/s0"
@@ -151,7 +159,7 @@ mod tests {
             "[[difference]]\nid = \"z\"\nsignature = '^Produce: err: 0 vs 47$'\nzombie = true\n\
              reason = \"r\"\nrule = \"r\"\n",
         );
-        assert!(list.explain(1, FENCED, "", Facts { zombie: true }).is_some());
-        assert!(list.explain(1, FENCED, "", Facts { zombie: false }).is_none());
+        assert!(list.explain(1, FENCED, "", Facts { zombie: true, first_write: false }).is_some());
+        assert!(list.explain(1, FENCED, "", Facts { zombie: false, first_write: false }).is_none());
     }
 }

@@ -2,7 +2,7 @@
 //! (each producer's id and epoch, the next sequence per partition, the last five batches sent)
 //! turns symbolic steps into requests, and each response into a normalized `Answer`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use crate::answer::{Answer, PidNames, BOGUS_PID};
@@ -96,8 +96,11 @@ pub struct Exec<'a> {
     pub names: PidNames,
     producers: HashMap<Who, Producer>,
     grants: Grants,
-    /// The batch the current step sent (None when it sent none).
+    /// The batch the current step sent (None when it sent none), and its partition.
     last_batch: Option<Sent>,
+    last_part: u8,
+    /// (producer id, partition) that a batch or marker this broker accepted put there.
+    written: HashSet<(i64, u8)>,
     /// Answers whose transaction had to settle and did not within the bound.
     pub settle_timeout: Duration,
 }
@@ -112,6 +115,8 @@ impl<'a> Exec<'a> {
             producers: HashMap::new(),
             grants: Grants::default(),
             last_batch: None,
+            last_part: 0,
+            written: HashSet::new(),
             settle_timeout: Duration::from_secs(5),
         }
     }
@@ -140,6 +145,12 @@ impl<'a> Exec<'a> {
     /// handed out for its producer id.
     pub fn sent_by_zombie(&self) -> bool {
         self.last_batch.as_ref().is_some_and(|b| self.grants.fenced(b.pid, b.epoch))
+    }
+
+    /// Whether the last step sent a batch at a sequence other than 0 for a producer id with
+    /// nothing accepted on that partition before (eos-rules 15: kaas refuses it).
+    pub fn first_write(&self) -> bool {
+        self.last_batch.as_ref().is_some_and(|b| b.seq != 0 && !self.written.contains(&(b.pid, self.last_part)))
     }
 
     /// A new (pid, epoch) from the coordinator: sequences start again at 0.
@@ -244,9 +255,14 @@ impl<'a> Exec<'a> {
             Step::Marker { who, parts, epoch, commit, version, tv } => {
                 let (pid, epoch) = (self.pid_of(*who, PidSel::Own), self.epoch_of(*who, *epoch));
                 let sent = format!("{}/e{epoch}", self.names.name(pid));
-                apis::write_marker(self.conn, &self.ids.topic, parts, pid, epoch, *commit, *version, *tv)
-                    .unwrap_or_else(|e| Answer::failed(&e))
-                    .with("sent", sent)
+                let a = apis::write_marker(self.conn, &self.ids.topic, parts, pid, epoch, *commit, *version, *tv)
+                    .unwrap_or_else(|e| Answer::failed(&e));
+                for p in parts {
+                    if a.0.iter().any(|(f, v)| *f == format!("p{p}") && v == "0") {
+                        self.written.insert((pid, *p));
+                    }
+                }
+                a.with("sent", sent)
             }
             Step::Fetch { part, committed } => {
                 apis::fetch(self.conn, &self.ids.topic, *part, *committed, &mut self.names)
@@ -342,11 +358,13 @@ impl<'a> Exec<'a> {
         };
         let sent = format!("{}/e{}/s{}", self.names.name(batch.pid), batch.epoch, batch.seq);
         self.last_batch = Some(batch.clone());
+        self.last_part = part;
         match apis::produce(self.conn, &self.ids.topic, part, txn_id.as_deref(), &batch, version) {
             Err(e) => Answer::failed(&e).with("sent", sent),
             Ok(a) => {
                 let a = a.with("sent", sent);
                 if a.0.first().is_some_and(|(_, v)| v == "0") {
+                    self.written.insert((batch.pid, part));
                     let p = self.prod(who);
                     let end = batch.seq.wrapping_add(batch.n as i32);
                     let next = p.next.entry(part).or_insert(0);

@@ -50,7 +50,9 @@ pub fn cases() -> Vec<(&'static str, &'static str, Vec<Step>)> {
         ),
         (
             "I-2 first batch of a re-initialized producer at sequence 3",
-            "first batch of (P, 2) at base sequence 3: AK 0 (offset 0), kaas 45",
+            "first batch of (P, 2) at base sequence 3: AK 0 (offset 0), kaas 45 (first found as the \
+             fence taken for state; kaas now refuses any first sequence but 0 where the producer never \
+             wrote: accepted.toml first-batch-of-a-producer-starts-at-sequence-0)",
             vec![
                 init(Claim::None),
                 init(Claim::None),

@@ -188,7 +188,7 @@ impl Pair {
             }
             let signature = signature(step.api(), &ak_answers[i], &kaas_answers[i]);
             let both = format!("{} | {}", ak_answers[i], kaas_answers[i]);
-            let facts = Facts { zombie: ak.sent_by_zombie() && kaas.sent_by_zombie() };
+            let facts = Facts { zombie: ak.sent_by_zombie() && kaas.sent_by_zombie(), first_write: kaas.first_write() };
             let explained = self.accepted.explain(self.tv, &signature, &both, facts);
             let same_state = explained.is_some_and(|a| a.same_state);
             let accepted_by = explained.map(|a| (a.id.clone(), a.reason.clone()));

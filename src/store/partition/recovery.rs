@@ -33,10 +33,20 @@ impl Partition {
             let (previous, sealed_end) = log.sealed_from()?;
             read_snapshot(&dir, previous).filter(|s| s.offset <= sealed_end)
         });
+        let start = log.log_start_offset();
+        // eos-rules 15: does the table know every producer id that ever wrote here (a snapshot
+        // of everything before the log start, or a log that never lost its head)?
+        let complete = match &snapshot {
+            Some(s) => s.offset >= start,
+            None => start == 0 && !log.has_cleaned_segments(),
+        };
         let (mut producers, mut txns, from) = match snapshot {
             Some(s) => (s.table, TxnIndex::from_aborted(s.aborted), s.offset),
-            None => (ProducerStateTable::new(), TxnIndex::default(), log.log_start_offset()),
+            None => (ProducerStateTable::new(), TxnIndex::default(), start),
         };
+        if !complete {
+            producers.mark_history_incomplete();
+        }
         // Rebuild what the snapshot does not cover from the batch headers (and markers).
         for h in log.headers_from(from)? {
             if !h.is_control() {

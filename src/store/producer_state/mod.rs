@@ -161,18 +161,32 @@ impl Verification {
 /// The epoch a coordinator fenced a producer to: batches of older epochs are refused here
 /// (kaas's fence, stricter than Kafka on purpose: a zombie is refused everywhere at once, also
 /// where the coordinator's verification would not be asked), but it is no producer state: the
-/// producer's sequences and epoch here stay what its batches and markers made them, so a first
-/// batch may start at any sequence (eos-rules 15) and markers are checked against that state
-/// alone (46, 47), as in Kafka.
+/// producer's sequences and epoch here stay what its batches and markers made them, so where a
+/// first batch may start is rule 15's to say, as for any producer, and markers are checked
+/// against that state alone (46, 47), as in Kafka.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fence {
     pub epoch: i16,
     pub fenced_ms: i64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// `ProducerStateTable::forgotten_up_to` when the table may lack the state of any producer id.
+pub const FORGOT_ANY: i64 = i64::MAX;
+
+fn forgot_any() -> i64 {
+    FORGOT_ANY
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProducerStateTable {
     producers: HashMap<i64, ProducerEntry>,
+    /// eos-rules 15 (kaas): the highest producer id whose state this table dropped (expiry), -1
+    /// when it dropped none, FORGOT_ANY when it may lack state it never saw go (rebuilt without
+    /// the log's head, or read from a snapshot that predates this field). A producer id above it
+    /// with no state here never wrote here. Ids come from blocks reserved in increasing order,
+    /// so ids handed out after an expiry are mostly above it.
+    #[serde(default = "forgot_any")]
+    forgotten_up_to: i64,
     /// Fences of producers with no state here (see `Fence`).
     #[serde(default)]
     fences: HashMap<i64, Fence>,
@@ -187,9 +201,34 @@ pub struct ProducerStateTable {
     next_guard: u64,
 }
 
+impl Default for ProducerStateTable {
+    /// The table of a log that has never held a record: it forgot nothing.
+    fn default() -> Self {
+        ProducerStateTable {
+            producers: HashMap::new(),
+            forgotten_up_to: -1,
+            fences: HashMap::new(),
+            verifications: HashMap::new(),
+            verifications_by_guard: BTreeMap::new(),
+            next_guard: 0,
+        }
+    }
+}
+
 impl ProducerStateTable {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The table was rebuilt from a log whose head is gone without a snapshot that describes
+    /// it: any producer id may have written there, so rule 15 accepts any first sequence.
+    pub fn mark_history_incomplete(&mut self) {
+        self.forgotten_up_to = FORGOT_ANY;
+    }
+
+    /// Whether this table may have dropped the state of `producer_id` (eos-rules 15, 23).
+    fn may_have_forgotten(&self, producer_id: i64) -> bool {
+        producer_id <= self.forgotten_up_to
     }
 
     pub fn get(&self, producer_id: i64) -> Option<&ProducerEntry> {
@@ -257,8 +296,22 @@ impl ProducerStateTable {
                 });
             }
         }
-        // eos-rules 15: an unknown producer id may start at any sequence.
-        let Some(entry) = entry else { return Ok(AppendDecision::Append) };
+        let Some(entry) = entry else {
+            // eos-rules 15 (kaas, as Kafka 4.5 on a never-written partition, KAFKA-15591): a
+            // producer id this partition never forgot never wrote here, so its first batch is
+            // sequence 0. A later one means the producer's earlier batch was refused while this
+            // one was in flight: appending it would let the client take the refused records as
+            // written (librdkafka acknowledges them implicitly). One that may have been
+            // forgotten (expired) goes on at any sequence, as in Kafka.
+            if h.base_sequence != 0 && !self.may_have_forgotten(h.producer_id) {
+                return Err(ProducerStateError::OutOfOrderSequence {
+                    epoch: h.producer_epoch,
+                    first_seq: h.base_sequence,
+                    last_seq: NO_SEQUENCE,
+                });
+            }
+            return Ok(AppendDecision::Append);
+        };
         Self::check_sequence(entry, h)?;
         // eos-rules 26: a plain batch while this producer has a transaction open here (Kafka
         // checks it after the sequence).
@@ -499,7 +552,16 @@ impl ProducerStateTable {
     /// entries with producer.id.expiration.ms too).
     pub fn expire(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
         let before = self.producers.len();
-        self.producers.retain(|_, e| e.current_txn_first_offset.is_some() || now_ms - e.last_update_ms < expiration_ms);
+        let mut forgotten = self.forgotten_up_to;
+        self.producers.retain(|pid, e| {
+            let keep = e.current_txn_first_offset.is_some() || now_ms - e.last_update_ms < expiration_ms;
+            if !keep {
+                forgotten = forgotten.max(*pid);
+            }
+            keep
+        });
+        // eos-rules 15: these ids may now go on at any sequence here.
+        self.forgotten_up_to = forgotten;
         self.fences.retain(|_, f| now_ms - f.fenced_ms < expiration_ms);
         let stale: Vec<i64> = self
             .verifications

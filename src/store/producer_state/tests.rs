@@ -37,11 +37,36 @@ fn append(t: &mut ProducerStateTable, h: BatchHeader, offset: i64) -> Result<App
 }
 
 #[test]
-fn rule_15_unknown_producer_accepts_any_sequence() {
+fn rule_15_a_producer_id_that_never_wrote_here_starts_at_sequence_0() {
     let mut t = ProducerStateTable::new();
-    assert_eq!(append(&mut t, header(9, 3, 1234, 2), 0), Ok(AppendDecision::Append));
+    let e = append(&mut t, header(9, 3, 1234, 2), 0).unwrap_err();
+    assert_eq!((e.code(), t.get(9)), (45, None), "refused, and no state made");
+    assert_eq!(append(&mut t, header(9, 3, 0, 2), 0), Ok(AppendDecision::Append));
     assert_eq!(t.get(9).unwrap().epoch, 3);
-    assert_eq!(append(&mut t, header(9, 3, 1236, 1), 2), Ok(AppendDecision::Append));
+    assert_eq!(append(&mut t, header(9, 3, 2, 1), 2), Ok(AppendDecision::Append));
+}
+
+#[test]
+fn rule_15_a_forgotten_producer_id_goes_on_at_any_sequence() {
+    let mut t = ProducerStateTable::new();
+    t.record_append(&at(header(5, 0, 0, 1), 0), 1_000);
+    assert_eq!(t.expire(86_401_000, 86_400_000), 1);
+    assert_eq!(append(&mut t, header(5, 0, 1, 1), 1), Ok(AppendDecision::Append));
+    // An id below the forgotten one may have been forgotten too; one above never wrote here.
+    assert_eq!(append(&mut t, header(4, 0, 9, 1), 2), Ok(AppendDecision::Append));
+    assert_eq!(append(&mut t, header(6, 0, 9, 1), 3).unwrap_err().code(), 45);
+}
+
+#[test]
+fn rule_15_a_table_with_an_incomplete_history_accepts_any_first_sequence() {
+    let mut t = ProducerStateTable::new();
+    t.mark_history_incomplete();
+    assert_eq!(append(&mut t, header(9, 3, 1234, 2), 0), Ok(AppendDecision::Append));
+    // A snapshot written before the table kept this knows nothing of it either.
+    let mut old: serde_json::Value = serde_json::to_value(ProducerStateTable::new()).unwrap();
+    old.as_object_mut().unwrap().remove("forgotten_up_to");
+    let mut t: ProducerStateTable = serde_json::from_value(old).unwrap();
+    assert_eq!(append(&mut t, header(9, 3, 1234, 2), 0), Ok(AppendDecision::Append));
 }
 
 #[test]
@@ -55,11 +80,14 @@ fn rule_16_in_order_sequence_same_epoch() {
 
 #[test]
 fn rule_16_sequence_wraps_after_i32_max() {
+    // A producer whose state here was forgotten comes back near the end of the sequence space.
     let mut t = ProducerStateTable::new();
+    t.mark_history_incomplete();
     append(&mut t, header(1, 0, i32::MAX - 1, 2), 0).unwrap();
     assert_eq!(append(&mut t, header(1, 0, 0, 1), 2), Ok(AppendDecision::Append));
     // a batch may straddle the wrap
     let mut t = ProducerStateTable::new();
+    t.mark_history_incomplete();
     append(&mut t, header(1, 0, i32::MAX - 1, 4), 0).unwrap();
     assert_eq!(t.get(1).unwrap().batches.back().unwrap().last_seq, 1);
     assert_eq!(append(&mut t, header(1, 0, 2, 1), 4), Ok(AppendDecision::Append));
@@ -264,12 +292,14 @@ fn rule_15_tv2_transaction_on_empty_state_must_start_at_zero() {
     assert_eq!(append(&mut t, txn_header(1, 0, 5), 0).unwrap_err().code(), 45);
     assert_eq!(append(&mut t, txn_header(1, 0, 0), 0), Ok(AppendDecision::Append));
     // Kafka decides it by the verification's first batch: one made by a TV1 batch (v9)
-    // keeps rule 15 proper for a later v12 attempt at the next epoch.
+    // keeps rule 15 proper for a later v12 attempt at the next epoch (here on a table that
+    // may have forgotten the producer, where rule 15 takes any first sequence).
     let mut t = ProducerStateTable::new();
+    t.mark_history_incomplete();
     t.begin_verification(1, 0, 0, false, 0).unwrap();
     t.begin_verification(1, 1, 3, true, 0).unwrap();
     assert_eq!(append(&mut t, txn_header(1, 1, 3), 0), Ok(AppendDecision::Append));
-    // TV1 keeps rule 15 proper: any sequence for an unknown producer id
+    // TV1: the verification takes a first sequence past 0 (rule 15 decides at the append)
     let mut t = ProducerStateTable::new();
     let g = t.begin_verification(1, 0, 0, false, 0).unwrap().unwrap();
     assert!(t.check_verification(&txn_header(1, 0, 5), Verified::Guard(g)).is_ok());
@@ -326,6 +356,7 @@ fn rule_28_a_verification_keeps_the_lowest_sequence_until_the_transaction_opens(
 #[test]
 fn rule_28_a_higher_epoch_resets_the_lowest_sequence() {
     let mut t = ProducerStateTable::new();
+    t.mark_history_incomplete();
     t.begin_verification(1, 0, 0, false, 0).unwrap();
     t.begin_verification(1, 1, 4, false, 0).unwrap();
     assert_eq!(t.verifications[&1].lowest_seq, 4);
@@ -392,6 +423,8 @@ fn rule_15_a_fence_does_not_decide_where_a_first_batch_starts() {
     t.fence(1, 1, 0);
     t.fence(1, 2, 0);
     assert!(t.get(1).is_none(), "a fence is no producer state");
+    assert_eq!(append(&mut t, txn_header(1, 2, 3), 0).unwrap_err().code(), 45, "never wrote here: 0 first");
+    t.mark_history_incomplete();
     assert_eq!(append(&mut t, txn_header(1, 2, 3), 0), Ok(AppendDecision::Append));
     assert!(t.fences.is_empty(), "state at the fenced epoch replaces the fence");
 }

@@ -53,7 +53,8 @@ fn idempotence_rules_hold_on_the_wire_and_across_a_crash() {
     let second = init_pid(&mut c);
     assert_ne!(pid, second, "eos-rules 1: every idempotent InitProducerId gets a fresh id");
 
-    // rule 15: the first write of an unknown producer id is accepted at any sequence
+    // rule 15: the first write of a producer id that never wrote here starts at sequence 0
+    assert_eq!(produce(&mut c, "idem", batch(pid, 0, 3, 5, "a")), (45, -1, 0));
     assert_eq!(produce(&mut c, "idem", batch(pid, 0, 0, 5, "a")), (0, 0, 0));
     assert_eq!(produce(&mut c, "idem", batch(pid, 0, 5, 5, "b")), (0, 5, 0));
     // rule 19: a retry of a cached batch answers its original offset and appends nothing
@@ -111,6 +112,53 @@ fn duplicates_are_recognised_from_a_periodic_snapshot_after_a_crash() {
     assert_eq!(produce(&mut c, "snap", batch(pid, 0, 6, 2, "after")), (0, 6, 0));
     assert_eq!(produce(&mut c, "snap", batch(pid, 0, 8, 1, "next")), (0, 8, 0));
     assert_eq!(produce(&mut c, "snap", batch(pid, 0, 20, 1, "gap")).0, 45);
+}
+
+/// The producer-state snapshot's `forgotten_up_to` (eos-rules 15), once one is written.
+fn snapshot_forgotten_up_to(broker: &Broker, topic: &str) -> Option<i64> {
+    let path = broker.data_dir().join("topics").join(format!("{topic}-0")).join("producer-state.json");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    json["table"]["forgotten_up_to"].as_i64()
+}
+
+#[test]
+fn a_first_batch_past_sequence_0_is_refused_unless_the_producer_was_forgotten() {
+    // eos-rules 15 (kaas; Kafka 4.5 on a partition that never held a record, KAFKA-15591).
+    // Housekeeping (expiry, snapshots) every 100 ms; producer ids forgotten after 1 s idle.
+    let mut broker = Broker::start_with_env(&[
+        ("KAAS_RETENTION_CHECK_INTERVAL_MS", "100"),
+        ("KAAS_RETENTION_MS", "-1"),
+        ("KAAS_PRODUCER_ID_EXPIRATION_MS", "1000"),
+    ]);
+    let mut c = broker.client();
+    create_topic(&mut c, "first");
+    let other = init_pid(&mut c);
+    assert_eq!(produce(&mut c, "first", batch(other, 0, 0, 3, "other")), (0, 0, 0));
+    // A producer's second batch arrives first (its first was refused while this one was in
+    // flight): refused, also on a partition that holds records, and nothing is appended.
+    let pid = init_pid(&mut c);
+    assert_eq!(produce(&mut c, "first", batch(pid, 0, 5, 2, "second")), (45, -1, 0));
+    assert_eq!(latest_offset(&mut c, "first"), 3);
+    // The client retries both in order: both are written, in order.
+    assert_eq!(produce(&mut c, "first", batch(pid, 0, 0, 5, "first")), (0, 3, 0));
+    assert_eq!(produce(&mut c, "first", batch(pid, 0, 5, 2, "second")), (0, 8, 0));
+
+    // Idle past producer_id_expiration_ms, both ids are forgotten: each may go on at any
+    // sequence (as in Kafka), and the snapshot keeps that across a crash.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while snapshot_forgotten_up_to(&broker, "first").is_none_or(|f| f < pid) {
+        assert!(std::time::Instant::now() < deadline, "no snapshot of the expiry");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    broker.crash_and_restart();
+    let mut c = broker.client();
+    assert_eq!(produce(&mut c, "first", batch(other, 0, 9, 1, "other-later")), (0, 10, 0));
+    assert_eq!(produce(&mut c, "first", batch(pid, 0, 20, 1, "later")), (0, 11, 0));
+    // A producer id handed out after the expiry never wrote here.
+    let fresh = init_pid(&mut c);
+    assert!(fresh > pid);
+    assert_eq!(produce(&mut c, "first", batch(fresh, 0, 1, 1, "fresh")), (45, -1, 0));
+    assert_eq!(latest_offset(&mut c, "first"), 12);
 }
 
 pub(crate) fn fetch_error(c: &mut Client, topic: &str, offset: i64) -> i16 {

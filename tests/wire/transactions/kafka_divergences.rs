@@ -1,7 +1,8 @@
 //! The four divergences from Apache Kafka 4.4 that the first differential run found,
 //! reduced by hand and replayed here against the real binary on a TV1 and a TV2 broker.
 //! Every expected answer below is what Apache Kafka 4.4.0 answered to the same sequence
-//! (transactional Produce v8 with explicit AddPartitionsToTxn v3, WriteTxnMarkers v1).
+//! (transactional Produce v8 with explicit AddPartitionsToTxn v3, WriteTxnMarkers v1), but
+//! the refused gap of divergence 2 (eos-rules 15, Kafka 4.5's answer).
 
 use crate::common;
 
@@ -135,16 +136,21 @@ fn a_failed_verification_keeps_its_lowest_sequence() {
     });
 }
 
-/// Divergence 2: epoch bumps at the coordinator (fences) do not decide where a producer's
-/// first batch on a partition may start. eos-rules 15.
+/// Divergence 2: epoch bumps at the coordinator (fences) are no producer state on a partition.
+/// Found as kaas refusing a first batch at sequence 3 because of the fence, where Apache Kafka
+/// 4.4 appended it; since then kaas refuses a first batch past sequence 0 from any producer id
+/// that never wrote to the partition (eos-rules 15, as Kafka 4.5 for a partition that never
+/// held a record, KAFKA-15591), so here only the sequence-0 batch is Kafka 4.4's answer: the
+/// fence leaves the epoch the producer writes at to its batches.
 #[test]
-fn a_fence_does_not_make_a_first_batch_start_at_zero() {
+fn a_fence_is_no_producer_state_on_a_partition() {
     on_tv1_and_tv2(|t| {
         let (_, pid, _) = t.init(None);
         assert_eq!(t.init(None), (0, pid, 1));
         assert_eq!(t.init(None), (0, pid, 2));
         assert_eq!(t.add(pid, 2, &[0, 1]), vec![0, 0]);
-        assert_eq!(t.produce(0, txn_batch(pid, 2, 3, 1, "first")), (0, 0), "a first batch may start anywhere");
+        assert_eq!(t.produce(0, txn_batch(pid, 2, 3, 1, "gap")).0, 45, "rule 15: never wrote here");
+        assert_eq!(t.produce(0, txn_batch(pid, 2, 0, 1, "first")), (0, 0), "the fence's epoch is the producer's");
     });
 }
 
