@@ -150,11 +150,14 @@ impl Broker {
         let mut arbiters: Vec<Arbiter> =
             (0..Settings::threads(settings.broker.partition_threads)).map(|_| Arbiter::new()).collect();
         let cluster_arbiter = Arbiter::new();
+        // Producer ids and this broker's fence file: InitProducerId must not wait behind a
+        // takeover, which opens partitions on the cluster arbiter (seconds on a shared disk).
+        let producer_arbiter = Arbiter::new();
         let coordinator_arbiter = Arbiter::new();
         let peer_arbiter = Arbiter::new();
         // Panics where broker state lives stop the broker (see actors::supervisor); a dead peer
         // link would leave markers retried forever, so its thread counts too.
-        for a in arbiters.iter().chain([&cluster_arbiter, &coordinator_arbiter, &peer_arbiter]) {
+        for a in arbiters.iter().chain([&cluster_arbiter, &producer_arbiter, &coordinator_arbiter, &peer_arbiter]) {
             a.spawn_fn(mark_state_thread);
         }
         let metrics = Metrics::new();
@@ -210,12 +213,12 @@ impl Broker {
                 .map_err(|e| ServerError::Startup(format!("producer ids: {e}")))?;
         let id_fence = fence.clone();
         let producer_ids =
-            ProducerIds::start_in_arbiter(&cluster_arbiter.handle(), move |_| ProducerIds::new(allocator, id_fence));
+            ProducerIds::start_in_arbiter(&producer_arbiter.handle(), move |_| ProducerIds::new(allocator, id_fence));
         let fence_log = FenceLog::open(&settings.broker.data_dir, settings.broker.node_id)
             .map_err(|e| ServerError::Startup(format!("fence log: {e}")))?;
         let max_age = settings.transactions.producer_id_expiration_ms;
         let fences =
-            FenceWriter::start_in_arbiter(&cluster_arbiter.handle(), move |_| FenceWriter::new(fence_log, max_age));
+            FenceWriter::start_in_arbiter(&producer_arbiter.handle(), move |_| FenceWriter::new(fence_log, max_age));
         // eos-rules 43, 50: markers for partitions peers lead, over the wire, on their own thread.
         let security =
             PeerSecurity::from_settings(settings).map_err(|e| ServerError::Startup(format!("peer links: {e}")))?;
@@ -258,7 +261,7 @@ impl Broker {
             Membership::new(settings.clone(), local, ownership, topics, coordinators, fence.clone(), freshness);
         Membership::start_in_arbiter(&cluster_arbiter.handle(), move |_| membership);
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "recovered partitions");
-        arbiters.extend([cluster_arbiter, coordinator_arbiter, peer_arbiter]);
+        arbiters.extend([cluster_arbiter, producer_arbiter, coordinator_arbiter, peer_arbiter]);
         arbiters.extend(metrics_arbiter);
         let responses = ResponseBudget::new(settings.network.queued_max_response_bytes);
         let fetch_sessions = FetchSessions::new(settings.network.max_incremental_fetch_session_cache_slots);
