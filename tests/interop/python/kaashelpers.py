@@ -145,6 +145,25 @@ def read_frame(sock: socket.socket, timeout: float = 5.0) -> bytes:
     return recv_exact(sock, size, deadline)
 
 
+def read_frame_or_none(sock: socket.socket):
+    """One size-prefixed frame's payload, or None when the peer closed the connection (the
+    socket's own timeout applies, none by default)."""
+    head = b""
+    while len(head) < 4:
+        chunk = sock.recv(4 - len(head))
+        if not chunk:
+            return None
+        head += chunk
+    (size,) = struct.unpack(">i", head)
+    data = bytearray()
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return bytes(data)
+
+
 def wait_closed(sock: socket.socket, timeout: float = 5.0):
     """Wait for the peer to close. Returns (closed: bool, bytes received meanwhile)."""
     deadline = time.time() + timeout

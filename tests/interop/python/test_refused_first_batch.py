@@ -28,7 +28,7 @@ from confluent_kafka import Producer
 
 import javaharness as jh
 from conftest import Broker, free_port
-from kaashelpers import consume_to_end, create_topic, log_tail, unique_topic
+from kaashelpers import consume_to_end, create_topic, log_tail, read_frame_or_none, unique_topic
 
 NOWHERE = 9999           # a partition index no topic here has
 NOT_LEADER_OR_FOLLOWER = 6
@@ -121,23 +121,6 @@ def refuse_as_not_leader(frame, version, partition):
     return bytes(out)
 
 
-def _read_frame(sock):
-    head = b""
-    while len(head) < 4:
-        chunk = sock.recv(4 - len(head))
-        if not chunk:
-            return None
-        head += chunk
-    (size,) = struct.unpack(">i", head)
-    body = bytearray()
-    while len(body) < size:
-        chunk = sock.recv(size - len(body))
-        if not chunk:
-            return None
-        body += chunk
-    return bytes(body)
-
-
 class RefusingProxy:
     """Forwards every connection to kaas; refuses the first REFUSALS Produce requests that
     carry only `topic`'s partition 0 at sequence 0 (see the module's text). librdkafka sends a
@@ -175,7 +158,7 @@ class RefusingProxy:
 
     def _requests(self, client, broker):
         try:
-            while (frame := _read_frame(client)) is not None:
+            while (frame := read_frame_or_none(client)) is not None:
                 api_key, version, correlation = struct.unpack_from(">hhi", frame, 0)
                 parts = produce_partitions(frame) if api_key == 0 else []
                 mine = [p for p in parts if p[0] == self.topic and p[1] == 0]
@@ -196,7 +179,7 @@ class RefusingProxy:
 
     def _answers(self, client, broker):
         try:
-            while (frame := _read_frame(broker)) is not None:
+            while (frame := read_frame_or_none(broker)) is not None:
                 (correlation,) = struct.unpack_from(">i", frame, 0)
                 with self.lock:
                     refused = self.refused.get((id(client), correlation))

@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 import javaharness as jh
 from conftest import Broker, free_ports
+from kaashelpers import read_frame_or_none
 from test_security import certs  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.serial  # conftest.py: bounds by the clock; runs alone
@@ -118,20 +119,7 @@ def frame(api_key, version, correlation, body=b"", client_id=b"probe"):
 def read_frame(sock):
     """One response frame's payload, or None when the broker closed the connection instead."""
     sock.settimeout(10)
-    head = b""
-    while len(head) < 4:
-        chunk = sock.recv(4 - len(head))
-        if not chunk:
-            return None
-        head += chunk
-    (size,) = struct.unpack(">i", head)
-    data = b""
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    return data
+    return read_frame_or_none(sock)
 
 
 def handshake(sock, mechanism, correlation):
