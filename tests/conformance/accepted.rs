@@ -41,7 +41,8 @@ pub struct Facts {
     /// producer id to (on both brokers: `exec::Grants::fenced`).
     pub zombie: bool,
     /// The step sent a batch at a sequence other than 0 for a producer id that no batch or
-    /// marker kaas accepted in the sequence had put on that partition (`exec::Exec::first_write`).
+    /// WriteTxnMarkers step kaas accepted in the sequence had put on that partition
+    /// (`exec::Exec::first_write`).
     pub first_write: bool,
 }
 

@@ -96,10 +96,11 @@ pub struct Exec<'a> {
     pub names: PidNames,
     producers: HashMap<Who, Producer>,
     grants: Grants,
-    /// The batch the current step sent (None when it sent none), and its partition.
-    last_batch: Option<Sent>,
-    last_part: u8,
-    /// (producer id, partition) that a batch or marker this broker accepted put there.
+    /// The batch the current step sent and its partition (None when it sent none).
+    last_batch: Option<(u8, Sent)>,
+    /// (producer id, partition) that a batch or a WriteTxnMarkers step this broker accepted put
+    /// there (not the markers an EndTxn writes: where only those put a producer id, both brokers
+    /// require sequence 0 alike, so no divergence needs the fact).
     written: HashSet<(i64, u8)>,
     /// Answers whose transaction had to settle and did not within the bound.
     pub settle_timeout: Duration,
@@ -115,7 +116,6 @@ impl<'a> Exec<'a> {
             producers: HashMap::new(),
             grants: Grants::default(),
             last_batch: None,
-            last_part: 0,
             written: HashSet::new(),
             settle_timeout: Duration::from_secs(5),
         }
@@ -144,13 +144,13 @@ impl<'a> Exec<'a> {
     /// Whether the last step sent a batch at an epoch below the latest one InitProducerId
     /// handed out for its producer id.
     pub fn sent_by_zombie(&self) -> bool {
-        self.last_batch.as_ref().is_some_and(|b| self.grants.fenced(b.pid, b.epoch))
+        self.last_batch.as_ref().is_some_and(|(_, b)| self.grants.fenced(b.pid, b.epoch))
     }
 
     /// Whether the last step sent a batch at a sequence other than 0 for a producer id with
     /// nothing accepted on that partition before (eos-rules 15: kaas refuses it).
     pub fn first_write(&self) -> bool {
-        self.last_batch.as_ref().is_some_and(|b| b.seq != 0 && !self.written.contains(&(b.pid, self.last_part)))
+        self.last_batch.as_ref().is_some_and(|(part, b)| b.seq != 0 && !self.written.contains(&(b.pid, *part)))
     }
 
     /// A new (pid, epoch) from the coordinator: sequences start again at 0.
@@ -357,8 +357,7 @@ impl<'a> Exec<'a> {
             _ => None,
         };
         let sent = format!("{}/e{}/s{}", self.names.name(batch.pid), batch.epoch, batch.seq);
-        self.last_batch = Some(batch.clone());
-        self.last_part = part;
+        self.last_batch = Some((part, batch.clone()));
         match apis::produce(self.conn, &self.ids.topic, part, txn_id.as_deref(), &batch, version) {
             Err(e) => Answer::failed(&e).with("sent", sent),
             Ok(a) => {

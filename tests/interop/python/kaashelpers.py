@@ -127,10 +127,13 @@ def request_frame(api_key: int, api_version: int, correlation_id: int,
     return struct.pack(">i", len(payload)) + payload
 
 
-def recv_exact(sock: socket.socket, n: int, deadline: float) -> bytes:
+def recv_exact(sock: socket.socket, n: int, deadline) -> bytes:
+    """`n` bytes; ConnectionError when the peer closes first. `deadline` None: the socket's own
+    timeout applies."""
     buf = b""
     while len(buf) < n:
-        sock.settimeout(max(0.01, deadline - time.time()))
+        if deadline is not None:
+            sock.settimeout(max(0.01, deadline - time.time()))
         chunk = sock.recv(n - len(buf))
         if not chunk:
             raise ConnectionError(f"connection closed after {len(buf)} of {n} bytes")
@@ -148,20 +151,12 @@ def read_frame(sock: socket.socket, timeout: float = 5.0) -> bytes:
 def read_frame_or_none(sock: socket.socket):
     """One size-prefixed frame's payload, or None when the peer closed the connection (the
     socket's own timeout applies, none by default)."""
-    head = b""
-    while len(head) < 4:
-        chunk = sock.recv(4 - len(head))
-        if not chunk:
-            return None
-        head += chunk
-    (size,) = struct.unpack(">i", head)
-    data = bytearray()
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    return bytes(data)
+    try:
+        (size,) = struct.unpack(">i", recv_exact(sock, 4, None))
+        assert 0 <= size < 64 * 1024 * 1024, f"implausible frame size {size}"
+        return recv_exact(sock, size, None)
+    except ConnectionError:
+        return None
 
 
 def wait_closed(sock: socket.socket, timeout: float = 5.0):
