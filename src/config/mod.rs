@@ -270,6 +270,7 @@ impl Settings {
             retention_ms: self.log.retention_ms,
             retention_bytes: self.log.retention_bytes,
             index_interval_bytes: 4096,
+            zero_ahead_bytes: self.zero_ahead_bytes(),
             files,
             compaction_defaults: crate::store::cleaner::Compaction {
                 min_cleanable_dirty_ratio: 0.5,
@@ -278,6 +279,15 @@ impl Settings {
                 delete_retention_ms: self.log.cleaner_delete_retention_ms,
             },
             compaction: None,
+        }
+    }
+
+    /// `zero_ahead_bytes` with `-1` resolved for the data directory's file system.
+    pub fn zero_ahead_bytes(&self) -> u64 {
+        match u64::try_from(self.log.zero_ahead_bytes) {
+            Ok(n) => n,
+            Err(_) if crate::store::durable::is_fuse(&self.broker.data_dir) => 0,
+            Err(_) => crate::store::log::DEFAULT_ZERO_AHEAD_BYTES,
         }
     }
 

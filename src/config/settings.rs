@@ -114,6 +114,18 @@ settings! {
         /// past this.
         segment_bytes: u64 = 1 << 30, range MIN_SEGMENT_BYTES as u64, i32::MAX as u64,
             kafka "log.segment.bytes" TYPE_INT Some("1073741824");
+        /// Bytes of zeros written into a partition's active segment ahead of its appends (half
+        /// of them at a time), so that an fsync covers blocks already written instead of growing
+        /// the file: on ext4 an fsync that grows a file also commits the file system's journal,
+        /// about twice the time and CPU of one that does not (docs/performance.md). Never more
+        /// than the segment holds (rounded up to a 4 KiB block), nor past `segment_bytes`. A
+        /// segment file may so end in zeros past its last batch: opening the log ignores them, a
+        /// rolled segment is cut to its last batch, and a file sealed by a takeover (a restart
+        /// after a crash) keeps them. `0`: segments grow with each append. `-1` (the default): 524288 (512 KiB), or `0` when the data
+        /// directory is on a FUSE file system (JuiceFS, where zeros ahead made each fsync slower
+        /// here). Kafka's `log.preallocate` (off by default) preallocates a whole segment, for
+        /// Windows.
+        zero_ahead_bytes: i64 = -1, range -1, 1 << 30;
         /// Kafka's `log.retention.ms`: whole segments whose newest record is older than this are
         /// deleted, the active one too (a new empty one is rolled at the log end, as Kafka does),
         /// so an idle partition's records expire; idempotent producers' state stays until

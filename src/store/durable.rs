@@ -33,8 +33,13 @@ pub fn sync_filesystem(path: &Path) -> io::Result<()> {
 /// systems (lazyfs in the tests, several cluster file systems) only pass it to the daemon when
 /// it asks for it (virtiofs), so there each file is fsynced instead.
 pub fn syncfs_flushes(path: &Path) -> bool {
+    crate::sys::filesystem_type(path).is_ok() && !is_fuse(path)
+}
+
+/// Whether `path` is on a FUSE file system (false when that cannot be told).
+pub fn is_fuse(path: &Path) -> bool {
     const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
-    crate::sys::filesystem_type(path).is_ok_and(|kind| kind != FUSE_SUPER_MAGIC)
+    crate::sys::filesystem_type(path).is_ok_and(|kind| kind == FUSE_SUPER_MAGIC)
 }
 
 pub fn sync_dir(dir: &Path) -> io::Result<()> {

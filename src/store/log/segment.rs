@@ -1,6 +1,12 @@
 //! One segment file `<base>.log` with its sparse offset index and time index, kept in memory and
 //! rebuilt from the batch headers on open. File positions are u64 everywhere: a segment may grow
 //! past 4 GiB without a position wrapping to the start of the file.
+//!
+//! The active segment is zeroed ahead of its appends (`LogConfig::zero_ahead_bytes`): an fsync
+//! that covers blocks already allocated and written does not commit the file system's journal
+//! (a new file size, new extents), which on ext4 is about half of its time and CPU. So a
+//! segment file may end in zeros past its last batch: opening reads batches up to the first
+//! that does not parse, and zeros past it are no torn tail.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -43,6 +49,9 @@ pub struct Segment {
     /// through the same descriptor, so a write error is reported to it whatever the cache did.
     written: Option<Arc<File>>,
     pub size: u64,
+    /// Where the file's zeros written ahead of the appends end (at least `size`; see the module
+    /// comment).
+    zeroed_to: u64,
     /// Next offset after the last batch of this segment.
     pub next_offset: i64,
     pub max_timestamp: i64,
@@ -76,6 +85,7 @@ impl Segment {
             id,
             written: None,
             size: 0,
+            zeroed_to: 0,
             next_offset: base_offset,
             max_timestamp: -1,
             index: Vec::new(),
@@ -115,6 +125,7 @@ impl Segment {
             id: files.register(),
             written: None,
             size: 0,
+            zeroed_to: 0,
             next_offset: base_offset,
             max_timestamp: -1,
             index: Vec::new(),
@@ -147,12 +158,18 @@ impl Segment {
             seg.note_batch(&h, pos, index_interval);
             pos += size;
         }
-        let truncated = len - pos;
+        // Zeros written ahead of the appends are no torn tail (module comment): only the bytes
+        // up to the last one that is not zero are.
+        let truncated = match mode {
+            OpenMode::Sealed { .. } => len - pos,
+            _ => written_past(&file, pos, len)?,
+        };
         match mode {
             OpenMode::Own { .. } if truncated > 0 => {
                 file.set_len(pos)?;
                 file.sync_all()?;
             }
+            OpenMode::Own { .. } => seg.zeroed_to = len,
             OpenMode::Sealed { .. } if truncated > 0 => {
                 return Err(LogError::Corrupt(format!(
                     "{}: no whole batch at {pos}, sealed at {len}",
@@ -162,6 +179,7 @@ impl Segment {
             _ => {}
         }
         seg.size = pos;
+        seg.zeroed_to = seg.zeroed_to.max(pos);
         // Kept for what recovery reads next (the log tail); the cache closes the least used.
         files.put(seg.id, Arc::new(file));
         Ok((seg, truncated))
@@ -181,9 +199,15 @@ impl Segment {
         self.size = pos + h.total_size() as u64;
     }
 
-    /// Appends one batch whose base offset is already patched.
-    /// Writes one batch, given as consecutive pieces (a header and the rest), at the end.
-    pub fn append(&mut self, data: &[&[u8]], h: &BatchHeader, index_interval: usize) -> Result<(), LogError> {
+    /// Appends one batch whose base offset is already patched, given as consecutive pieces (a
+    /// header and the rest), at the end; first zeroes the file ahead of it (`ahead`).
+    pub fn append(
+        &mut self,
+        data: &[&[u8]],
+        h: &BatchHeader,
+        index_interval: usize,
+        ahead: ZeroAhead,
+    ) -> Result<(), LogError> {
         if !self.writable {
             // store::cluster::seal: a predecessor's file is never written.
             return Err(LogError::Corrupt(format!("{}: a predecessor's segment is read-only", self.path.display())));
@@ -193,11 +217,45 @@ impl Segment {
             Some(f) => f,
             None => self.file()?,
         };
+        let len: u64 = data.iter().map(|d| d.len() as u64).sum();
+        self.zero_ahead(&file, pos + len, ahead);
         let wrote = write_all_at_vectored(&file, data, pos);
         // Kept even after a failed write: part of it may be in the page cache.
         self.written = Some(file);
         wrote?;
         self.note_batch(h, pos, index_interval);
+        self.zeroed_to = self.zeroed_to.max(self.size);
+        Ok(())
+    }
+
+    /// Writes zeros past `zeroed_to` when fewer than half of the bytes wanted ahead are left past
+    /// `end`: up to that many past it, rounded up to a whole 4 KiB block, never past
+    /// `ahead.limit` (the segment's size). Wanted: `ahead.bytes`, but never more than the
+    /// segment holds, so a partition written little leaves little behind (a takeover's sealed
+    /// file keeps its zeros; a file's last block is allocated whole anyway). A failed write
+    /// (ENOSPC) only leaves the append to grow the file itself; what it wrote is zeros.
+    fn zero_ahead(&mut self, file: &File, end: u64, ahead: ZeroAhead) {
+        self.zeroed_to = self.zeroed_to.max(self.size);
+        let want = ahead.bytes.min(end);
+        if want == 0 || self.zeroed_to >= end.saturating_add(want / 2) {
+            return;
+        }
+        let target = end.saturating_add(want).div_ceil(ZERO_BLOCK).saturating_mul(ZERO_BLOCK).min(ahead.limit);
+        while self.zeroed_to < target {
+            let n = usize::try_from(target - self.zeroed_to).map_or(ZEROS.len(), |n| n.min(ZEROS.len()));
+            if file.write_all_at(&ZEROS[..n], self.zeroed_to).is_err() {
+                return;
+            }
+            self.zeroed_to += n as u64;
+        }
+    }
+
+    /// Cuts the zeros written ahead of the appends off a segment no longer appended to.
+    pub fn trim(&mut self) -> Result<(), LogError> {
+        if self.writable && self.zeroed_to > self.size {
+            self.file()?.set_len(self.size)?;
+            self.zeroed_to = self.size;
+        }
         Ok(())
     }
 
@@ -367,6 +425,41 @@ impl Segment {
 /// segment went to retention) closes its file: the cache must not keep descriptors of files
 /// nobody will read, least of all of deleted ones, whose blocks the kernel frees only when the
 /// last descriptor closes (seconds of discard on some disks, at the broker's exit if not before).
+/// How far to zero a segment ahead of its appends (see the module comment).
+#[derive(Debug, Clone, Copy)]
+pub struct ZeroAhead {
+    /// Bytes past the end of the appended data (`LogConfig::zero_ahead_bytes`); 0: none.
+    pub bytes: u64,
+    /// Never past this file size (`segment_bytes`: the segment rolls there).
+    pub limit: u64,
+}
+
+/// The zeros written ahead, one write at a time at most.
+static ZEROS: [u8; 256 << 10] = [0; 256 << 10];
+
+/// Zeros ahead end on a multiple of this (a file system block).
+const ZERO_BLOCK: u64 = 4096;
+
+/// The bytes past `from` in the file's first `len`: 0 when they are all zeros (written ahead
+/// of the appends, module comment), else all of them (a torn tail). Read 64 KiB at a time up to
+/// the first byte that is not zero; a short read ends the file.
+fn written_past(file: &File, from: u64, len: u64) -> std::io::Result<u64> {
+    let mut buf = vec![0u8; 64 << 10];
+    let mut pos = from;
+    while pos < len {
+        let want = usize::try_from(len - pos).map_or(buf.len(), |n| n.min(buf.len()));
+        let n = file.read_at(&mut buf[..want], pos)?;
+        if n == 0 {
+            break;
+        }
+        if buf[..n].iter().any(|b| *b != 0) {
+            return Ok(len - from);
+        }
+        pos += n as u64;
+    }
+    Ok(0)
+}
+
 /// pwritev(2) of `parts` at `pos`, continued after short writes: one system call for a batch
 /// whose header the broker patched and whose records stay in the request's buffer.
 fn write_all_at_vectored(file: &File, parts: &[&[u8]], mut pos: u64) -> std::io::Result<()> {
@@ -412,6 +505,8 @@ mod tests {
         (data, h)
     }
 
+    const AHEAD: ZeroAhead = ZeroAhead { bytes: 512 << 10, limit: 1 << 30 };
+
     #[test]
     fn positions_past_four_gib_are_not_truncated() {
         let dir = tempfile::tempdir().unwrap();
@@ -422,8 +517,8 @@ mod tests {
         seg.size = five_gib;
         let (first, h1) = stored(0);
         let (second, h2) = stored(2);
-        seg.append(&[&first[..]], &h1, 0).unwrap();
-        seg.append(&[&second[..7], &second[7..]], &h2, 0).unwrap();
+        seg.append(&[&first[..]], &h1, 0, AHEAD).unwrap();
+        seg.append(&[&second[..7], &second[7..]], &h2, 0, AHEAD).unwrap();
         assert_eq!(seg.size, five_gib + (first.len() + second.len()) as u64);
         let mut head = [0u8; HEADER_LEN];
         seg.file().unwrap().read_exact_at(&mut head, five_gib - (4u64 << 30)).unwrap();
@@ -463,7 +558,7 @@ mod tests {
             batch::patch_base_offset(&mut data, base);
             let h = BatchHeader::parse(&data).unwrap();
             // A small index interval: both ends are found from index entries, not from the start.
-            seg.append(&[&data[..HEADER_LEN], &data[HEADER_LEN..]], &h, 150).unwrap();
+            seg.append(&[&data[..HEADER_LEN], &data[HEADER_LEN..]], &h, 150, AHEAD).unwrap();
             batches.push((base, h.last_offset(), data.len()));
             base += i64::from(n);
         }
@@ -488,9 +583,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut seg = Segment::create(dir.path(), 0, 0, &Arc::new(FileCache::new(4))).unwrap();
         let (data, h) = stored(0);
-        seg.append(&[&data[..]], &h, 0).unwrap();
+        seg.append(&[&data[..]], &h, 0, AHEAD).unwrap();
         let (second, h2) = stored(2);
-        seg.append(&[&second[..]], &h2, 0).unwrap();
+        seg.append(&[&second[..]], &h2, 0, AHEAD).unwrap();
         // The first batch's length on disk claims 1 GiB more than the file holds; a read bounded
         // inside it (a high watermark or LSO below the segment's end) measures it.
         let mut head = [0u8; HEADER_LEN];
@@ -498,5 +593,117 @@ mod tests {
         let claimed = i32::from_be_bytes([head[8], head[9], head[10], head[11]]) + (1 << 30);
         seg.file().unwrap().write_all_at(&claimed.to_be_bytes(), 8).unwrap();
         assert!(matches!(seg.read_range(0, 1, 1 << 20), Err(LogError::Corrupt(_))));
+    }
+    fn len_of(path: &Path) -> u64 {
+        std::fs::metadata(path).unwrap().len()
+    }
+
+    fn zeros_past(path: &Path, from: u64) -> bool {
+        std::fs::read(path).unwrap()[from as usize..].iter().all(|b| *b == 0)
+    }
+
+    #[test]
+    fn zeros_ahead_end_on_a_block_past_a_small_segment() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut seg = Segment::create(dir.path(), 0, 0, &Arc::new(FileCache::new(4))).unwrap();
+        let (data, h) = stored(0);
+        seg.append(&[&data[..]], &h, 0, AHEAD).unwrap();
+        assert_eq!(len_of(&seg.path), 4096, "one block, not zero_ahead_bytes, for one small batch");
+        assert!(zeros_past(&seg.path, seg.size));
+    }
+
+    #[test]
+    fn zeros_ahead_grow_with_the_segment_up_to_zero_ahead_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut seg = Segment::create(dir.path(), 0, 0, &Arc::new(FileCache::new(4))).unwrap();
+        let ahead = ZeroAhead { bytes: 8192, limit: 1 << 20 };
+        let mut base = 0;
+        while seg.size < 64 << 10 {
+            let (d, h) = stored(base);
+            seg.append(&[&d[..]], &h, 0, ahead).unwrap();
+            base += 2;
+            let (len, want) = (len_of(&seg.path), 8192.min(seg.size));
+            assert!(len >= seg.size + want / 2, "at least half of what is wanted ahead: {len} at {}", seg.size);
+            assert!(len <= seg.size + want + 4095, "no more than wanted, to a block: {len} at {}", seg.size);
+            assert_eq!(len % 4096, 0);
+        }
+        assert!(zeros_past(&seg.path, seg.size));
+        let (d, _) = stored(base - 2);
+        assert_eq!(seg.read(base - 2, base, 1 << 20).unwrap(), d.freeze());
+    }
+
+    #[test]
+    fn zeros_ahead_stop_at_the_segment_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut seg = Segment::create(dir.path(), 0, 0, &Arc::new(FileCache::new(4))).unwrap();
+        let (data, h) = stored(0);
+        seg.append(&[&data[..]], &h, 0, ZeroAhead { bytes: 1 << 20, limit: 4096 }).unwrap();
+        assert_eq!(len_of(&seg.path), 4096);
+        let none = tempfile::tempdir().unwrap();
+        let mut seg = Segment::create(none.path(), 0, 0, &Arc::new(FileCache::new(4))).unwrap();
+        seg.append(&[&data[..]], &h, 0, ZeroAhead { bytes: 0, limit: 1 << 30 }).unwrap();
+        assert_eq!(len_of(&seg.path), seg.size, "zero_ahead_bytes 0: the file ends at its batch");
+    }
+
+    /// A segment of two batches with zeros ahead, closed.
+    fn zeroed_segment(dir: &Path) -> (PathBuf, u64) {
+        let mut seg = Segment::create(dir, 0, 0, &Arc::new(FileCache::new(4))).unwrap();
+        for base in [0, 2] {
+            let (d, h) = stored(base);
+            seg.append(&[&d[..]], &h, 0, AHEAD).unwrap();
+        }
+        (seg.path.clone(), seg.size)
+    }
+
+    fn reopen(path: &Path, mode: OpenMode) -> (Segment, u64) {
+        let id = SegmentId { base: 0, epoch: 0, gen: 0 };
+        Segment::open(path.to_path_buf(), id, mode, 0, &Arc::new(FileCache::new(4))).unwrap()
+    }
+
+    #[test]
+    fn a_zero_tail_is_no_torn_tail_and_is_written_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, size) = zeroed_segment(dir.path());
+        let file_len = len_of(&path);
+        assert!(file_len > size);
+        let (mut seg, truncated) = reopen(&path, OpenMode::Own { verify: true });
+        assert_eq!((truncated, seg.size, seg.next_offset, len_of(&path)), (0, size, 4, file_len));
+        let (d, h) = stored(4);
+        seg.append(&[&d[..]], &h, 0, AHEAD).unwrap();
+        drop(seg);
+        let (seg, truncated) = reopen(&path, OpenMode::Own { verify: true });
+        assert_eq!((truncated, seg.next_offset), (0, 6));
+    }
+
+    #[test]
+    fn a_tail_that_is_not_all_zeros_is_torn_and_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, size) = zeroed_segment(dir.path());
+        let file_len = len_of(&path);
+        // Part of a third batch landed: no whole batch, not zeros either.
+        let (d, _) = stored(4);
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().write_all_at(&d[..30], size).unwrap();
+        let (seg, truncated) = reopen(&path, OpenMode::Own { verify: true });
+        assert_eq!((truncated, seg.next_offset, len_of(&path)), (file_len - size, 4, size));
+    }
+
+    #[test]
+    fn a_predecessors_zero_tail_is_read_past_and_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, size) = zeroed_segment(dir.path());
+        let file_len = len_of(&path);
+        let (seg, past) = reopen(&path, OpenMode::Predecessor { verify: true });
+        assert_eq!((past, seg.size, seg.next_offset, len_of(&path)), (0, size, 4, file_len));
+    }
+
+    #[test]
+    fn trim_cuts_the_zeros_past_the_last_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut seg = Segment::create(dir.path(), 0, 0, &Arc::new(FileCache::new(4))).unwrap();
+        let (d, h) = stored(0);
+        seg.append(&[&d[..]], &h, 0, AHEAD).unwrap();
+        assert!(len_of(&seg.path) > seg.size);
+        seg.trim().unwrap();
+        assert_eq!(len_of(&seg.path), seg.size);
     }
 }

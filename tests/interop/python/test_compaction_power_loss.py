@@ -61,7 +61,9 @@ CONFIGS = {
     "delete.retention.ms": "1000",
     "min.compaction.lag.ms": str(LAG_MS),
 }
-ENV = {"KAAS_CLEANER_BACKOFF_MS": "200", "KAAS_CLEANER_IO_MAX_BYTES_PER_SECOND": str(RATE)}
+# KAAS_ZERO_AHEAD_BYTES: kaas's default on a local disk (none on FUSE, lazyfs's kind).
+ENV = {"KAAS_CLEANER_BACKOFF_MS": "200", "KAAS_CLEANER_IO_MAX_BYTES_PER_SECOND": str(RATE),
+       "KAAS_ZERO_AHEAD_BYTES": "524288"}
 
 # `<base>[.c<gen>][.e<epoch>][.s<holder>].log`: `.s<holder>` is the name a takeover at epoch
 # <holder> links a predecessor's file under (store::cluster::seal::linked_name).

@@ -57,6 +57,9 @@ RECORDS_PER_TXN = 4
 TXN_TIMEOUT_MS = 5_000          # so the coordinator aborts a transaction the crash left open
 ABORT_CHECK_MS = "500"          # KAAS_TRANSACTION_ABORT_CHECK_INTERVAL_MS
 SEGMENT_BYTES = "1048576"       # KAAS_SEGMENT_BYTES: the smallest Kafka allows
+# KAAS_ZERO_AHEAD_BYTES: kaas's default on a local disk (on FUSE, lazyfs's kind, the default is
+# none): a power loss then also puts back the zeros that appends not yet fsynced wrote over.
+ZERO_AHEAD_BYTES = "524288"
 PAD_KEY = b"k" * 400            # so that segments roll every round (new files under power loss)
 MIN_ACKED_PER_ROUND = 2_000     # idempotent acks to see before the crash
 MAX_PER_ROUND = 50_000          # cap on idempotent records produced per round
@@ -315,7 +318,8 @@ def crash_rounds(tmp_path, rounds, extra_env):
     try:
         data = durable_mkdir(fs.mnt, "data")
         env = {"KAAS_TRANSACTION_ABORT_CHECK_INTERVAL_MS": ABORT_CHECK_MS,
-               "KAAS_SEGMENT_BYTES": SEGMENT_BYTES, **extra_env}
+               "KAAS_SEGMENT_BYTES": SEGMENT_BYTES, "KAAS_ZERO_AHEAD_BYTES": ZERO_AHEAD_BYTES,
+               **extra_env}
         broker = Broker(data, free_port(), env)
         broker.log_path = tmp_path / "kaas.log"      # the log must not live on the lazy disk
         if extra_env.get("KAAS_DEBUG_SKIP_FSYNC") == "true":
