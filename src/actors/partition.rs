@@ -584,6 +584,10 @@ impl Handler<Shutdown> for PartitionLeader {
                     tracing::warn!(partition = %self.name, "{e}");
                 }
             }
+            // Zeros left only cost the next start a read of them (store::log::segment).
+            if let Err(e) = self.partition.trim_zeros() {
+                tracing::debug!(partition = %self.name, "zeros ahead left at stop: {e}");
+            }
         }
         self.stop_cleaning();
         let _ = msg.reply.send(());

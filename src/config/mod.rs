@@ -286,8 +286,10 @@ impl Settings {
     pub fn zero_ahead_bytes(&self) -> u64 {
         match u64::try_from(self.log.zero_ahead_bytes) {
             Ok(n) => n,
-            Err(_) if crate::store::durable::is_fuse(&self.broker.data_dir) => 0,
-            Err(_) => crate::store::log::DEFAULT_ZERO_AHEAD_BYTES,
+            Err(_) if crate::store::durable::overwrites_in_place(&self.broker.data_dir) => {
+                crate::store::log::DEFAULT_ZERO_AHEAD_BYTES
+            }
+            Err(_) => 0,
         }
     }
 

@@ -119,12 +119,13 @@ settings! {
         /// the file: on ext4 an fsync that grows a file also commits the file system's journal,
         /// about twice the time and CPU of one that does not (docs/performance.md). Never more
         /// than the segment holds (rounded up to a 4 KiB block), nor past `segment_bytes`. A
-        /// segment file may so end in zeros past its last batch: opening the log ignores them, a
-        /// rolled segment is cut to its last batch, and a file sealed by a takeover (a restart
-        /// after a crash) keeps them. `0`: segments grow with each append. `-1` (the default): 524288 (512 KiB), or `0` when the data
-        /// directory is on a FUSE file system (JuiceFS, where zeros ahead made each fsync slower
-        /// here). Kafka's `log.preallocate` (off by default) preallocates a whole segment, for
-        /// Windows.
+        /// segment file may so end in zeros past its last batch: opening the log ignores them; a
+        /// rolled segment and, at a clean stop, the active one are cut to their last batch; a
+        /// file sealed by a takeover (a restart after a crash) keeps them. `0`: segments grow
+        /// with each append. `-1` (the default): 524288 (512 KiB) when the data directory is on
+        /// ext4 or XFS, else `0` (btrfs copies on write anyway; on JuiceFS zeros ahead made each
+        /// fsync slower here; on NFS and CephFS they would cross the network). Kafka's
+        /// `log.preallocate` (off by default) preallocates a whole segment, for Windows.
         zero_ahead_bytes: i64 = -1, range -1, 1 << 30;
         /// Kafka's `log.retention.ms`: whole segments whose newest record is older than this are
         /// deleted, the active one too (a new empty one is rolled at the log end, as Kafka does),

@@ -33,13 +33,24 @@ pub fn sync_filesystem(path: &Path) -> io::Result<()> {
 /// systems (lazyfs in the tests, several cluster file systems) only pass it to the daemon when
 /// it asks for it (virtiofs), so there each file is fsynced instead.
 pub fn syncfs_flushes(path: &Path) -> bool {
-    crate::sys::filesystem_type(path).is_ok() && !is_fuse(path)
+    const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
+    crate::sys::filesystem_type(path).is_ok_and(|kind| kind != FUSE_SUPER_MAGIC)
 }
 
-/// Whether `path` is on a FUSE file system (false when that cannot be told).
-pub fn is_fuse(path: &Path) -> bool {
-    const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
-    crate::sys::filesystem_type(path).is_ok_and(|kind| kind == FUSE_SUPER_MAGIC)
+/// Whether the file system holding `path` writes an overwrite in place and commits a journal
+/// when a file grows (ext4, XFS): there an fsync into blocks written before skips the journal
+/// (store::log::segment's zeros ahead). Not copy-on-write ones (btrfs), FUSE ones (JuiceFS,
+/// whose overwrites are new slices), network ones (NFS, CephFS: the zeros would cross the
+/// network), nor one that cannot be told.
+pub fn overwrites_in_place(path: &Path) -> bool {
+    crate::sys::filesystem_type(path).is_ok_and(overwrites_in_place_kind)
+}
+
+/// `overwrites_in_place` by the file system's magic number (statfs `f_type`).
+pub fn overwrites_in_place_kind(kind: i64) -> bool {
+    const EXT4_SUPER_MAGIC: i64 = 0xEF53;
+    const XFS_SUPER_MAGIC: i64 = 0x5846_5342;
+    matches!(kind, EXT4_SUPER_MAGIC | XFS_SUPER_MAGIC)
 }
 
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
@@ -167,6 +178,15 @@ pub fn create_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zeros_ahead_only_on_file_systems_that_overwrite_in_place() {
+        // ext4 (ext2/ext3 share the magic number) and XFS; not btrfs, FUSE, NFS, CephFS, tmpfs.
+        assert!(overwrites_in_place_kind(0xEF53) && overwrites_in_place_kind(0x5846_5342));
+        for other in [0x9123_683E, 0x6573_5546, 0x6969, 0x00C3_6400, 0x0102_1994] {
+            assert!(!overwrites_in_place_kind(other), "{other:#x}");
+        }
+    }
 
     #[test]
     fn create_dir_all_durable_creates_nested_dirs_and_is_idempotent() {

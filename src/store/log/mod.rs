@@ -347,6 +347,15 @@ impl Log {
         self.size_bytes().saturating_sub(self.recovery_point_size)
     }
 
+    /// At a clean stop: cuts the active segment's zeros ahead (segment), so that the next
+    /// opening of this epoch has no tail to read through.
+    pub fn trim_active(&mut self) -> Result<(), LogError> {
+        match self.segments.values_mut().next_back() {
+            Some(s) if s.epoch == self.leader_epoch => s.trim(),
+            _ => Ok(()),
+        }
+    }
+
     /// What must be fsynced to make everything appended so far durable.
     pub fn sync_handles(&mut self) -> SyncSet {
         let mut files = std::mem::take(&mut self.unsynced);
@@ -653,6 +662,20 @@ mod tests {
         assert!(sizes.len() > 2);
         assert_eq!(lens[..sizes.len() - 1], sizes[..sizes.len() - 1], "rolled files end at their last batch");
         assert_eq!(lens[sizes.len() - 1], 300, "the active one is zeroed up to segment_bytes");
+    }
+
+    #[test]
+    fn trim_active_cuts_the_zeros_of_the_active_segment() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = Log::open(dir.path(), zeroing(1 << 20)).unwrap();
+        log.append(rec(2, 1)).unwrap();
+        let size = log.size_bytes();
+        assert!(file_lens(dir.path())[0] > size);
+        log.trim_active().unwrap();
+        assert_eq!(file_lens(dir.path()), vec![size]);
+        drop(log);
+        let (mut log, info) = Log::open(dir.path(), zeroing(1 << 20)).unwrap();
+        assert_eq!((log.append(rec(1, 1)).unwrap().base_offset, info.truncated_bytes), (2, 0));
     }
 
     #[test]

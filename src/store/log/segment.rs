@@ -421,10 +421,6 @@ impl Segment {
     }
 }
 
-/// A segment no longer in a log (its partition stopped, moved to a peer, was deleted, or the
-/// segment went to retention) closes its file: the cache must not keep descriptors of files
-/// nobody will read, least of all of deleted ones, whose blocks the kernel frees only when the
-/// last descriptor closes (seconds of discard on some disks, at the broker's exit if not before).
 /// How far to zero a segment ahead of its appends (see the module comment).
 #[derive(Debug, Clone, Copy)]
 pub struct ZeroAhead {
@@ -487,6 +483,10 @@ fn write_all_at_vectored(file: &File, parts: &[&[u8]], mut pos: u64) -> std::io:
     Ok(())
 }
 
+/// A segment no longer in a log (its partition stopped, moved to a peer, was deleted, or the
+/// segment went to retention) closes its file: the cache must not keep descriptors of files
+/// nobody will read, least of all of deleted ones, whose blocks the kernel frees only when the
+/// last descriptor closes (seconds of discard on some disks, at the broker's exit if not before).
 impl Drop for Segment {
     fn drop(&mut self) {
         self.files.forget(self.id);

@@ -173,6 +173,14 @@ impl Partition {
         self.log.sync_handles()
     }
 
+    /// At a clean stop, after the last fsync: the zeros ahead of the appends cut off.
+    pub fn trim_zeros(&mut self) -> Result<(), LogError> {
+        if self.offline {
+            return Ok(());
+        }
+        self.log.trim_active()
+    }
+
     /// At a stop: the log start a DeleteRecords moved, durable (blocks on fsync; nothing to do
     /// for a partition nobody deleted records of).
     pub fn persist_log_start(&self) -> std::io::Result<()> {

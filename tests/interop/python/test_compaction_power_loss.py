@@ -61,7 +61,7 @@ CONFIGS = {
     "delete.retention.ms": "1000",
     "min.compaction.lag.ms": str(LAG_MS),
 }
-# KAAS_ZERO_AHEAD_BYTES: kaas's default on a local disk (none on FUSE, lazyfs's kind).
+# KAAS_ZERO_AHEAD_BYTES: kaas's default on ext4 and XFS (none on FUSE, lazyfs's kind).
 ENV = {"KAAS_CLEANER_BACKOFF_MS": "200", "KAAS_CLEANER_IO_MAX_BYTES_PER_SECOND": str(RATE),
        "KAAS_ZERO_AHEAD_BYTES": "524288"}
 

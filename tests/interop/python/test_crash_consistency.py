@@ -57,7 +57,7 @@ RECORDS_PER_TXN = 4
 TXN_TIMEOUT_MS = 5_000          # so the coordinator aborts a transaction the crash left open
 ABORT_CHECK_MS = "500"          # KAAS_TRANSACTION_ABORT_CHECK_INTERVAL_MS
 SEGMENT_BYTES = "1048576"       # KAAS_SEGMENT_BYTES: the smallest Kafka allows
-# KAAS_ZERO_AHEAD_BYTES: kaas's default on a local disk (on FUSE, lazyfs's kind, the default is
+# KAAS_ZERO_AHEAD_BYTES: kaas's default on ext4 and XFS (on FUSE, lazyfs's kind, the default is
 # none): a power loss then also puts back the zeros that appends not yet fsynced wrote over.
 ZERO_AHEAD_BYTES = "524288"
 PAD_KEY = b"k" * 400            # so that segments roll every round (new files under power loss)
