@@ -33,13 +33,7 @@ def dd(*args):
 
 def measure(label, kib_written, *args):
     """One row: machine CPU and wall seconds per GiB of the dd run."""
-    os.sync()
-    time.sleep(2)
-    b0, t0 = machine_busy_seconds(), time.monotonic()
-    dd(*args)
-    b1, t1 = machine_busy_seconds(), time.monotonic()
-    per_gib = (1024 * 1024) / kib_written
-    print(f"| {label} | {(b1 - b0) * per_gib:.2f} | {(t1 - t0) * per_gib:.2f} |", flush=True)
+    measure_fn(label, kib_written, lambda: dd(*args))
 
 
 def zeroed_ahead(path, kib, count, ahead=512 << 10, block=4096, piece=256 << 10):
@@ -64,7 +58,7 @@ def zeroed_ahead(path, kib, count, ahead=512 << 10, block=4096, piece=256 << 10)
 
 
 def measure_fn(label, kib_written, fn):
-    """One row, as `measure`, of a Python function's run."""
+    """One row: machine CPU and wall seconds per GiB of `fn`'s run."""
     os.sync()
     time.sleep(2)
     b0, t0 = machine_busy_seconds(), time.monotonic()
