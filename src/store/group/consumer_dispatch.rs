@@ -223,9 +223,13 @@ impl Groups {
         member_id: &str,
         epoch: i32,
         transactional: bool,
+        offsets: &[super::OffsetCommit],
     ) -> Option<Result<(), GroupError>> {
         let g = self.consumer.get(group_id)?;
-        Some(g.validate_offset_commit(member_id, epoch, transactional))
+        // Kafka resolves a committed topic's id by name (KafkaApis), for the assignment epochs.
+        let partitions: Vec<_> =
+            offsets.iter().map(|o| (self.image.topics.get(&o.topic).map(|t| t.id), o.partition)).collect();
+        Some(g.validate_offset_commit(member_id, epoch, transactional, &partitions))
     }
 
     /// The partitions of topics a non-empty consumer group subscribes to (OffsetDelete refuses them).

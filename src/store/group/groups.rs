@@ -220,7 +220,7 @@ impl Groups {
         offsets: Vec<OffsetCommit>,
         txn: Option<(i64, i16)>,
     ) -> Result<(), GroupError> {
-        let consumer = self.consumer_commit_check(group_id, member_id, generation_id, txn.is_some());
+        let consumer = self.consumer_commit_check(group_id, member_id, generation_id, txn.is_some(), &offsets);
         let g = self.group(group_id);
         if let Some(check) = consumer {
             check?;

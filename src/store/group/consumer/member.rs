@@ -1,7 +1,9 @@
 //! A member of a consumer group (Kafka's ConsumerGroupMember): who it is, what it subscribes
 //! to, its epochs and where its reconciliation stands.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+
+use uuid::Uuid;
 
 use super::{Assignment, Assignor, ConsumerConfig, TopicImage};
 use crate::store::auth::acl::{self, Action};
@@ -38,6 +40,12 @@ pub struct ConsumerMember {
     pub assigned: Assignment,
     /// The partitions it must revoke; still its own until it says it let them go.
     pub pending_revocation: Assignment,
+    /// The member epoch at which it was given each partition it holds (`assigned` and
+    /// `pending_revocation`): Kafka 4.4's assignment epochs (KIP-1251), against which a commit
+    /// with an older member epoch is checked ([`Self::held_since`]). Members kept before this
+    /// field have none: their current epoch stands for every partition.
+    #[serde(default)]
+    pub assignment_epochs: BTreeMap<Uuid, BTreeMap<i32, i32>>,
     /// When it is removed unless it heartbeats.
     #[serde(skip)]
     pub session_deadline_ms: u64,
@@ -138,6 +146,17 @@ impl ConsumerMember {
     /// The session timeout that applies: the classic member's own, else the group's.
     pub fn session_timeout_ms(&self, config: &ConsumerConfig) -> i32 {
         self.classic.as_ref().map_or(config.session_timeout_ms, |c| c.session_timeout_ms)
+    }
+
+    /// The member epoch since which it holds `partition` of `topic` (assigned or pending
+    /// revocation); None when it does not hold it.
+    pub fn held_since(&self, topic: Uuid, partition: i32) -> Option<i32> {
+        let holds = |a: &Assignment| a.get(&topic).is_some_and(|ps| ps.contains(&partition));
+        if !holds(&self.assigned) && !holds(&self.pending_revocation) {
+            return None;
+        }
+        let kept = self.assignment_epochs.get(&topic).and_then(|ps| ps.get(&partition));
+        Some(kept.copied().unwrap_or(self.member_epoch))
     }
 
     pub fn assigned_count(&self) -> usize {

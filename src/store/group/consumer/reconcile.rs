@@ -3,7 +3,7 @@
 //! partitions only once it no longer owns any partition it must revoke, and a new partition only
 //! once no other member owns it (its owner's epoch is -1).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use uuid::Uuid;
 
@@ -100,5 +100,19 @@ fn next_assignment(
     if next.member_epoch != member.member_epoch {
         next.previous_member_epoch = member.member_epoch;
     }
+    next.assignment_epochs = assignment_epochs(member, &next);
     next
+}
+
+/// The assignment epochs of what `next` holds (KIP-1251): a partition `before` held keeps its
+/// epoch (revoked ones too, while pending); a new one is given at `next`'s member epoch.
+fn assignment_epochs(before: &ConsumerMember, next: &ConsumerMember) -> BTreeMap<Uuid, BTreeMap<i32, i32>> {
+    let mut out: BTreeMap<Uuid, BTreeMap<i32, i32>> = BTreeMap::new();
+    for (topic, ps) in next.assigned.iter().chain(&next.pending_revocation) {
+        for &p in ps {
+            let since = before.held_since(*topic, p).unwrap_or(next.member_epoch);
+            out.entry(*topic).or_default().insert(p, since);
+        }
+    }
+    out
 }

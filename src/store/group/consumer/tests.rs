@@ -350,6 +350,69 @@ fn offset_commit_needs_the_current_member_epoch() {
     assert!(g.fetch_offsets("g", None, false, Some(("", -1))).is_ok());
 }
 
+fn commit_of(topic: &str, partitions: &BTreeSet<i32>) -> Vec<OffsetCommit> {
+    partitions
+        .iter()
+        .map(|&p| OffsetCommit {
+            topic: topic.into(),
+            partition: p,
+            offset: 5,
+            leader_epoch: -1,
+            metadata: String::new(),
+        })
+        .collect()
+}
+
+/// Kafka 4.4 (KIP-1251): a commit with an older member epoch, sent before the member's last
+/// reconciliation reached it, commits the partitions it has held since that epoch or before.
+#[test]
+fn an_older_member_epoch_commits_only_partitions_held_since_then() {
+    let mut g = groups(6);
+    let a = hb(&mut g, 0, join("a", &["t"])).unwrap();
+    let a_all = parts(&a.assignment);
+    hb(&mut g, 1, join("b", &["t"])).unwrap();
+    let a_keep = parts(&hb(&mut g, 2, beat("a", 1, &owned(&a_all))).unwrap().assignment);
+    assert_eq!(hb(&mut g, 3, beat("a", 1, &owned(&a_keep))).unwrap().member_epoch, 2);
+    let b_got = parts(&hb(&mut g, 4, beat("b", 2, &Assignment::new())).unwrap().assignment);
+    assert_eq!(b_got.len(), 3);
+    // a is at epoch 2 and has held a_keep since epoch 1.
+    assert_eq!(g.commit_offsets(0, "g", 1, "a", None, commit_of("t", &a_keep), None), Ok(()));
+    assert_eq!(g.commit_offsets(0, "g", 2, "a", None, commit_of("t", &a_keep), None), Ok(()));
+    // A partition it gave up, one of a topic it does not hold, a topic that does not exist:
+    // the whole commit is refused.
+    let mut with_revoked = a_keep.clone();
+    with_revoked.insert(*b_got.first().unwrap());
+    let stale = Err(GroupError::StaleMemberEpoch);
+    assert_eq!(g.commit_offsets(0, "g", 1, "a", None, commit_of("t", &with_revoked), None), stale);
+    assert_eq!(g.commit_offsets(0, "g", 1, "a", None, commit_of("u", &BTreeSet::from([0])), None), stale);
+    assert_eq!(g.commit_offsets(0, "g", 1, "a", None, commit_of("gone", &BTreeSet::from([0])), None), stale);
+    // b was given its partitions at epoch 2: epoch 1 is older than that; 3 is newer than b's.
+    assert_eq!(g.commit_offsets(0, "g", 1, "b", None, commit_of("t", &b_got), None), stale);
+    assert_eq!(g.commit_offsets(0, "g", 3, "b", None, commit_of("t", &b_got), None), stale);
+    assert_eq!(g.commit_offsets(0, "g", 2, "b", None, commit_of("t", &b_got), None), Ok(()));
+    // TxnOffsetCommit: the same rule, ILLEGAL_GENERATION for a refusal.
+    assert_eq!(g.commit_offsets(0, "g", 1, "a", None, commit_of("t", &a_keep), Some((7, 0))), Ok(()));
+    let txn = g.commit_offsets(0, "g", 1, "b", None, commit_of("t", &b_got), Some((8, 0)));
+    assert_eq!(txn, Err(GroupError::IllegalGeneration));
+}
+
+#[test]
+fn assignment_epochs_follow_the_reconciliation() {
+    let mut g = groups(6);
+    let a_all = parts(&hb(&mut g, 0, join("a", &["t"])).unwrap().assignment);
+    hb(&mut g, 1, join("b", &["t"])).unwrap();
+    let a_keep = parts(&hb(&mut g, 2, beat("a", 1, &owned(&a_all))).unwrap().assignment);
+    let since = |g: &Groups, m: &str, p: i32| g.consumer_group("g").unwrap().member(m).unwrap().held_since(T, p);
+    // Pending revocation: still held, since epoch 1.
+    let revoking: Vec<i32> = a_all.difference(&a_keep).copied().collect();
+    assert!(revoking.iter().all(|&p| since(&g, "a", p) == Some(1)));
+    hb(&mut g, 3, beat("a", 1, &owned(&a_keep))).unwrap();
+    assert!(revoking.iter().all(|&p| since(&g, "a", p).is_none()), "revoked: no longer held");
+    assert!(a_keep.iter().all(|&p| since(&g, "a", p) == Some(1)), "kept at epoch 2: still since 1");
+    let b_got = parts(&hb(&mut g, 4, beat("b", 2, &Assignment::new())).unwrap().assignment);
+    assert!(b_got.iter().all(|&p| since(&g, "b", p) == Some(2)));
+}
+
 #[test]
 fn txn_offset_commit_with_a_stale_epoch_is_illegal_generation() {
     let mut g = groups(2);
