@@ -478,17 +478,7 @@ impl Log {
             return Ok(());
         }
         let next = Segment::create(&self.dir, end, self.leader_epoch, &self.config.files)?;
-        if let Some(rolled) = self.segments.values_mut().next_back() {
-            self.unsynced.extend(rolled.sync_handle());
-            // Its zeros ahead are only space (segment): a failed cut leaves them.
-            if let Err(e) = rolled.trim() {
-                tracing::debug!(path = %rolled.path.display(), "zeros past a rolled segment's end left: {e}");
-            }
-        }
-        self.segments.insert(end, Box::new(next));
-        if !self.unsynced_dirs.contains(&self.dir) {
-            self.unsynced_dirs.push(self.dir.clone());
-        }
+        self.roll_to(next);
         Ok(())
     }
 }

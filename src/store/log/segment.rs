@@ -158,8 +158,8 @@ impl Segment {
             seg.note_batch(&h, pos, index_interval);
             pos += size;
         }
-        // Zeros written ahead of the appends are no torn tail (module comment): only the bytes
-        // up to the last one that is not zero are.
+        // Zeros written ahead of the appends are no torn tail (module comment); a tail with any
+        // other byte is, all of it.
         let truncated = match mode {
             OpenMode::Sealed { .. } => len - pos,
             _ => written_past(&file, pos, len)?,
@@ -581,11 +581,7 @@ mod tests {
     #[test]
     fn a_batch_length_past_the_segment_end_is_corrupt_not_a_range() {
         let dir = tempfile::tempdir().unwrap();
-        let mut seg = Segment::create(dir.path(), 0, 0, &Arc::new(FileCache::new(4))).unwrap();
-        let (data, h) = stored(0);
-        seg.append(&[&data[..]], &h, 0, AHEAD).unwrap();
-        let (second, h2) = stored(2);
-        seg.append(&[&second[..]], &h2, 0, AHEAD).unwrap();
+        let seg = two_batches(dir.path());
         // The first batch's length on disk claims 1 GiB more than the file holds; a read bounded
         // inside it (a high watermark or LSO below the segment's end) measures it.
         let mut head = [0u8; HEADER_LEN];
@@ -645,13 +641,19 @@ mod tests {
         assert_eq!(len_of(&seg.path), seg.size, "zero_ahead_bytes 0: the file ends at its batch");
     }
 
-    /// A segment of two batches with zeros ahead, closed.
-    fn zeroed_segment(dir: &Path) -> (PathBuf, u64) {
+    /// A segment of two batches (offsets 0-3) with zeros ahead.
+    fn two_batches(dir: &Path) -> Segment {
         let mut seg = Segment::create(dir, 0, 0, &Arc::new(FileCache::new(4))).unwrap();
         for base in [0, 2] {
             let (d, h) = stored(base);
             seg.append(&[&d[..]], &h, 0, AHEAD).unwrap();
         }
+        seg
+    }
+
+    /// `two_batches`, closed: its file and size.
+    fn zeroed_segment(dir: &Path) -> (PathBuf, u64) {
+        let seg = two_batches(dir);
         (seg.path.clone(), seg.size)
     }
 

@@ -186,6 +186,7 @@ impl ConsumerGroup {
                     m.member_id = member_id.to_string();
                     m.assigned = Assignment::new();
                     m.pending_revocation = Assignment::new();
+                    m.assignment_epochs.clear();
                     m
                 });
                 Ok((replacement, true))
