@@ -14,6 +14,7 @@ pub mod partition;
 pub mod producer_ids;
 pub mod quotas;
 pub mod supervisor;
+pub mod sync_queue;
 pub mod syncer;
 pub mod topic_configs;
 pub mod topics;

@@ -10,8 +10,8 @@ use std::thread;
 use std::time::Instant;
 
 use actix::{Message, Recipient};
-use crossbeam_channel::{bounded, Receiver, Sender};
 
+use super::sync_queue::{bounded, JobReceiver, JobSender};
 use crate::metrics::Metrics;
 use crate::store::cluster::fence::{FenceError, SelfFence};
 use crate::store::durable::sync_filesystem;
@@ -176,7 +176,7 @@ impl SyncWindow {
 
 #[derive(Clone)]
 pub struct Syncer {
-    tx: Sender<SyncJob>,
+    tx: JobSender<SyncJob>,
     /// The fence its threads check after each fsync, for other durable work of the leaders.
     fence: SelfFence,
     /// Syncs one partition may have in flight at once (`partition_syncs_in_flight`).
@@ -200,20 +200,15 @@ impl Syncer {
     ) -> Syncer {
         let (tx, rx) = bounded::<SyncJob>(capacity);
         for i in 0..threads.max(1) {
-            let rx: Receiver<SyncJob> = rx.clone();
+            let rx: JobReceiver<SyncJob> = rx.clone();
             let group = group.clone();
             let metrics = metrics.clone();
             let thread_fence = fence.clone();
             let spawned = thread::Builder::new().name(format!("kaas-sync-{i}")).spawn(move || {
                 super::supervisor::mark_state_thread();
-                while let Ok(first) = rx.recv() {
-                    let mut jobs = vec![first];
-                    while group.is_some() && jobs.len() < GROUP_MAX {
-                        match rx.try_recv() {
-                            Ok(j) => jobs.push(j),
-                            Err(_) => break,
-                        }
-                    }
+                // Without group commit each job is its own fsync: one at a time.
+                let take = if group.is_some() { GROUP_MAX } else { 1 };
+                while let Some(jobs) = rx.recv_up_to(take) {
                     run(jobs, skip_fsync, group.as_ref(), &metrics, &thread_fence);
                 }
             });
