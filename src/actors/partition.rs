@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Actor, ActorContext, AsyncContext, Context, Handler, SpawnHandle};
+use actix::{Actor, ActorContext, ActorState, AsyncContext, Context, Handler, Message, SpawnHandle};
 
 use super::cleaner::LogCleaner;
 use super::messages::*;
@@ -46,6 +46,8 @@ pub struct PartitionLeader {
     /// Batches (appends, markers) written since the last sync was asked for
     /// (kaas_log_group_commit_batches).
     unsynced_batches: u64,
+    /// A `StartSync` is queued behind the messages already in the mailbox.
+    sync_scheduled: bool,
     /// The log cleaner's threads, this leader's key there, the timer that checks whether the
     /// log needs cleaning (a compacted topic only), and the stop flag of a pass in flight.
     cleaner: LogCleaner,
@@ -91,6 +93,7 @@ impl PartitionLeader {
             meters,
             reported_producers: 0,
             unsynced_batches: 0,
+            sync_scheduled: false,
             cleaner,
             cleaner_id,
             cleaner_timer: None,
@@ -151,6 +154,17 @@ impl PartitionLeader {
             log_append_time: -1,
             // eos-rules 22
             log_start_offset: if e.carries_log_start() { self.partition.log_start_offset() } else { -1 },
+        }
+    }
+
+    /// Asks for a sync once the messages already in the mailbox are handled: actix runs what
+    /// `notify` queues after it has drained the mailbox, so appends that arrived together (a
+    /// connection's pipelined requests, several producers) share one fsync instead of the first
+    /// taking one alone and the others waiting for it to finish before theirs starts.
+    fn schedule_sync(&mut self, ctx: &mut Context<Self>) {
+        if !self.sync_scheduled {
+            self.sync_scheduled = true;
+            ctx.notify(StartSync);
         }
     }
 
@@ -329,7 +343,7 @@ impl Handler<Append> for PartitionLeader {
                     };
                     self.pending.push_back((h.last_offset(), Waiter::Append(r, ack)));
                 }
-                self.request_sync(ctx);
+                self.schedule_sync(ctx);
             }
         }
     }
@@ -378,7 +392,24 @@ impl Handler<Synced> for PartitionLeader {
         for (_, w) in ready {
             let _ = w.send(());
         }
-        self.request_sync(ctx);
+        self.schedule_sync(ctx);
+    }
+}
+
+/// Starts the sync `schedule_sync` asked for.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct StartSync;
+
+impl Handler<StartSync> for PartitionLeader {
+    type Result = ();
+
+    fn handle(&mut self, _: StartSync, ctx: &mut Self::Context) {
+        self.sync_scheduled = false;
+        // A leader stopping made its final fsync itself (Shutdown).
+        if ctx.state() == ActorState::Running {
+            self.request_sync(ctx);
+        }
     }
 }
 
@@ -477,7 +508,7 @@ impl Handler<WriteMarkers> for PartitionLeader {
             Ok(h) => {
                 self.unsynced_batches += 1;
                 self.pending.push_back((h.last_offset(), Waiter::Marker(msg.reply)));
-                self.request_sync(ctx);
+                self.schedule_sync(ctx);
             }
             Err(e) => {
                 match &e {
