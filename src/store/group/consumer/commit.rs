@@ -43,6 +43,7 @@ impl ConsumerGroup {
         if member_epoch > member.member_epoch {
             return Err(refused());
         }
+        // eos-rules 57 (4.4, KIP-1251): an older epoch for partitions held since then only.
         for &(topic, partition) in partitions {
             match topic.and_then(|t| member.held_since(t, partition)) {
                 Some(since) if since <= member_epoch => {}
