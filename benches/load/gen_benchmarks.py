@@ -467,7 +467,8 @@ while Apache Kafka is still creating partition logs).
   * `e2e`: `EndToEndLatency` (%(er)s round trips, 1 partition) while a producer perf test writes
     %(eb)s records/s to another topic of %(ebp)s partitions.
   * `read_committed`: `BenchTool aborts` writes %(rt)s transactions of %(rpt)s records and aborts one in
-    %(ra)s, one transaction after the other ("writing the txns": its wall time);
+    %(ra)s, one transaction after the other, each flushed before it ends, so the aborted records
+    are in the log too ("writing the txns": its wall time);
     `ConsumerPerformance` with `isolation.level=read_committed` reads the committed
     records (measured); a second read asks for every record written and must stop at exactly the
     committed count ("count ok").

@@ -35,6 +35,13 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * aborts BOOTSTRAP TOPIC NUM_TXNS RECORDS_PER_TXN ABORT_EVERY RECORD_SIZE
  *     NUM_TXNS transactions of RECORDS_PER_TXN records (round robin over the partitions);
  *     every ABORT_EVERY-th transaction (the 3rd, 6th, ...) is aborted, the others committed.
+ *     Each transaction's records are flushed (written) before it is ended, so an aborted one
+ *     leaves its records and abort markers in the log for read_committed to skip, and so the
+ *     Java producer's sender cannot send the EndTxn ahead of the records: it decides whether
+ *     batches are incomplete before it takes the transaction manager's lock to dequeue the
+ *     EndTxn, and records appended and a commit begun between the two made it send EndTxn
+ *     first (Apache Kafka 4.4's client; a TV2 coordinator, Kafka's or kaas's, then finds the
+ *     transaction complete and answers INVALID_TXN_STATE, fatal to the producer).
  *     prints: committed=N aborted=N txns=N elapsed_ms=N
  * fill BOOTSTRAP TOPIC PARTITIONS RECORD_SIZE
  *     one record to each partition 0..PARTITIONS-1 (idempotent, acks=all), waits for every ack.
@@ -150,6 +157,7 @@ public final class BenchTool {
                     producer.send(new ProducerRecord<>(topic, next, null, value));
                     next = (next + 1) % partitions;
                 }
+                producer.flush();
                 if (abortEvery > 0 && t % abortEvery == 0) {
                     producer.abortTransaction();
                     aborted += perTxn;
