@@ -41,7 +41,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *     batches are incomplete before it takes the transaction manager's lock to dequeue the
  *     EndTxn, and records appended and a commit begun between the two made it send EndTxn
  *     first (Apache Kafka 4.4's client; a TV2 coordinator, Kafka's or kaas's, then finds the
- *     transaction complete and answers INVALID_TXN_STATE, fatal to the producer).
+ *     transaction complete and answers INVALID_TXN_STATE, fatal to the producer; on an abort
+ *     the records left in the client went out with the next transaction and were committed:
+ *     docs/compatibility.md).
  *     prints: committed=N aborted=N txns=N elapsed_ms=N
  * fill BOOTSTRAP TOPIC PARTITIONS RECORD_SIZE
  *     one record to each partition 0..PARTITIONS-1 (idempotent, acks=all), waits for every ack.
