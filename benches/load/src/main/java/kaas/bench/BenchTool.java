@@ -35,15 +35,10 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * aborts BOOTSTRAP TOPIC NUM_TXNS RECORDS_PER_TXN ABORT_EVERY RECORD_SIZE
  *     NUM_TXNS transactions of RECORDS_PER_TXN records (round robin over the partitions);
  *     every ABORT_EVERY-th transaction (the 3rd, 6th, ...) is aborted, the others committed.
- *     Each transaction's records are flushed (written) before it is ended, so an aborted one
- *     leaves its records and abort markers in the log for read_committed to skip, and so the
- *     Java producer's sender cannot send the EndTxn ahead of the records: it decides whether
- *     batches are incomplete before it takes the transaction manager's lock to dequeue the
- *     EndTxn, and records appended and a commit begun between the two made it send EndTxn
- *     first (Apache Kafka 4.4's client; a TV2 coordinator, Kafka's or kaas's, then finds the
- *     transaction complete and answers INVALID_TXN_STATE, fatal to the producer; on an abort
- *     the records left in the client went out with the next transaction and were committed:
- *     docs/compatibility.md).
+ *     Each transaction's records are flushed (written) before it is ended: an aborted one
+ *     leaves its records and abort markers in the log for read_committed to skip, and the Java
+ *     producer's EndTxn race cannot hit (docs/compatibility.md, "A race in the Java producer's
+ *     transactions").
  *     prints: committed=N aborted=N txns=N elapsed_ms=N
  * fill BOOTSTRAP TOPIC PARTITIONS RECORD_SIZE
  *     one record to each partition 0..PARTITIONS-1 (idempotent, acks=all), waits for every ack.
