@@ -271,7 +271,8 @@ def test_groups_go_on_through_broker_restarts(tmp_path, brokers, reader, against
     print(f"concurrent group consumer: read {len(values)} records, {len(seen)} distinct, "
           f"{duplicates} duplicates; copiers: CommitFailedException {commit_failed} (in the whole run {failed_anytime}), rebalances "
           f"completed before the first restart {rebalances_before}, before a copier ended {rebalances_after}; "
-          f"ends {copier_ends}")
+          f"ends {copier_ends}; polls that raced a leader change (docs/compatibility.md) "
+          f"{ {c.name: c.stderr().count('poll raced a leader change') for c in copiers} }")
 
     hw = end_offsets(bs, out, PARTITIONS, "read_uncommitted")
     output = [v for recs in consume_to_end(bs, out, PARTITIONS, "read_committed", timeout=90,

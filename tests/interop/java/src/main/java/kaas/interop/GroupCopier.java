@@ -59,6 +59,22 @@ public final class GroupCopier {
         System.out.flush();
     }
 
+    /** consumer.poll, once more when the KIP-848 consumer throws its IllegalStateException
+     *  "Cannot set a new position without a valid current position": a race between its two
+     *  threads at a new leader epoch (docs/compatibility.md, "A race in the Java consumer at a
+     *  leader change"). The position did not move, so polling again reads those records again. */
+    private static ConsumerRecords<String, String> poll(KafkaConsumer<String, String> consumer) {
+        try {
+            return consumer.poll(Duration.ofMillis(200));
+        } catch (IllegalStateException e) {
+            if (!"Cannot set a new position without a valid current position".equals(e.getMessage())) {
+                throw e;
+            }
+            System.err.println("poll raced a leader change (client race, polled again): " + TIME.format(new Date()));
+            return ConsumerRecords.empty();
+        }
+    }
+
     private static void failed(Exception e) {
         System.err.println("transaction failed: " + TIME.format(new Date()) + " " + e.getClass().getName() + ": "
                 + e.getMessage());
@@ -168,7 +184,7 @@ public final class GroupCopier {
                 }
             });
             while (true) {
-                ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(200));
+                ConsumerRecords<String, String> records = poll(consumer);
                 if (records.isEmpty()) {
                     if (copier.remaining(consumer) == 0) {
                         break;
