@@ -110,12 +110,15 @@ impl Directory {
         self.ownership().lease(what)
     }
 
-    /// Looks a topic up (creating it when `auto_create` and the broker allow).
+    /// Looks a topic up (creating it when `auto_create` and the broker allow). A registry that
+    /// is gone (the broker is stopping) does not know whether the topic exists: NOT_LEADER_OR_FOLLOWER,
+    /// retriable, never UNKNOWN_TOPIC_OR_PARTITION, which a marker takes for a deleted partition
+    /// (eos-rules 41) and a client for a missing topic.
     pub async fn topic(&self, name: &str, auto_create: bool) -> Result<TopicHandle, ResponseError> {
         self.topics
             .send(GetTopic { name: name.to_string(), auto_create })
             .await
-            .map_err(|_| ResponseError::UnknownTopicOrPartition)?
+            .map_err(|_| ResponseError::NotLeaderOrFollower)?
     }
 
     pub fn topics(&self) -> &Addr<TopicRegistry> {

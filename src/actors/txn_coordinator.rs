@@ -350,8 +350,15 @@ async fn offsets_marker(targets: &Targets, offsets: i32, m: &PeerMarker) -> Atte
 /// a deleted partition answers UNKNOWN_TOPIC_OR_PARTITION and is dropped.
 async fn partition_marker(targets: &Targets, m: &PeerMarker) -> Attempt {
     let (topic, partition) = (&m.topic, m.partition);
-    let Ok(handle) = targets.directory.topic(topic, false).await else {
-        return Attempt::Done(ResponseError::UnknownTopicOrPartition.code());
+    let handle = match targets.directory.topic(topic, false).await {
+        Ok(h) => h,
+        Err(e @ ResponseError::UnknownTopicOrPartition) => return Attempt::Done(e.code()),
+        // The registry is gone (this broker stops): not a deleted partition; the marker is
+        // written after the restart, the transaction still PrepareX.
+        Err(e) => {
+            tracing::warn!(%topic, partition, code = e.code(), "marker not written, retrying");
+            return Attempt::Retry;
+        }
     };
     if partition < 0 || partition >= handle.meta.partitions {
         return Attempt::Done(ResponseError::UnknownTopicOrPartition.code());

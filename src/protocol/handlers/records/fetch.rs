@@ -17,6 +17,7 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId, TopicNam
 use tokio::sync::oneshot;
 
 use crate::actors::messages::{Read as ReadPartition, ReadResult, Stored, WaitForData};
+use crate::actors::topics::TopicHandle;
 use crate::error_code::ResponseError;
 use crate::protocol::fetch_session::{Answered, FetchPartition, FetchSessionError, PartitionKey, SessionRequest};
 use crate::protocol::response_budget::Charge;
@@ -149,7 +150,7 @@ async fn read_all(s: &Session, wanted: &[Wanted], max_bytes: usize, isolation_le
             r.error_code = ResponseError::TopicAuthorizationFailed.code();
         } else if let Some(here) = s.internal_partition(&w.topic, w.partition) {
             r = internal_read(here, w.offset);
-        } else if let Ok(h) = s.topic(&w.topic, false).await {
+        } else if let Some(h) = found(&mut r, s.topic(&w.topic, false).await) {
             // A client that knows another leader epoch than this leader's is told so before
             // any offset is looked at (Kafka's Partition.fetchRecords): FENCED_LEADER_EPOCH when
             // its epoch is older, UNKNOWN_LEADER_EPOCH when newer (a leader that does not know
@@ -173,12 +174,14 @@ async fn read_all(s: &Session, wanted: &[Wanted], max_bytes: usize, isolation_le
                 let max_bytes = if charge.is_some() { limit } else { 0 };
                 let msg = ReadPartition { offset: w.offset, max_bytes, isolation_level, reply: tx };
                 match leader.send(msg).await {
-                    Ok(()) => {
-                        if let Ok(res) = rx.await {
-                            r = res;
-                        }
+                    Ok(()) => match rx.await {
+                        Ok(res) => r = res,
+                        Err(_) => r.error_code = super::LEADER_GONE.code(),
+                    },
+                    Err(_) => {
+                        s.evict(&w.topic);
+                        r.error_code = super::LEADER_GONE.code();
                     }
-                    Err(_) => s.evict(&w.topic),
                 }
                 match charge {
                     Some(mut charge) => {
@@ -193,6 +196,12 @@ async fn read_all(s: &Session, wanted: &[Wanted], max_bytes: usize, isolation_le
         read.results.push(r);
     }
     read
+}
+
+/// The topic's handle, or its lookup's error code written into `r` (UNKNOWN_TOPIC_OR_PARTITION
+/// when there is no such topic, NOT_LEADER_OR_FOLLOWER when the broker is stopping).
+fn found(r: &mut ReadResult, topic: Result<TopicHandle, i16>) -> Option<TopicHandle> {
+    topic.map_err(|code| r.error_code = code).ok()
 }
 
 /// A read of an internal topic's partition (Session::internal_partition): an empty log.

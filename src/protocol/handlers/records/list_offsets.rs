@@ -44,9 +44,11 @@ pub async fn handle(s: Rc<Session>, version: i16, req: ListOffsetsRequest) -> Li
             } else if let Ok(leader) = leader {
                 let (tx, rx) = oneshot::channel();
                 let msg = ListOffset { timestamp: p.timestamp, isolation_level: req.isolation_level, reply: tx };
-                if leader.send(msg).await.is_ok() {
-                    answer = rx.await.unwrap_or(missing);
-                }
+                let gone = OffsetAnswer { error_code: super::LEADER_GONE.code(), offset: -1, timestamp: -1 };
+                answer = match leader.send(msg).await {
+                    Ok(()) => rx.await.unwrap_or(gone),
+                    Err(_) => gone,
+                };
             }
             let mut r = ListOffsetsPartitionResponse::default();
             r.partition_index = p.partition_index;

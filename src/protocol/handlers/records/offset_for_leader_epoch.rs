@@ -43,12 +43,21 @@ pub async fn handle(s: Rc<Session>, _version: i16, req: OffsetForLeaderEpochRequ
                 // An epoch this leader never had: undefined, as Kafka answers.
                 Ok(_) if p.leader_epoch > epoch => {}
                 Ok(leader) => {
+                    // A leader gone meanwhile is never "no error" with an undefined epoch and
+                    // offset: the Java consumer takes that for a truncation and resets its
+                    // position (SubscriptionState.maybeCompleteValidation).
                     let (tx, rx) = oneshot::channel();
-                    if leader.send(ListOffset { timestamp: -1, isolation_level: 0, reply: tx }).await.is_ok() {
-                        if let Ok(a) = rx.await {
+                    let answered = match leader.send(ListOffset { timestamp: -1, isolation_level: 0, reply: tx }).await
+                    {
+                        Ok(()) => rx.await.ok(),
+                        Err(_) => None,
+                    };
+                    match answered {
+                        Some(a) => {
                             e.leader_epoch = p.leader_epoch.max(0);
                             e.end_offset = a.offset;
                         }
+                        None => e.error_code = super::LEADER_GONE.code(),
                     }
                 }
             }

@@ -81,7 +81,7 @@ async fn validate_and_append(s: &Session, name: &str, ready: Ready, acks: i16) -
         PartitionAnswer::Waiting(rx, validated.log_append_time)
     } else {
         s.evict(name);
-        err(ResponseError::UnknownTopicOrPartition.code())
+        err(super::LEADER_GONE.code())
     }
 }
 
@@ -225,7 +225,7 @@ async fn settled(answer: PartitionAnswer) -> (AppendAck, Option<(String, Vec<Rec
         PartitionAnswer::Waiting(rx, append_time) => {
             // The leader went away mid-append (topic deleted or shutdown).
             let mut a = rx.await.unwrap_or(AppendAck {
-                error_code: ResponseError::UnknownTopicOrPartition.code(),
+                error_code: super::LEADER_GONE.code(),
                 base_offset: -1,
                 log_append_time: -1,
                 log_start_offset: -1,
@@ -316,7 +316,7 @@ async fn verify_all(
                 Err(_) => None,
             };
             match begun {
-                None => *part = Prepared::Done(err(ResponseError::UnknownTopicOrPartition.code())),
+                None => *part = Prepared::Done(err(super::LEADER_GONE.code())),
                 Some(Err(e)) => *part = Prepared::Done(err(e.code())),
                 Some(Ok(None)) => {}
                 Some(Ok(Some(guard))) => {

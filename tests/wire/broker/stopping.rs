@@ -1,0 +1,204 @@
+//! Requests that reach a partition while the broker stops (SIGTERM: its leaders stop before its
+//! connections close) get Kafka's answer for a partition led elsewhere, NOT_LEADER_OR_FOLLOWER:
+//! never UNKNOWN_TOPIC_OR_PARTITION for a topic that exists, and never an OffsetForLeaderEpoch
+//! answer without an error and with an undefined end offset, which the Java consumer takes for a
+//! truncation and resets its position for (SubscriptionState.maybeCompleteValidation).
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::offset_for_leader_epoch_request::{OffsetForLeaderPartition, OffsetForLeaderTopic};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+
+use crate::common;
+use common::{batch, create_topic_with, Broker};
+
+const TOPIC: &str = "stopping";
+const PARTITIONS: i32 = 64;
+
+fn name() -> TopicName {
+    TopicName(StrBytes::from_static_str(TOPIC))
+}
+
+/// Sends `body` as a `key` request and reads its answer; None once the connection is gone.
+fn try_call(stream: &mut TcpStream, key: ApiKey, version: i16, correlation: i32, body: &[u8]) -> Option<Bytes> {
+    let header = RequestHeader::default()
+        .with_request_api_key(key as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(correlation);
+    let mut msg = BytesMut::new();
+    header.encode(&mut msg, key.request_header_version(version)).ok()?;
+    msg.extend_from_slice(body);
+    let mut frame = BytesMut::new();
+    frame.put_i32(i32::try_from(msg.len()).ok()?);
+    frame.extend_from_slice(&msg);
+    stream.write_all(&frame).ok()?;
+    let mut len = [0u8; 4];
+    stream.read_exact(&mut len).ok()?;
+    let mut buf = vec![0u8; usize::try_from(i32::from_be_bytes(len)).ok()?];
+    stream.read_exact(&mut buf).ok()?;
+    let mut buf = Bytes::from(buf);
+    let rh = ResponseHeader::decode(&mut buf, key.response_header_version(version)).ok()?;
+    assert_eq!(rh.correlation_id, correlation);
+    Some(buf)
+}
+
+/// Asks `ask` over one connection until the broker closes it; every partition's answer as
+/// (error code, end offset or -1).
+fn until_closed<Req: Encodable, Resp: Decodable>(
+    port: u16,
+    key: ApiKey,
+    version: i16,
+    req: Req,
+    answers: impl Fn(&Resp) -> Vec<(i16, i64)>,
+) -> Vec<(i16, i64)> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    let mut body = BytesMut::new();
+    req.encode(&mut body, version).expect("body");
+    let mut got = Vec::new();
+    for correlation in 1.. {
+        let Some(mut buf) = try_call(&mut stream, key, version, correlation, &body) else { break };
+        let resp = Resp::decode(&mut buf, version).expect("response");
+        assert_eq!(buf.remaining(), 0);
+        got.extend(answers(&resp));
+    }
+    got
+}
+
+fn offset_for_leader_epoch() -> OffsetForLeaderEpochRequest {
+    let mut t = OffsetForLeaderTopic::default();
+    t.topic = name();
+    t.partitions = (0..PARTITIONS)
+        .map(|p| {
+            let mut part = OffsetForLeaderPartition::default();
+            part.partition = p;
+            part.current_leader_epoch = -1;
+            part.leader_epoch = 0;
+            part
+        })
+        .collect();
+    let mut req = OffsetForLeaderEpochRequest::default();
+    req.replica_id = BrokerId(-1);
+    req.topics = vec![t];
+    req
+}
+
+fn fetch() -> FetchRequest {
+    let mut t = FetchTopic::default();
+    t.topic = name();
+    t.partitions = (0..PARTITIONS)
+        .map(|p| {
+            let mut fp = FetchPartition::default();
+            fp.partition = p;
+            fp.partition_max_bytes = 1 << 16;
+            fp.current_leader_epoch = -1;
+            fp.log_start_offset = -1;
+            fp
+        })
+        .collect();
+    let mut req = FetchRequest::default();
+    req.replica_id = BrokerId(-1);
+    req.max_bytes = 1 << 20;
+    req.topics = vec![t];
+    req
+}
+
+fn list_offsets() -> ListOffsetsRequest {
+    let mut t = ListOffsetsTopic::default();
+    t.name = name();
+    t.partitions = (0..PARTITIONS)
+        .map(|p| {
+            let mut lp = ListOffsetsPartition::default();
+            lp.partition_index = p;
+            lp.current_leader_epoch = -1;
+            lp.timestamp = -1;
+            lp
+        })
+        .collect();
+    let mut req = ListOffsetsRequest::default();
+    req.replica_id = BrokerId(-1);
+    req.topics = vec![t];
+    req
+}
+
+fn produce() -> ProduceRequest {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    let mut t = TopicProduceData::default();
+    t.name = name();
+    t.partition_data = (0..PARTITIONS)
+        .map(|p| {
+            let mut pd = PartitionProduceData::default();
+            pd.index = p;
+            pd.records = Some(batch(-1, -1, -1, 1, "v"));
+            pd
+        })
+        .collect();
+    let mut req = ProduceRequest::default();
+    req.acks = -1;
+    req.timeout_ms = 30_000;
+    req.topic_data = vec![t];
+    req
+}
+
+#[test]
+fn requests_to_stopping_leaders_answer_not_leader_or_follower() {
+    let mut broker = Broker::start();
+    let mut c = broker.client();
+    create_topic_with(&mut c, TOPIC, PARTITIONS);
+    for p in 0..PARTITIONS {
+        let resp = common::produce_one(&mut c, 9, None, name(), p, batch(-1, -1, -1, 1, "v"));
+        assert_eq!(resp.responses[0].partition_responses[0].error_code, 0);
+    }
+    let port = broker.port;
+    let askers = [
+        std::thread::spawn(move || {
+            until_closed(
+                port,
+                ApiKey::OffsetForLeaderEpoch,
+                4,
+                offset_for_leader_epoch(),
+                |r: &OffsetForLeaderEpochResponse| {
+                    r.topics[0].partitions.iter().map(|e| (e.error_code, e.end_offset)).collect()
+                },
+            )
+        }),
+        std::thread::spawn(move || {
+            until_closed(port, ApiKey::Fetch, 12, fetch(), |r: &FetchResponse| {
+                r.responses[0].partitions.iter().map(|p| (p.error_code, p.high_watermark)).collect()
+            })
+        }),
+        std::thread::spawn(move || {
+            until_closed(port, ApiKey::ListOffsets, 7, list_offsets(), |r: &ListOffsetsResponse| {
+                r.topics[0].partitions.iter().map(|p| (p.error_code, p.offset)).collect()
+            })
+        }),
+        std::thread::spawn(move || {
+            until_closed(port, ApiKey::Produce, 9, produce(), |r: &ProduceResponse| {
+                r.responses[0].partition_responses.iter().map(|p| (p.error_code, p.base_offset)).collect()
+            })
+        }),
+    ];
+    std::thread::sleep(Duration::from_millis(500));
+    broker.stop_clean(Duration::from_secs(30));
+    let [epochs, fetches, offsets, produced] = askers.map(|t| t.join().expect("asker"));
+    let all = [&epochs, &fetches, &offsets, &produced];
+    let not_leader = all.map(|a| a.iter().filter(|(e, _)| *e == 6).count());
+    println!("answers: {:?}, NOT_LEADER_OR_FOLLOWER {not_leader:?}", all.map(|a| a.len()));
+    assert!(epochs.iter().all(|&(e, end)| e != 0 || end >= 1), "an OffsetForLeaderEpoch answer read as a truncation");
+    let apis =
+        [("OffsetForLeaderEpoch", &epochs), ("Fetch", &fetches), ("ListOffsets", &offsets), ("Produce", &produced)];
+    for (api, answers) in apis {
+        assert!(
+            answers.iter().all(|&(e, _)| e == 0 || e == 6),
+            "{api}: {:?}",
+            answers.iter().find(|a| a.0 != 0 && a.0 != 6)
+        );
+        assert!(answers.len() > 100, "{api}: only {} answers before the broker closed", answers.len());
+    }
+}
