@@ -183,8 +183,31 @@ pub async fn handle(s: Rc<Session>, version: i16, req: MetadataRequest) -> Metad
         }
         match s.lookup(&name, may_create(&name)).await {
             Ok(h) => r.topics.push(topic_entry(&s, version, &h.meta)),
-            Err(code) => r.topics.push(error_entry(Some(&name), code)),
+            Err(code) => r.topics.push(error_entry(Some(&name), topic_error(code))),
         }
     }
     r
+}
+
+/// A topic's lookup error as Metadata says it: a broker that is stopping (NOT_LEADER_OR_FOLLOWER
+/// from the lookup, actors::directory) answers LEADER_NOT_AVAILABLE, the topic-level error
+/// clients retry; NOT_LEADER_OR_FOLLOWER belongs to partition-level answers.
+fn topic_error(code: i16) -> i16 {
+    if code == ResponseError::NotLeaderOrFollower.code() {
+        ResponseError::LeaderNotAvailable.code()
+    } else {
+        code
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stopping_broker_answers_leader_not_available_for_a_topic() {
+        assert_eq!(topic_error(ResponseError::NotLeaderOrFollower.code()), ResponseError::LeaderNotAvailable.code());
+        let unknown = ResponseError::UnknownTopicOrPartition.code();
+        assert_eq!(topic_error(unknown), unknown);
+    }
 }
