@@ -350,11 +350,11 @@ async fn offsets_marker(targets: &Targets, offsets: i32, m: &PeerMarker) -> Atte
 /// a deleted partition answers UNKNOWN_TOPIC_OR_PARTITION and is dropped.
 async fn partition_marker(targets: &Targets, m: &PeerMarker) -> Attempt {
     let (topic, partition) = (&m.topic, m.partition);
+    // A registry gone (this broker stops) answers NOT_LEADER_OR_FOLLOWER, retried like a
+    // leader's answer: no deleted partition, the transaction stays PrepareX (eos-rules 41).
     let handle = match targets.directory.topic(topic, false).await {
         Ok(h) => h,
-        Err(e @ ResponseError::UnknownTopicOrPartition) => return Attempt::Done(e.code()),
-        // The registry is gone (this broker stops): not a deleted partition; the marker is
-        // written after the restart, the transaction still PrepareX.
+        Err(e) if core::marker_outcome(e.code()) != MarkerOutcome::Retry => return Attempt::Done(e.code()),
         Err(e) => {
             tracing::warn!(%topic, partition, code = e.code(), "marker not written, retrying");
             return Attempt::Retry;

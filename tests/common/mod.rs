@@ -391,6 +391,21 @@ impl Client {
 
     /// Sends a request without waiting for its answer (pipelining); returns its correlation id.
     pub fn send_raw(&mut self, key: ApiKey, version: i16, body: &[u8]) -> i32 {
+        self.try_send_raw(key, version, body).expect("write")
+    }
+
+    /// Reads the next response, which must answer `correlation`; returns its body.
+    pub fn receive_raw(&mut self, key: ApiKey, version: i16, correlation: i32) -> Bytes {
+        self.try_receive_raw(key, version, correlation).expect("response")
+    }
+
+    /// `call_raw`, or None once the broker closed the connection (a broker that stops).
+    pub fn try_call_raw(&mut self, key: ApiKey, version: i16, body: &[u8]) -> Option<Bytes> {
+        let correlation = self.try_send_raw(key, version, body)?;
+        self.try_receive_raw(key, version, correlation)
+    }
+
+    fn try_send_raw(&mut self, key: ApiKey, version: i16, body: &[u8]) -> Option<i32> {
         self.correlation += 1;
         let header = RequestHeader::default()
             .with_request_api_key(key as i16)
@@ -403,20 +418,19 @@ impl Client {
         let mut frame = BytesMut::new();
         frame.put_i32(msg.len() as i32);
         frame.extend_from_slice(&msg);
-        self.stream.write_all(&frame).expect("write");
-        self.correlation
+        self.stream.write_all(&frame).ok()?;
+        Some(self.correlation)
     }
 
-    /// Reads the next response, which must answer `correlation`; returns its body.
-    pub fn receive_raw(&mut self, key: ApiKey, version: i16, correlation: i32) -> Bytes {
+    fn try_receive_raw(&mut self, key: ApiKey, version: i16, correlation: i32) -> Option<Bytes> {
         let mut len = [0u8; 4];
-        self.stream.read_exact(&mut len).expect("response length");
+        self.stream.read_exact(&mut len).ok()?;
         let mut buf = vec![0u8; i32::from_be_bytes(len) as usize];
-        self.stream.read_exact(&mut buf).expect("response body");
+        self.stream.read_exact(&mut buf).ok()?;
         let mut buf = Bytes::from(buf);
         let rh = ResponseHeader::decode(&mut buf, key.response_header_version(version)).expect("response header");
         assert_eq!(rh.correlation_id, correlation);
-        buf
+        Some(buf)
     }
 
     /// Sends one request and decodes its response.
@@ -538,4 +552,27 @@ pub fn vm_hwm_kib(pid: u32) -> u64 {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmHWM")
+}
+
+/// ListOffsets (latest, no leader epoch) of partitions 0..`partitions` of `topic`.
+pub fn latest_offsets_request(
+    topic: kafka_protocol::messages::TopicName,
+    partitions: i32,
+) -> kafka_protocol::messages::ListOffsetsRequest {
+    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+    let mut t = ListOffsetsTopic::default();
+    t.name = topic;
+    t.partitions = (0..partitions)
+        .map(|p| {
+            let mut lp = ListOffsetsPartition::default();
+            lp.partition_index = p;
+            lp.current_leader_epoch = -1;
+            lp.timestamp = -1;
+            lp
+        })
+        .collect();
+    let mut req = kafka_protocol::messages::ListOffsetsRequest::default();
+    req.replica_id = kafka_protocol::messages::BrokerId(-1);
+    req.topics = vec![t];
+    req
 }

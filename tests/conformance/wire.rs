@@ -201,21 +201,7 @@ pub fn create_topic(c: &mut Conn, name: &str, partitions: i32) -> WireResult<()>
 }
 
 fn list_offsets_codes(c: &mut Conn, name: &str, partitions: i32) -> WireResult<Vec<i16>> {
-    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
-    let mut t = ListOffsetsTopic::default();
-    t.name = topic_name(name);
-    t.partitions = (0..partitions)
-        .map(|p| {
-            let mut lp = ListOffsetsPartition::default();
-            lp.partition_index = p;
-            lp.current_leader_epoch = -1;
-            lp.timestamp = -1;
-            lp
-        })
-        .collect();
-    let mut req = ListOffsetsRequest::default();
-    req.replica_id = BrokerId(-1);
-    req.topics = vec![t];
+    let req = crate::common::latest_offsets_request(topic_name(name), partitions);
     let resp: ListOffsetsResponse = c.call(ApiKey::ListOffsets, 7, req)?;
     let codes: Vec<i16> = resp.topics.iter().flat_map(|t| t.partitions.iter().map(|p| p.error_code)).collect();
     Ok(if codes.len() == partitions as usize { codes } else { vec![-2] })

@@ -5,19 +5,16 @@
 //! truncation and resets its position for (SubscriptionState.maybeCompleteValidation). A
 //! Metadata answer says LEADER_NOT_AVAILABLE for the topic then, never that it is unknown.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{Buf, BytesMut};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::offset_for_leader_epoch_request::{OffsetForLeaderPartition, OffsetForLeaderTopic};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 use crate::common;
-use common::{batch, create_topic_with, Broker};
+use common::{batch, create_topic_with, Broker, Client};
 
 const TOPIC: &str = "stopping";
 const PARTITIONS: i32 = 64;
@@ -26,31 +23,8 @@ fn name() -> TopicName {
     TopicName(StrBytes::from_static_str(TOPIC))
 }
 
-/// Sends `body` as a `key` request and reads its answer; None once the connection is gone.
-fn try_call(stream: &mut TcpStream, key: ApiKey, version: i16, correlation: i32, body: &[u8]) -> Option<Bytes> {
-    let header = RequestHeader::default()
-        .with_request_api_key(key as i16)
-        .with_request_api_version(version)
-        .with_correlation_id(correlation);
-    let mut msg = BytesMut::new();
-    header.encode(&mut msg, key.request_header_version(version)).ok()?;
-    msg.extend_from_slice(body);
-    let mut frame = BytesMut::new();
-    frame.put_i32(i32::try_from(msg.len()).ok()?);
-    frame.extend_from_slice(&msg);
-    stream.write_all(&frame).ok()?;
-    let mut len = [0u8; 4];
-    stream.read_exact(&mut len).ok()?;
-    let mut buf = vec![0u8; usize::try_from(i32::from_be_bytes(len)).ok()?];
-    stream.read_exact(&mut buf).ok()?;
-    let mut buf = Bytes::from(buf);
-    let rh = ResponseHeader::decode(&mut buf, key.response_header_version(version)).ok()?;
-    assert_eq!(rh.correlation_id, correlation);
-    Some(buf)
-}
-
-/// Asks `ask` over one connection until the broker closes it; every partition's answer as
-/// (error code, end offset or -1).
+/// Sends `req` over one connection, again and again, until the broker closes it; every
+/// partition's answer as `answers` reads it (error code, an offset).
 fn until_closed<Req: Encodable, Resp: Decodable>(
     port: u16,
     key: ApiKey,
@@ -58,13 +32,11 @@ fn until_closed<Req: Encodable, Resp: Decodable>(
     req: Req,
     answers: impl Fn(&Resp) -> Vec<(i16, i64)>,
 ) -> Vec<(i16, i64)> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    stream.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    let mut client = Client::connect(port);
     let mut body = BytesMut::new();
     req.encode(&mut body, version).expect("body");
     let mut got = Vec::new();
-    for correlation in 1.. {
-        let Some(mut buf) = try_call(&mut stream, key, version, correlation, &body) else { break };
+    while let Some(mut buf) = client.try_call_raw(key, version, &body) {
         let resp = Resp::decode(&mut buf, version).expect("response");
         assert_eq!(buf.remaining(), 0);
         got.extend(answers(&resp));
@@ -106,24 +78,6 @@ fn fetch() -> FetchRequest {
     let mut req = FetchRequest::default();
     req.replica_id = BrokerId(-1);
     req.max_bytes = 1 << 20;
-    req.topics = vec![t];
-    req
-}
-
-fn list_offsets() -> ListOffsetsRequest {
-    let mut t = ListOffsetsTopic::default();
-    t.name = name();
-    t.partitions = (0..PARTITIONS)
-        .map(|p| {
-            let mut lp = ListOffsetsPartition::default();
-            lp.partition_index = p;
-            lp.current_leader_epoch = -1;
-            lp.timestamp = -1;
-            lp
-        })
-        .collect();
-    let mut req = ListOffsetsRequest::default();
-    req.replica_id = BrokerId(-1);
     req.topics = vec![t];
     req
 }
@@ -183,9 +137,13 @@ fn requests_to_stopping_leaders_answer_not_leader_or_follower() {
             })
         }),
         std::thread::spawn(move || {
-            until_closed(port, ApiKey::ListOffsets, 7, list_offsets(), |r: &ListOffsetsResponse| {
-                r.topics[0].partitions.iter().map(|p| (p.error_code, p.offset)).collect()
-            })
+            until_closed(
+                port,
+                ApiKey::ListOffsets,
+                7,
+                common::latest_offsets_request(name(), PARTITIONS),
+                |r: &ListOffsetsResponse| r.topics[0].partitions.iter().map(|p| (p.error_code, p.offset)).collect(),
+            )
         }),
         std::thread::spawn(move || {
             until_closed(port, ApiKey::Produce, 9, produce(), |r: &ProduceResponse| {

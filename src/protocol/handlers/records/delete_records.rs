@@ -70,8 +70,7 @@ async fn delete_one(
         return failed(e.error());
     }
     let (tx, rx) = oneshot::channel();
-    // A leader gone meanwhile (handed over, topic deleted): the client refreshes and retries.
-    let gone = failed(ResponseError::NotLeaderOrFollower);
+    let gone = failed(super::LEADER_GONE);
     match leader.send(DeleteRecordsBefore { offset, reply: tx }).await {
         Ok(()) => rx.await.unwrap_or(gone),
         Err(_) => gone,

@@ -39,6 +39,15 @@ fn rule_50_marker_answers() {
 }
 
 #[test]
+fn rule_41_a_stopping_broker_retries_its_markers() {
+    use crate::error_code::ResponseError;
+    // actors::directory answers a lookup NOT_LEADER_OR_FOLLOWER once its registry is gone: the
+    // marker is retried; only an unknown topic is a deleted partition, dropped.
+    assert_eq!(marker_outcome(ResponseError::NotLeaderOrFollower.code()), MarkerOutcome::Retry);
+    assert_eq!(marker_outcome(ResponseError::UnknownTopicOrPartition.code()), MarkerOutcome::Dropped);
+}
+
+#[test]
 fn rule_41_markers_go_out_before_the_fences() {
     let d = init(&entry(Ongoing, PID, 5), None);
     let (batch, fences) = schedule(d.effects.clone());
