@@ -368,12 +368,31 @@ async fn serve(settings: Arc<Settings>, cluster_id: Arc<str>, bound: Vec<listene
     for l in loops {
         l.abort();
     }
+    stop_serving(conn_arbiters).await;
     broker.shutdown().await;
+    tracing::info!("stopped cleanly");
+    Ok(())
+}
+
+/// Closes every client connection before the leaders stop, in Apache Kafka's order
+/// (`BrokerServer.shutdown`: `SocketServer.stopProcessingRequests` before the coordinators, the
+/// replica manager and the logs): a client then sees its connection close and goes to the
+/// cluster's metadata, instead of NOT_LEADER_OR_FOLLOWER from partitions stopping one after the
+/// other while metadata still names this broker. A request in flight gets no answer; nothing
+/// unanswered was acknowledged. The connection threads are joined off this thread, so none is
+/// still handling a request when the leaders stop.
+async fn stop_serving(conn_arbiters: Vec<Arbiter>) {
     for a in &conn_arbiters {
         a.stop();
     }
-    tracing::info!("stopped cleanly");
-    Ok(())
+    let joined = tokio::task::spawn_blocking(move || {
+        for a in conn_arbiters {
+            let _ = a.join();
+        }
+    });
+    if let Err(e) = joined.await {
+        tracing::warn!("connection threads did not stop: {e}");
+    }
 }
 
 /// The cluster's SCRAM credentials and ACL files as this broker last read them: each tick looks
