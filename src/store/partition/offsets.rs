@@ -34,11 +34,13 @@ impl Partition {
     /// The syncer made everything below `upto` durable: readers may see it.
     pub fn advance_high_watermark(&mut self, upto: i64) {
         self.high_watermark = self.high_watermark.max(upto);
+        self.txns.advance(self.high_watermark);
     }
 
-    /// eos-rules 51: min(first offset of the earliest open transaction, high watermark).
+    /// eos-rules 51: min(first offset of the earliest transaction open or with its marker not
+    /// yet durable, high watermark).
     pub fn last_stable_offset(&self) -> i64 {
-        last_stable_offset(&self.producers, self.high_watermark, self.log_start_offset())
+        last_stable_offset(&self.producers, &self.txns, self.high_watermark, self.log_start_offset())
     }
 
     /// The end a reader at `isolation_level` may read to: 1 (read_committed) stops at the LSO.

@@ -317,6 +317,36 @@ fn rule_51_lso_with_an_open_txn_stops_at_its_first_offset() {
 }
 
 #[test]
+fn rule_51_a_decided_transaction_holds_the_lso_until_its_marker_is_durable() {
+    for commit in [true, false] {
+        let (_dir, mut p) = open();
+        appended_at(produce(&mut p, batch(Spec { records: 2, ..Spec::default() }), Verified::No));
+        let first = open_txn(&mut p, 0, 3);
+        sync(&mut p);
+        let marker = p.write_marker(PID, 0, commit, 0, LEGACY, NOW).unwrap().base_offset;
+        assert_eq!((first, marker, p.high_watermark()), (2, 5, 5));
+        // The marker is appended but not fsynced: a crash would leave the transaction open.
+        assert_eq!(p.last_stable_offset(), first, "commit {commit}");
+        assert_eq!(p.list_offset(-1, 1).unwrap(), (first, -1));
+        sync(&mut p);
+        assert_eq!((p.high_watermark(), p.last_stable_offset()), (6, 6), "commit {commit}");
+    }
+}
+
+#[test]
+fn rule_51_a_durable_marker_no_longer_holds_back_a_later_transaction() {
+    let (_dir, mut p) = open();
+    let first = open_txn(&mut p, 0, 2);
+    sync(&mut p);
+    p.write_marker(PID, 0, true, 0, LEGACY, NOW).unwrap();
+    // A second transaction opens behind the marker before the fsync covers both.
+    let second = appended_at(produce(&mut p, transactional(0, 2, 1), Verified::Tv2Added));
+    assert_eq!((first, second, p.last_stable_offset()), (0, 3, 0));
+    sync(&mut p);
+    assert_eq!((p.high_watermark(), p.last_stable_offset()), (4, second));
+}
+
+#[test]
 fn rule_51_lso_never_exceeds_the_high_watermark() {
     let (_dir, mut p) = open();
     appended_at(produce(&mut p, batch(Spec { records: 2, ..Spec::default() }), Verified::No));

@@ -1,6 +1,8 @@
-//! Transactions on one partition: markers end them (eos-rules 45-49), the open ones hold back
-//! the last stable offset (51), and the aborted ones form the index read_committed fetches get
-//! (52).
+//! Transactions on one partition: markers end them (eos-rules 45-49), the open ones and the
+//! ones whose marker is not yet durable hold back the last stable offset (51), and the aborted
+//! ones form the index read_committed fetches get (52).
+
+use std::collections::VecDeque;
 
 use super::{Partition, PartitionError};
 use crate::store::batch::BatchHeader;
@@ -8,24 +10,46 @@ use crate::store::control;
 use crate::store::log::LogError;
 use crate::store::producer_state::{CompletedTxn, ProducerStateTable};
 
-/// The aborted-transaction index: aborted transactions still in the log, in marker order.
+/// The aborted-transaction index (aborted transactions still in the log, in marker order) and
+/// the transactions whose marker the high watermark has not passed yet.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TxnIndex {
     aborted: Vec<CompletedTxn>,
+    /// (first offset, marker offset) of the transactions ended by a marker at or above the high
+    /// watermark, in marker order: Kafka's unreplicatedTxns, here "not yet fsynced".
+    unreplicated: VecDeque<(i64, i64)>,
 }
 
 impl TxnIndex {
+    /// At recovery everything read is durable: no marker waits for the high watermark.
     pub fn from_aborted(aborted: Vec<CompletedTxn>) -> TxnIndex {
-        TxnIndex { aborted }
+        TxnIndex { aborted, unreplicated: VecDeque::new() }
     }
 
     pub fn aborted(&self) -> &[CompletedTxn] {
         &self.aborted
     }
 
-    /// eos-rules 49: a transaction a marker ended; only aborts enter the index.
+    /// eos-rules 49: a transaction a marker ended; only aborts enter the index. Until the high
+    /// watermark passes its marker it still holds back the last stable offset (51).
     pub fn record(&mut self, done: Option<CompletedTxn>) {
+        if let Some(t) = &done {
+            self.unreplicated.push_back((t.first_offset, t.last_offset));
+        }
         self.aborted.extend(done.filter(|t| t.aborted));
+    }
+
+    /// eos-rules 51: the high watermark moved to `high_watermark`; the transactions whose marker
+    /// lies below it are stable (Kafka's ProducerStateManager.onHighWatermarkUpdated).
+    pub fn advance(&mut self, high_watermark: i64) {
+        while self.unreplicated.front().is_some_and(|(_, marker)| *marker < high_watermark) {
+            self.unreplicated.pop_front();
+        }
+    }
+
+    /// The first offset of the earliest transaction whose marker is at or above `high_watermark`.
+    pub fn first_unreplicated_offset(&self, high_watermark: i64) -> Option<i64> {
+        self.unreplicated.iter().filter(|(_, marker)| *marker >= high_watermark).map(|(first, _)| *first).min()
     }
 
     /// The log cleaner removed the ABORT markers at `offsets` (their data went before).
@@ -56,11 +80,14 @@ impl TxnIndex {
     }
 }
 
-/// eos-rules 51: the last stable offset is the first offset of the earliest open transaction,
-/// never above the high watermark, and never below the log start (a DeleteRecords may move the
-/// start past an open transaction's first offset: Kafka's maybeIncrementFirstUnstableOffset).
-pub fn last_stable_offset(producers: &ProducerStateTable, high_watermark: i64, log_start: i64) -> i64 {
-    let lso = producers.first_unstable_offset().map_or(high_watermark, |f| f.min(high_watermark));
+/// eos-rules 51: the last stable offset is the first offset of the earliest transaction that is
+/// open or whose marker the high watermark has not passed (Kafka's firstUnstableOffset: a marker
+/// not yet durable may be lost, and the transaction be open again after a restart), never above
+/// the high watermark, and never below the log start (a DeleteRecords may move the start past an
+/// open transaction's first offset: Kafka's maybeIncrementFirstUnstableOffset).
+pub fn last_stable_offset(producers: &ProducerStateTable, txns: &TxnIndex, high_watermark: i64, log_start: i64) -> i64 {
+    let unstable = [producers.first_unstable_offset(), txns.first_unreplicated_offset(high_watermark)];
+    let lso = unstable.into_iter().flatten().fold(high_watermark, i64::min);
     lso.max(log_start.min(high_watermark))
 }
 
