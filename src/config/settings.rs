@@ -92,7 +92,7 @@ settings! {
 
     /// Topics, partition logs, retention and durability.
     log: LogSettings {
-        /// Create unknown topics on Metadata and Produce requests.
+        /// Create a topic a Metadata request names and allows to create (a Produce to an unknown topic is UNKNOWN_TOPIC_OR_PARTITION, as in Kafka).
         auto_create_topics: bool = true,
             kafka "auto.create.topics.enable" TYPE_BOOLEAN Some("true");
         /// Kafka's `num.partitions`: partitions of auto-created topics.

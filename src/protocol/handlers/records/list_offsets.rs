@@ -1,5 +1,6 @@
 //! ListOffsets (key 2): earliest, latest (LSO for read_committed), max timestamp, by timestamp.
 
+use std::collections::HashSet;
 use std::rc::Rc;
 
 use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
@@ -14,9 +15,12 @@ use crate::store::ownership::{check_leader_epoch, Owned};
 
 pub async fn handle(s: Rc<Session>, version: i16, req: ListOffsetsRequest) -> ListOffsetsResponse {
     let mut resp = ListOffsetsResponse::default();
+    let duplicates = duplicate_partitions(&req);
+    let mut refused = HashSet::new();
     for t in req.topics {
         let name = t.name.0.to_string();
-        let handle = if !s.authorized(acl::OP_DESCRIBE, acl::RESOURCE_TOPIC, &name) {
+        let authorized = s.authorized(acl::OP_DESCRIBE, acl::RESOURCE_TOPIC, &name);
+        let handle = if !authorized {
             Err(ResponseError::TopicAuthorizationFailed.code())
         } else if s.internal_partition(&name, 0).is_some() {
             Err(ResponseError::UnknownTopicOrPartition.code())
@@ -26,6 +30,15 @@ pub async fn handle(s: Rc<Session>, version: i16, req: ListOffsetsRequest) -> Li
         let mut out = ListOffsetsTopicResponse::default();
         out.name = t.name;
         for p in t.partitions {
+            // A partition named twice is answered once, INVALID_REQUEST (Kafka's
+            // ReplicaManager.fetchOffset with ListOffsetsRequest.duplicatePartitions).
+            let key = (name.clone(), p.partition_index);
+            if authorized && duplicates.contains(&key) {
+                if refused.insert(key) {
+                    out.partitions.push(refused_partition(p.partition_index, ResponseError::InvalidRequest));
+                }
+                continue;
+            }
             let missing =
                 OffsetAnswer { error_code: ResponseError::UnknownTopicOrPartition.code(), offset: -1, timestamp: -1 };
             let mut answer = missing;
@@ -63,6 +76,30 @@ pub async fn handle(s: Rc<Session>, version: i16, req: ListOffsetsRequest) -> Li
         resp.topics.push(out);
     }
     resp
+}
+
+/// The (topic, partition) pairs the request names more than once.
+fn duplicate_partitions(req: &ListOffsetsRequest) -> HashSet<(String, i32)> {
+    let mut seen = HashSet::new();
+    let mut duplicates = HashSet::new();
+    for t in &req.topics {
+        for p in &t.partitions {
+            let key = (t.name.0.to_string(), p.partition_index);
+            if !seen.insert(key.clone()) {
+                duplicates.insert(key);
+            }
+        }
+    }
+    duplicates
+}
+
+fn refused_partition(partition: i32, error: ResponseError) -> ListOffsetsPartitionResponse {
+    let mut r = ListOffsetsPartitionResponse::default();
+    r.partition_index = partition;
+    r.error_code = error.code();
+    r.offset = -1;
+    r.timestamp = -1;
+    r
 }
 
 /// ListOffsets of an internal topic's partition (Session::internal_partition): an empty log,
