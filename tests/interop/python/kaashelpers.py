@@ -3,15 +3,64 @@
 Everything here talks to a broker only through public client APIs or raw Kafka wire
 frames built by hand, so the tests stay black-box.
 """
+import collections
+import os
+import re
+import shutil
 import socket
 import struct
+import subprocess
 import time
 import uuid
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from conftest import poll_until
+from conftest import ANSI_RE, poll_until
+
+
+def find_go():
+    """The go binary: on PATH, else where the official tarball or $GOROOT puts it; None when
+    there is none (scripts/test.sh installs one)."""
+    candidates = [shutil.which("go"), "/usr/local/go/bin/go"]
+    if os.environ.get("GOROOT"):
+        candidates.append(os.path.join(os.environ["GOROOT"], "bin", "go"))
+    for c in candidates:
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def go_build(module_dir, out, needs: str) -> str:
+    """Builds the Go program in `module_dir` into `out` with its committed go.sum
+    (-mod=readonly: a go.sum that does not match go.mod fails instead of being rewritten; the Go
+    module proxy supplies the modules on a fresh machine). `needs` names the test and the Go it
+    needs, for the message when there is no toolchain: the tests fail, never skip."""
+    go = find_go()
+    assert go is not None, (
+        f"{needs} and found no Go toolchain (not on PATH, not at /usr/local/go/bin/go, not in "
+        "$GOROOT/bin). Install the tarball from https://go.dev/dl/ into /usr/local/go, or run "
+        "scripts/test.sh, which fetches one")
+    env = dict(os.environ, GOFLAGS="-mod=readonly -buildvcs=false")
+    proc = subprocess.run([go, "build", "-o", str(out), "."], cwd=module_dir, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    assert proc.returncode == 0, f"go build in {module_dir} failed:\n{proc.stdout[-6000:]}"
+    return str(out)
+
+
+_REQUEST_RE = re.compile(r"\brequest\b.*\bapi=(\w+) version=(\d+)")
+
+
+def request_counts(broker):
+    """Counter of (api name, version) from the broker's per-request trace lines (a broker
+    started with RUST_LOG=kaas::protocol::connection=trace)."""
+    seen = collections.Counter()
+    with open(broker.log_path, errors="replace") as f:
+        for line in f:
+            m = _REQUEST_RE.search(ANSI_RE.sub("", line))
+            if m:
+                seen[(m.group(1), int(m.group(2)))] += 1
+    return seen
 
 
 def unique_topic(prefix: str) -> str:

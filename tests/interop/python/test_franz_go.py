@@ -56,24 +56,13 @@ import time
 import pytest
 
 from conftest import Broker, free_port
-from kaashelpers import assert_no_panic, log_tail
+from kaashelpers import assert_no_panic, find_go, log_tail, request_counts
 
 pytestmark = pytest.mark.serial  # conftest.py: runs alone (its TestTxnEtl stalled once beside other tests)
 
 FRANZ_GO_MODULE = "github.com/twmb/franz-go"
 FRANZ_GO_VERSION = "v1.22.3"
 GO_TEST_TIMEOUT = 600          # seconds, for `go test` (compile + run)
-
-
-def find_go():
-    """The go binary: on PATH, else where the official tarball or $GOROOT puts it."""
-    candidates = [shutil.which("go"), "/usr/local/go/bin/go"]
-    if os.environ.get("GOROOT"):
-        candidates.append(os.path.join(os.environ["GOROOT"], "bin", "go"))
-    for c in candidates:
-        if c and os.path.isfile(c) and os.access(c, os.X_OK):
-            return c
-    return None
 
 
 GO = find_go()
@@ -108,21 +97,6 @@ def franz_go_src(tmp_path_factory):
         assert os.path.isfile(os.path.join(src, "pkg", "kgo", name)), \
             f"{name} missing from the module zip of {FRANZ_GO_MODULE}@{FRANZ_GO_VERSION}"
     return src
-
-
-ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
-REQUEST_RE = re.compile(r"\brequest\b.*\bapi=(\w+) version=(\d+)")
-
-
-def _request_counts(broker):
-    """Counter of (api name, version) from the broker's per-request trace lines."""
-    seen = collections.Counter()
-    with open(broker.log_path, errors="replace") as f:
-        for line in f:
-            m = REQUEST_RE.search(ANSI_RE.sub("", line))
-            if m:
-                seen[(m.group(1), int(m.group(2)))] += 1
-    return seen
 
 
 RESULT_RE = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (Test\w+)(/\S+)? \(([\d.]+)s\)", re.M)
@@ -186,7 +160,7 @@ def test_franz_go_group_and_txn_etl(franz_go_src, tmp_path, txn_version):
                         "range/848", "sticky/848", "sticky/848/static"):
                 assert results.get((test, sub)) == "PASS", f"{test}/{sub} did not pass\n" + ctx
         assert broker.alive(), "kaas exited during franz-go's tests\n" + ctx
-        counts = _request_counts(broker)
+        counts = request_counts(broker)
         versions = collections.defaultdict(set)
         for api, v in counts:
             versions[api].add(v)
@@ -237,7 +211,7 @@ def test_franz_go_txn_etl_on_a_three_broker_cluster(franz_go_src, tmp_path):
     for sub in ("range", "cooperative-sticky", "cooperative-sticky/static"):
         assert results.get(("TestTxnEtl", sub)) == "PASS", f"TestTxnEtl/{sub} did not pass\n" + ctx
     assert rc == 0 and not any(v == "FAIL" for v in results.values()), ctx
-    counts = {b.node_id: _request_counts(b) for b in brokers}
+    counts = {b.node_id: request_counts(b) for b in brokers}
     for b in brokers:
         assert b.alive(), f"broker {b.node_id} exited during TestTxnEtl\n" + ctx
         assert_no_panic(b)

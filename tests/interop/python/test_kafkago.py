@@ -52,63 +52,35 @@ the tests fail and say how to install one.
 """
 import collections
 import json
-import os
-import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from conftest import Broker, free_port
-from kaashelpers import assert_no_panic, log_tail
+from kaashelpers import assert_no_panic, go_build, log_tail, request_counts
 
 KAFKAGO_VERSION = "v0.4.51"
 MODULE_DIR = Path(__file__).resolve().parents[1] / "go" / "kafkago"
 BUILD_TIMEOUT = 600      # seconds: module download and the first compile on a cold cache
 
 
-def find_go():
-    """The go binary: on PATH, else where the official tarball or $GOROOT puts it."""
-    candidates = [shutil.which("go"), "/usr/local/go/bin/go"]
-    if os.environ.get("GOROOT"):
-        candidates.append(os.path.join(os.environ["GOROOT"], "bin", "go"))
-    for c in candidates:
-        if c and os.path.isfile(c) and os.access(c, os.X_OK):
-            return c
-    return None
-
-
 @pytest.fixture(scope="module")
 def kafkago_bin(tmp_path_factory):
-    go = find_go()
-    assert go is not None, (
-        "the kafka-go interop tests need a Go toolchain (>= 1.23) and found none (not on PATH, "
-        "not at /usr/local/go/bin/go, not in $GOROOT/bin). Install the tarball from "
-        "https://go.dev/dl/ into /usr/local/go and run the tests again")
     gomod = (MODULE_DIR / "go.mod").read_text()
     assert f"github.com/segmentio/kafka-go {KAFKAGO_VERSION}" in gomod, gomod
     out = tmp_path_factory.mktemp("kafkago-bin") / "kafkago"
-    env = dict(os.environ, GOFLAGS="-mod=readonly -buildvcs=false")
-    proc = subprocess.run([go, "build", "-o", str(out), "."], cwd=MODULE_DIR, env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=BUILD_TIMEOUT)
-    assert proc.returncode == 0, f"go build of {MODULE_DIR} failed:\n{proc.stdout[-6000:]}"
-    return str(out)
+    return go_build(MODULE_DIR, out, "the kafka-go interop tests need Go >= 1.23")
 
 
 TRACE = {"RUST_LOG": "info,kaas::protocol::connection=trace"}
-ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
-REQUEST_RE = re.compile(r"\brequest\b.*\bapi=(\w+) version=(\d+)")
 
 
 def _request_versions(broker):
     """api name -> Counter of versions, from the broker's per-request trace lines."""
     seen = collections.defaultdict(collections.Counter)
-    for line in broker.log_text().splitlines():
-        m = REQUEST_RE.search(ANSI_RE.sub("", line))
-        if m:
-            seen[m.group(1)][int(m.group(2))] += 1
+    for (api, version), n in request_counts(broker).items():
+        seen[api][version] += n
     return seen
 
 

@@ -39,64 +39,30 @@ PATH, /usr/local/go/bin/go, $GOROOT/bin/go) the tests fail and say so.
 import collections
 import json
 import os
-import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import Broker, free_port
-from kaashelpers import assert_no_panic
-
-
-def find_go():
-    """The go binary: on PATH, else where the official tarball or $GOROOT puts it (as
-    test_franz_go.py finds it)."""
-    candidates = [shutil.which("go"), "/usr/local/go/bin/go"]
-    if os.environ.get("GOROOT"):
-        candidates.append(os.path.join(os.environ["GOROOT"], "bin", "go"))
-    for c in candidates:
-        if c and os.path.isfile(c) and os.access(c, os.X_OK):
-            return c
-    return None
+from conftest import ANSI_RE, Broker, free_port
+from kaashelpers import assert_no_panic, go_build, request_counts
 
 
 GO_DIR = Path(__file__).resolve().parents[1] / "go" / "sarama"
-GO = find_go()
 VERSIONS = {"default": "2.8.0", "max": "4.3.1"}  # sarama v1.61.1: DefaultVersion, MaxVersion
-ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
-REQUEST_RE = re.compile(r"\brequest\b.*\bapi=(\w+) version=(\d+)")
 
 
 @pytest.fixture(scope="module")
 def sarama_bin(tmp_path_factory):
     """The scenario program, built with the committed go.sum (-mod=readonly, the default: a
     go.sum that does not match go.mod fails the build instead of being rewritten)."""
-    assert GO is not None, (
-        "the sarama interop tests need a Go toolchain (>= 1.26, sarama v1.61.1's minimum) and "
-        "found none (not on PATH, not at /usr/local/go/bin/go, not in $GOROOT/bin); install the "
-        "tarball from https://go.dev/dl/ into /usr/local/go")
     out = tmp_path_factory.mktemp("sarama-bin") / "sarama-interop"
-    env = dict(os.environ, GOFLAGS="-buildvcs=false -mod=readonly")
-    proc = subprocess.run([GO, "build", "-o", str(out), "."], cwd=GO_DIR, env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
-    assert proc.returncode == 0, f"go build in {GO_DIR} failed:\n{proc.stdout[-6000:]}"
-    return str(out)
-
-
-def _request_counts(broker):
-    seen = collections.Counter()
-    for line in broker.log_text().splitlines():
-        m = REQUEST_RE.search(ANSI_RE.sub("", line))
-        if m:
-            seen[(m.group(1), int(m.group(2)))] += 1
-    return seen
+    return go_build(GO_DIR, out, "the sarama interop tests need Go >= 1.26 (sarama v1.61.1's minimum)")
 
 
 def _versions(broker):
     v = collections.defaultdict(set)
-    for api, version in _request_counts(broker):
+    for api, version in request_counts(broker):
         v[api].add(version)
     return v
 
