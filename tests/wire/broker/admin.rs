@@ -403,7 +403,7 @@ fn a_broker_describes_the_kafka_configs_it_has_a_true_value_for() {
     assert_eq!(find("broker.id").1, broker.node_id.to_string());
     assert!(configs.len() > 40, "{} configs", configs.len());
     // The cluster default: Kafka lists the dynamic defaults, and kaas has none.
-    assert_eq!(describe_broker(&mut c, ""), (0, None, vec![]));
+    assert_eq!(describe_broker(&mut c, ""), (0, Some(String::new()), vec![]));
     let (code, message, configs) = describe_broker(&mut c, "99");
     assert_eq!((code, configs.len()), (42, 0));
     let expected = format!("Unexpected broker id, expected {} or empty string, but received 99", broker.node_id);

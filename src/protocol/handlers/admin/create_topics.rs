@@ -34,6 +34,8 @@ pub async fn handle(s: Rc<Session>, version: i16, req: CreateTopicsRequest) -> C
     for t in req.topics {
         let mut r = CreatableTopicResult::default();
         r.name = t.name.clone();
+        // Kafka 4.4 leaves a created topic's ErrorMessage null; a refusal sets it.
+        r.error_message = None;
         let fail = |r: &mut CreatableTopicResult, code: i16, msg: String| {
             r.error_code = code;
             r.error_message = Some(str_bytes(&msg));

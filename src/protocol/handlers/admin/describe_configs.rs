@@ -118,8 +118,10 @@ pub async fn handle(s: Rc<Session>, version: i16, req: DescribeConfigsRequest) -
         let mut r = DescribeConfigsResult::default();
         r.resource_type = res.resource_type;
         r.resource_name = res.resource_name.clone();
-        r.error_message = None; // Kafka sends null, not "", when there is no error
-                                // DESCRIBE_CONFIGS on the topic, the group or (brokers, loggers) the cluster.
+        // Kafka 4.4 sends "" (its DescribeConfigsResult default) when there is no error and for
+        // an unknown topic; only a refusal carries a message.
+        r.error_message = Some(str_bytes(""));
+        // DESCRIBE_CONFIGS on the topic, the group or (brokers, loggers) the cluster.
         let (resource, name, denied) = match res.resource_type {
             RESOURCE_TOPIC => {
                 (acl::RESOURCE_TOPIC, res.resource_name.as_str(), ResponseError::TopicAuthorizationFailed)
