@@ -216,15 +216,7 @@ func runAdmin() {
 		err = dr.Errors[topic]
 	}
 	set("delete_topic_error", errStr(err))
-	gone := false
-	for i := 0; i < 50 && !gone; i++ {
-		t, _, err := topicMeta(topic)
-		gone = err == nil && code(t.Error) == int(kafka.UnknownTopicOrPartition)
-		if !gone {
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	set("deleted_topic_gone", gone)
+	set("deleted_topic_gone", waitGone(topic))
 	dr, err = newClient().DeleteTopics(ctxT(10*time.Second), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
 	if err == nil {
 		err = dr.Errors[topic]

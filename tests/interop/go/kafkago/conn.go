@@ -192,13 +192,5 @@ func runConn() {
 	dc.SetDeadline(time.Now().Add(20 * time.Second))
 	set("conn_delete_topics", errStr(dc.DeleteTopics(topic)))
 	dc.Close()
-	gone := false
-	for i := 0; i < 50 && !gone; i++ {
-		t, _, err := topicMeta(topic)
-		gone = err == nil && code(t.Error) == int(kafka.UnknownTopicOrPartition)
-		if !gone {
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	set("conn_deleted_gone", gone)
+	set("conn_deleted_gone", waitGone(topic))
 }

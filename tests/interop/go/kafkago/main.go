@@ -166,6 +166,18 @@ func topicMeta(name string) (kafka.Topic, *kafka.MetadataResponse, error) {
 	return kafka.Topic{Name: name, Error: kafka.UnknownTopicOrPartition}, md, nil
 }
 
+// waitGone reports whether the topic's Metadata says UNKNOWN_TOPIC_OR_PARTITION within 5 s.
+func waitGone(topic string) bool {
+	for i := 0; i < 50; i++ {
+		t, _, err := topicMeta(topic)
+		if err == nil && code(t.Error) == int(kafka.UnknownTopicOrPartition) {
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return false
+}
+
 func waitTopic(name string, partitions int) error {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
