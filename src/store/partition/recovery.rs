@@ -76,6 +76,8 @@ impl Partition {
         // The high watermark exposes what recovery found: the caller makes it durable (one
         // syncfs for every partition opened together) before the partition serves, since a
         // power loss after an earlier crash could still take back what sits in the page cache.
+        // Every marker replayed above lies below that high watermark (eos-rules 51).
+        txns.advance(end);
         let snapshot_size = if from == end { log.size_bytes() } else { 0 };
         let mut partition = Partition {
             snapshot_file: SnapshotFile::new(&dir, epoch),

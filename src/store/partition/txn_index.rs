@@ -47,9 +47,10 @@ impl TxnIndex {
         }
     }
 
-    /// The first offset of the earliest transaction whose marker is at or above `high_watermark`.
-    pub fn first_unreplicated_offset(&self, high_watermark: i64) -> Option<i64> {
-        self.unreplicated.iter().filter(|(_, marker)| *marker >= high_watermark).map(|(first, _)| *first).min()
+    /// The first offset of the earliest transaction whose marker the high watermark has not
+    /// passed (`advance` drops the others at every move of the high watermark).
+    pub fn first_unreplicated_offset(&self) -> Option<i64> {
+        self.unreplicated.iter().map(|(first, _)| *first).min()
     }
 
     /// The log cleaner removed the ABORT markers at `offsets` (their data went before).
@@ -86,7 +87,7 @@ impl TxnIndex {
 /// the high watermark, and never below the log start (a DeleteRecords may move the start past an
 /// open transaction's first offset: Kafka's maybeIncrementFirstUnstableOffset).
 pub fn last_stable_offset(producers: &ProducerStateTable, txns: &TxnIndex, high_watermark: i64, log_start: i64) -> i64 {
-    let unstable = [producers.first_unstable_offset(), txns.first_unreplicated_offset(high_watermark)];
+    let unstable = [producers.first_unstable_offset(), txns.first_unreplicated_offset()];
     let lso = unstable.into_iter().flatten().fold(high_watermark, i64::min);
     lso.max(log_start.min(high_watermark))
 }

@@ -32,11 +32,9 @@ pub async fn handle(s: Rc<Session>, version: i16, req: ListOffsetsRequest) -> Li
         for p in t.partitions {
             // A partition named twice is answered once, INVALID_REQUEST (Kafka's
             // ReplicaManager.fetchOffset with ListOffsetsRequest.duplicatePartitions).
-            let key = (name.clone(), p.partition_index);
-            if authorized && duplicates.contains(&key) {
-                if refused.insert(key) {
-                    out.partitions.push(refused_partition(p.partition_index, ResponseError::InvalidRequest));
-                }
+            let key = || (name.clone(), p.partition_index);
+            let duplicate = authorized && !duplicates.is_empty() && duplicates.contains(&key());
+            if duplicate && !refused.insert(key()) {
                 continue;
             }
             let missing =
@@ -50,7 +48,9 @@ pub async fn handle(s: Rc<Session>, version: i16, req: ListOffsetsRequest) -> Li
                 let current = if version >= 4 { p.current_leader_epoch } else { -1 };
                 check_leader_epoch(current, epoch).map(|()| l).map_err(|e| e.code())
             });
-            if let Some(here) = s.internal_partition(&name, p.partition_index) {
+            if duplicate {
+                answer.error_code = ResponseError::InvalidRequest.code();
+            } else if let Some(here) = s.internal_partition(&name, p.partition_index) {
                 answer = internal_offset(here, p.timestamp);
             } else if let Err(code) = leader {
                 answer.error_code = code;
@@ -91,15 +91,6 @@ fn duplicate_partitions(req: &ListOffsetsRequest) -> HashSet<(String, i32)> {
         }
     }
     duplicates
-}
-
-fn refused_partition(partition: i32, error: ResponseError) -> ListOffsetsPartitionResponse {
-    let mut r = ListOffsetsPartitionResponse::default();
-    r.partition_index = partition;
-    r.error_code = error.code();
-    r.offset = -1;
-    r.timestamp = -1;
-    r
 }
 
 /// ListOffsets of an internal topic's partition (Session::internal_partition): an empty log,
