@@ -423,6 +423,13 @@ impl Handler<GetTopic> for TopicRegistry {
         if !(msg.auto_create && self.settings.log.auto_create_topics) || topics::is_internal(&msg.name) {
             return Err(ResponseError::UnknownTopicOrPartition);
         }
+        // Apache Kafka's auto-creation of a colliding name fails on its controller, and its
+        // Metadata answers go on saying UNKNOWN_TOPIC_OR_PARTITION (checked against Kafka 4.4).
+        let known = self.topics.keys().map(String::as_str).chain(topics::INTERNAL_TOPICS);
+        if let Some(other) = topics::collision(&msg.name, known) {
+            tracing::warn!(topic = %msg.name, "auto-creation refused: it collides with existing topic {other}");
+            return Err(ResponseError::UnknownTopicOrPartition);
+        }
         let create = CreateTopic { name: msg.name.clone(), partitions: -1, configs: Vec::new(), validate_only: false };
         match self.create(create) {
             Ok(_) => self.topics.get(&msg.name).cloned().ok_or(ResponseError::UnknownTopicOrPartition),

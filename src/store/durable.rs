@@ -134,12 +134,18 @@ fn sync_tmp(path: &Path, bytes: &[u8]) -> std::io::Result<PathBuf> {
 }
 
 /// A temporary name beside `path` that no other process (brokers share the directory) or
-/// thread uses: `.<name>.<pid>.<n>.tmp`, which no reader takes for a data file.
+/// thread uses: `.<name>.<pid>.<n>.tmp`, which no reader takes for a data file. The name is cut
+/// to its first 200 bytes, so that a file name near the 255-byte limit (a topic file of a
+/// 249-character topic) still has one.
 fn unique_tmp(path: &Path) -> PathBuf {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    path.with_file_name(format!(".{name}.{}.{n}.tmp", std::process::id()))
+    let mut cut = name.len().min(200);
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    path.with_file_name(format!(".{}.{}.{n}.tmp", &name[..cut], std::process::id()))
 }
 
 /// `create_atomic` without the rename: false also when this file system has no hard links.
@@ -215,6 +221,16 @@ mod tests {
         }
         let (db, _) = open_sled(&path).unwrap();
         assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    }
+
+    #[test]
+    fn a_file_name_of_254_bytes_is_written_atomically() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(format!("{}.json", "x".repeat(249)));
+        assert!(create_atomic(&path, b"first").unwrap());
+        write_atomic(&path, b"second").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"second");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[test]

@@ -16,7 +16,8 @@ pub enum TopicError {
     Io(#[from] std::io::Error),
     #[error("bad topic file {0}: {1}")]
     Parse(PathBuf, serde_json::Error),
-    #[error("invalid topic name {0:?}")]
+    /// Kafka's message for the name (`Topic.validate`).
+    #[error("{0}")]
     InvalidName(String),
     #[error("invalid partition count {0}")]
     InvalidPartitions(i32),
@@ -169,18 +170,39 @@ impl TopicMeta {
     }
 }
 
-/// Kafka's legal topic names: 1..=249 chars of [a-zA-Z0-9._-], not "." or "..".
+/// Kafka's longest topic name (`Topic.MAX_NAME_LENGTH`): its partition directories,
+/// `<name>-<partition>`, stay within a file name's 255 bytes.
+pub const MAX_NAME_LENGTH: usize = 249;
+
+/// Kafka's legal topic names (`Topic.validate`): 1..=249 chars of [a-zA-Z0-9._-], not "." or
+/// "..", refused with Kafka's messages.
 pub fn validate_name(name: &str) -> Result<(), TopicError> {
-    let legal = !name.is_empty()
-        && name.len() <= 249
-        && name != "."
-        && name != ".."
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-');
-    if legal {
-        Ok(())
+    let why = if name.is_empty() {
+        "Topic name is illegal, it can't be empty".to_string()
+    } else if name == "." || name == ".." {
+        format!("Topic name is invalid: '{name}' is not allowed")
+    } else if name.len() > MAX_NAME_LENGTH {
+        format!("Topic name is invalid: the length of '{name}' is longer than the max allowed length {MAX_NAME_LENGTH}")
+    } else if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-') {
+        format!(
+            "Topic name is invalid: '{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
+        )
     } else {
-        Err(TopicError::InvalidName(name.to_string()))
+        return Ok(());
+    };
+    Err(TopicError::InvalidName(why))
+}
+
+/// Kafka refuses a topic whose name differs from an existing one only by '.' against '_'
+/// (`Topic.hasCollisionChars` / `unifyCollisionChars`: the two would share metric names):
+/// the existing topic `name` collides with, if any.
+pub fn collision<'a>(name: &str, existing: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    if !name.contains(['.', '_']) {
+        return None;
     }
+    let unified = |n: &str| n.replace('.', "_");
+    let wanted = unified(name);
+    existing.into_iter().find(|e| *e != name && e.len() == name.len() && unified(e) == wanted)
 }
 
 /// Kafka's internal topics. kaas keeps what they hold elsewhere (group offsets and transaction
@@ -396,9 +418,12 @@ pub fn remove(data_dir: &Path, meta: &TopicMeta, partitions: &[i32]) -> Result<(
     remove_partitions(data_dir, &meta.name, meta.id, partitions)
 }
 
-/// The delete record of topic `name` with id `id`: `__cluster/topics/deleted/<name>.<id>`.
+/// The delete record of topic `name` with id `id`: `__cluster/topics/deleted/<name>.<id>`, the
+/// name cut short where the whole would pass a file name's 255 bytes (the id tells topics apart).
 fn delete_record_path(data_dir: &Path, name: &str, id: Uuid) -> PathBuf {
-    topics_dir(data_dir).join("deleted").join(format!("{name}.{}", id.simple()))
+    const ROOM: usize = 255 - 1 - 32;
+    let shown = name.get(..ROOM).unwrap_or(name);
+    topics_dir(data_dir).join("deleted").join(format!("{shown}.{}", id.simple()))
 }
 
 /// What became of a topic this broker serves whose file one listing did not show.
@@ -485,9 +510,35 @@ mod tests {
     #[test]
     fn topic_names_follow_kafka_rules() {
         assert!(validate_name("orders.v1_x-2").is_ok());
+        assert!(validate_name(&"x".repeat(MAX_NAME_LENGTH)).is_ok());
         for bad in ["", ".", "..", "a b", "ü", &"x".repeat(250)] {
             assert!(validate_name(bad).is_err(), "{bad:?}");
         }
+        assert_eq!(validate_name("..").unwrap_err().to_string(), "Topic name is invalid: '..' is not allowed");
+    }
+
+    #[test]
+    fn a_name_differing_from_a_topic_only_by_dot_against_underscore_collides() {
+        let existing = ["a.b", "c_d", "plain", "x.y_z"];
+        assert_eq!(collision("a_b", existing), Some("a.b"));
+        assert_eq!(collision("c.d", existing), Some("c_d"));
+        assert_eq!(collision("x_y.z", existing), Some("x.y_z"));
+        // The same name is TOPIC_ALREADY_EXISTS, not a collision; no '.' or '_', no collision.
+        assert_eq!(collision("a.b", existing), None);
+        assert_eq!(collision("plain", existing), None);
+        assert_eq!(collision("a_bc", existing), None);
+    }
+
+    #[test]
+    fn a_delete_record_name_fits_a_file_name_for_the_longest_topic_names() {
+        let id = Uuid::new_v4();
+        let long = "y".repeat(MAX_NAME_LENGTH);
+        let record = delete_record_path(Path::new("/d"), &long, id);
+        let file = record.file_name().unwrap().to_string_lossy().into_owned();
+        assert_eq!(file.len(), 255);
+        assert!(file.ends_with(&id.simple().to_string()));
+        let short = delete_record_path(Path::new("/d"), "orders", id);
+        assert_eq!(short.file_name().unwrap().to_string_lossy(), format!("orders.{}", id.simple()));
     }
 
     #[test]

@@ -43,6 +43,13 @@ impl TopicRegistry {
                 format!("Topic '{}' already exists.", msg.name),
             ));
         }
+        let known = self.topics.keys().map(String::as_str).chain(topics::INTERNAL_TOPICS);
+        if let Some(other) = topics::collision(&msg.name, known) {
+            return Err(fail(
+                ResponseError::InvalidTopicException.code(),
+                format!("Topic '{}' collides with existing topic: {other}", msg.name),
+            ));
+        }
         let limit = |e: topics::LimitError| fail(e.code(), e.to_string());
         let partitions = topics::resolve_partitions(msg.partitions, self.settings.log.num_partitions).map_err(limit)?;
         let configs = topic_config::validate(&msg.configs).map_err(|e| fail(e.code(), e.to_string()))?;

@@ -51,19 +51,19 @@ fn create_all(c: &mut Client, topics: Vec<CreatableTopic>, validate_only: bool) 
         .collect()
 }
 
-fn create(c: &mut Client, n: &str, partitions: i32, configs: &[(&str, &str)]) -> (i16, String) {
+pub(super) fn create(c: &mut Client, n: &str, partitions: i32, configs: &[(&str, &str)]) -> (i16, String) {
     create_all(c, vec![topic(n, partitions, configs)], false).remove(0)
 }
 
 /// (error code, base offset) of one non-idempotent single-record produce.
-fn produce(c: &mut Client, t: &str, partition: i32) -> (i16, i64) {
+pub(super) fn produce(c: &mut Client, t: &str, partition: i32) -> (i16, i64) {
     let resp = common::produce_one(c, 9, None, name(t), partition, batch(-1, -1, -1, 1, "v"));
     let r = &resp.responses[0].partition_responses[0];
     (r.error_code, r.base_offset)
 }
 
 /// Topic error code of a Metadata request for one topic.
-fn metadata(c: &mut Client, t: &str, auto_create: bool) -> i16 {
+pub(super) fn metadata(c: &mut Client, t: &str, auto_create: bool) -> i16 {
     let mut mt = MetadataRequestTopic::default();
     mt.name = Some(name(t));
     let mut req = MetadataRequest::default();
