@@ -28,6 +28,7 @@ pub mod placement;
 pub mod producer_ids;
 pub mod producer_state;
 pub mod quorum;
+pub mod recompress;
 pub mod records;
 pub mod topics;
 pub mod txn;

@@ -146,7 +146,8 @@ pub fn find_record(
     Ok(None)
 }
 
-fn decoder<'a>(codec: u8, payload: &'a [u8]) -> Result<Box<dyn Read + 'a>, RecordsError> {
+/// A streaming reader of a batch's decompressed records section, with the bounds above.
+pub(crate) fn decoder<'a>(codec: u8, payload: &'a [u8]) -> Result<Box<dyn Read + 'a>, RecordsError> {
     Ok(match codec {
         CODEC_NONE => Box::new(payload),
         // Java's GZIPInputStream reads concatenated members too.

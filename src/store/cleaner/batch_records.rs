@@ -5,12 +5,13 @@
 //! timestamp type, max timestamp and compression codec; only the records and, when the cleaner
 //! sets one (KIP-534), the delete horizon change.
 
-use std::io::{Read, Write};
+use std::io::Read;
 
 use bytes::Bytes;
 
 use super::CleanerError;
 use crate::store::batch::{BatchHeader, HEADER_LEN};
+use crate::store::recompress::{compress_into, Compression};
 use crate::store::records::{CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD, ZSTD_WINDOW_LOG_MAX};
 
 /// Attributes bit 6: the base timestamp holds the batch's delete horizon (KIP-534).
@@ -185,45 +186,13 @@ fn snappy_decode(payload: &[u8], max_bytes: usize, out: &mut Vec<u8>) -> std::io
     Ok(out.len())
 }
 
+/// The cleaner's codecs at their libraries' default levels (gzip 6, lz4's fast mode, zstd 3).
 fn compress(codec: u8, raw: &[u8]) -> Result<Vec<u8>, CleanerError> {
-    let io = |e: std::io::Error| CleanerError::Records(format!("compress: {e}"));
-    Ok(match codec {
-        CODEC_NONE => raw.to_vec(),
-        CODEC_GZIP => {
-            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-            e.write_all(raw).map_err(io)?;
-            e.finish().map_err(io)?
-        }
-        CODEC_SNAPPY => {
-            // xerial's SnappyOutputStream, as Kafka's producer writes it: 32 KiB chunks.
-            let mut out = vec![0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
-            out.extend_from_slice(&1i32.to_be_bytes());
-            out.extend_from_slice(&1i32.to_be_bytes());
-            let mut enc = snap::raw::Encoder::new();
-            for chunk in raw.chunks(32 << 10) {
-                let c = enc.compress_vec(chunk).map_err(|e| CleanerError::Records(format!("compress: {e}")))?;
-                out.extend_from_slice(&(c.len() as u32).to_be_bytes());
-                out.extend_from_slice(&c);
-            }
-            out
-        }
-        CODEC_LZ4 => {
-            // Independent 64 KiB blocks without a content checksum: what Kafka's
-            // KafkaLZ4BlockInputStream reads.
-            let mut e = lz4::EncoderBuilder::new()
-                .block_size(lz4::BlockSize::Max64KB)
-                .block_mode(lz4::BlockMode::Independent)
-                .checksum(lz4::ContentChecksum::NoChecksum)
-                .build(Vec::new())
-                .map_err(io)?;
-            e.write_all(raw).map_err(io)?;
-            let (out, r) = e.finish();
-            r.map_err(io)?;
-            out
-        }
-        CODEC_ZSTD => zstd::encode_all(raw, 3).map_err(io)?,
-        other => return Err(CleanerError::Records(format!("unknown compression type id {other}"))),
-    })
+    let level = if codec == CODEC_ZSTD { 3 } else { -1 };
+    let mut out = Vec::with_capacity(raw.len() / 2);
+    compress_into(Compression { codec, level }, raw, &mut out)
+        .map_err(|e| CleanerError::Records(format!("compress: {e}")))?;
+    Ok(out)
 }
 
 struct Cursor<'a> {

@@ -1,13 +1,15 @@
 """Apache Kafka's kafka-configs tool (org.apache.kafka.tools.ConfigCommand in 4.4) against kaas:
 altering a topic's max.message.bytes up and down changes what Produce accepts (confluent-kafka
 producer), --describe shows the value as DYNAMIC_TOPIC_CONFIG, --delete-config restores the
-default, and the value survives a broker restart."""
+default, and the value survives a broker restart; compression.type altered with it applies to
+the next batches."""
 import os
 
 from confluent_kafka import KafkaError, Producer
 
 import javaharness
 import kaashelpers
+from test_topic_compression import stored_codecs
 
 TWO_MIB = 2 * 1024 * 1024
 
@@ -72,7 +74,7 @@ def test_kafka_configs_refusals(broker):
     bs = broker.bootstrap
     topic = kaashelpers.unique_topic("cfgbad")
     kaashelpers.create_topic(bs, topic, 1)
-    run = configs(bs, "--entity-name", topic, "--alter", "--add-config", "compression.type=gzip", ok=False)
+    run = configs(bs, "--entity-name", topic, "--alter", "--add-config", "min.insync.replicas=2", ok=False)
     assert run.returncode != 0 and "InvalidConfigurationException" in run.stdout + run.stderr, run.describe()
     run = configs(bs, "--entity-name", topic, "--alter", "--add-config", "retention.ms=abc", ok=False)
     assert "Not a number of type LONG" in run.stdout + run.stderr, run.describe()
@@ -81,6 +83,22 @@ def test_kafka_configs_refusals(broker):
     configs(bs, "--entity-name", topic, "--alter", "--add-config", "retention.ms=60000")
     line = described(bs, topic, "retention.ms")
     assert line.startswith("retention.ms=60000 ") and "DYNAMIC_TOPIC_CONFIG" in line, line
+
+
+def test_compression_type_altered_with_kafka_configs_recompresses_the_next_batches(broker):
+    bs = broker.bootstrap
+    topic = kaashelpers.unique_topic("cfgcomp")
+    kaashelpers.create_topic(bs, topic, 1)
+    log_dir = broker.data_dir / "topics" / f"{topic}-0"
+    kaashelpers.produce_confluent(bs, topic, [(b"k", b"before " * 50)], conf={"compression.type": "none"})
+    assert stored_codecs(log_dir) == {0}
+    configs(bs, "--entity-name", topic, "--alter", "--add-config", "compression.type=lz4")
+    line = described(bs, topic, "compression.type")
+    assert line.startswith("compression.type=lz4 ") and "DYNAMIC_TOPIC_CONFIG" in line, line
+    kaashelpers.produce_confluent(bs, topic, [(b"k", b"after " * 50)], conf={"compression.type": "none"})
+    assert stored_codecs(log_dir) == {0, 3}, "the second batch stored lz4"
+    got = kaashelpers.consume_to_end(bs, topic, 1, "read_uncommitted")[0]
+    assert [v for _, _, v in got] == [b"before " * 50, b"after " * 50]
 
 
 def group_configs(bootstrap, *args, ok=True):

@@ -222,7 +222,8 @@ fn alter_errors_are_kafkas() {
         one(&mut c, &[("retention.ms", SET, Some("abc"))]),
         (INVALID_CONFIG, "Invalid value abc for configuration retention.ms: Not a number of type LONG".into())
     );
-    assert_eq!(one(&mut c, &[("compression.type", SET, Some("gzip"))]).0, INVALID_CONFIG, "kaas never recompresses");
+    assert_eq!(one(&mut c, &[("compression.type", SET, Some("brotli"))]).0, INVALID_CONFIG, "not a Kafka codec");
+    assert_eq!(one(&mut c, &[("min.insync.replicas", SET, Some("2"))]).0, INVALID_CONFIG, "kaas keeps one copy");
     assert_eq!(
         one(&mut c, &[("retention.ms", APPEND, Some("1"))]),
         (INVALID_CONFIG, "Can't APPEND to key retention.ms because its type is not LIST.".into())

@@ -25,6 +25,7 @@ use crate::store::auth::acl;
 use crate::store::batch::{BatchHeader, Incoming};
 use crate::store::clock::now_ms;
 use crate::store::partition::{check_parsed_partition_data, check_request};
+use crate::store::recompress::{self, Compression};
 use crate::store::topics::is_internal;
 use crate::store::txn::{produce_verification_error, ImplicitAddRetry, TopicPartition};
 use crate::store::validate::{self, RecordError, TimestampPolicy};
@@ -47,7 +48,7 @@ fn err(code: i16) -> PartitionAnswer {
 /// Kafka's LogValidator on the batch, then the append. The records are walked by streaming
 /// decompression (bounded memory, see store::records), never decoded whole.
 async fn validate_and_append(s: &Session, name: &str, ready: Ready, acks: i16) -> PartitionAnswer {
-    let Ready { leader, header, records, verified, timestamp, partition } = ready;
+    let Ready { leader, header, records, verified, timestamp, compression, max_message_bytes, partition } = ready;
     let leader = &leader;
     let now = now_ms();
     let validated = match validate::validate_client_batch(&records, &header, &timestamp, now, &partition) {
@@ -62,7 +63,22 @@ async fn validate_and_append(s: &Session, name: &str, ready: Ready, acks: i16) -
             return PartitionAnswer::Rejected(ack, details);
         }
     };
-    // The records stay in the request's buffer; only the header is copied, to be patched.
+    // The topic's compression.type: a batch in another codec is stored recompressed.
+    let (records, header) = match recompress::wanted(&header, compression) {
+        None => (records, header),
+        Some(target) => match recompress::recompress(&records, &header, target, max_message_bytes) {
+            Ok(batch) => match BatchHeader::parse(&batch) {
+                Ok(h) => (bytes::Bytes::from(batch), h),
+                Err(_) => return err(ResponseError::InvalidRecord.code()),
+            },
+            Err(e) => {
+                tracing::debug!(topic = name, "produce refused at recompression: {e}");
+                return err(e.code());
+            }
+        },
+    };
+    // The records stay in the request's buffer (or the recompressed one); only the header is
+    // copied, to be patched.
     let Ok(mut data) = Incoming::new(records) else {
         return err(ResponseError::InvalidRecord.code());
     };
@@ -102,6 +118,9 @@ struct Ready {
     verified: Verified,
     /// The topic's timestamp rules (its configs, else the broker's).
     timestamp: TimestampPolicy,
+    /// The topic's compression.type: None stores the batch as sent.
+    compression: Option<Compression>,
+    max_message_bytes: usize,
     /// "topic-index", for the validator's messages.
     partition: String,
 }
@@ -130,7 +149,16 @@ fn prepare_partition(
     };
     let records = p.records.unwrap_or_default();
     let partition = format!("{}-{}", topic.meta.name, p.index);
-    Prepared::Ready(Ready { leader, header, records, verified: Verified::No, timestamp: limits.timestamp, partition })
+    Prepared::Ready(Ready {
+        leader,
+        header,
+        records,
+        verified: Verified::No,
+        timestamp: limits.timestamp,
+        compression: limits.compression,
+        max_message_bytes: limits.max_message_bytes,
+        partition,
+    })
 }
 
 /// Enqueues every append now; the returned future completes with the response (None for acks=0).

@@ -14,6 +14,7 @@ use thiserror::Error;
 use crate::error_code::ResponseError;
 use crate::store::cleaner::Compaction;
 use crate::store::log::LogConfig;
+use crate::store::recompress::Compression;
 use crate::store::validate::TimestampPolicy;
 use table::{ConfigDef, Honour, Kind, Valid};
 
@@ -93,6 +94,8 @@ impl BrokerDefaults {
 pub struct ProduceLimits {
     pub max_message_bytes: usize,
     pub timestamp: TimestampPolicy,
+    /// compression.type (with its level): None for `producer`, batches stored as sent.
+    pub compression: Option<Compression>,
 }
 
 fn invalid(name: &str, value: &str, reason: String) -> TopicConfigError {
@@ -313,6 +316,12 @@ pub fn produce_limits(defaults: &BrokerDefaults, configs: &BTreeMap<String, Stri
         stored(configs, "message.timestamp.type", &mut ignored).unwrap_or_else(|| defaults.timestamp_type.clone());
     ProduceLimits {
         max_message_bytes: stored(configs, "max.message.bytes", &mut ignored).unwrap_or(defaults.max_message_bytes),
+        compression: Compression::from_config(
+            &stored::<String>(configs, "compression.type", &mut ignored).unwrap_or_else(|| "producer".into()),
+            stored(configs, "compression.gzip.level", &mut ignored).unwrap_or(-1),
+            stored(configs, "compression.lz4.level", &mut ignored).unwrap_or(9),
+            stored(configs, "compression.zstd.level", &mut ignored).unwrap_or(3),
+        ),
         timestamp: TimestampPolicy {
             compacted: is_compacted(configs),
             log_append_time: timestamp_type == "LogAppendTime",
@@ -445,10 +454,16 @@ mod tests {
     }
 
     #[test]
-    fn compression_other_than_producer_is_refused_as_kaas_never_recompresses() {
-        assert!(is_unsupported(one("compression.type", "zstd")));
-        assert!(is_unsupported(one("compression.zstd.level", "5")));
-        assert!(one("compression.zstd.level", "3").is_ok());
+    fn compression_type_and_levels_reach_the_produce_path() {
+        let configs = BTreeMap::from([
+            ("compression.type".to_string(), "zstd".to_string()),
+            ("compression.zstd.level".to_string(), "7".to_string()),
+        ]);
+        let limits = produce_limits(&BrokerDefaults::default(), &configs);
+        assert_eq!(limits.compression, Some(Compression { codec: crate::store::records::CODEC_ZSTD, level: 7 }));
+        assert_eq!(produce_limits(&BrokerDefaults::default(), &BTreeMap::new()).compression, None, "producer");
+        assert!(one("compression.type", "lz4").is_ok());
+        assert!(is_invalid_value(one("compression.zstd.level", "23")));
     }
 
     #[test]
