@@ -203,6 +203,15 @@ fn two_members_revoke_then_assign_leave_fence_and_time_out() {
     let v6: DescribeGroupsResponse = c.call(ApiKey::DescribeGroups, 6, dg);
     assert_eq!((v6.groups[0].error_code, v6.groups[0].group_state.as_str()), (69, "Dead"));
     assert_eq!(v6.groups[0].error_message.as_deref(), Some(format!("Group {GROUP} is not a classic group.").as_str()));
+    // An unknown group likewise, "not found" (kafka-consumer-groups --describe of Kafka 4.4:
+    // "GroupIdNotFoundException: Group nope not found.").
+    let mut dg = DescribeGroupsRequest::default();
+    dg.groups = vec![GroupId(s("nope"))];
+    let v5: DescribeGroupsResponse = c.call(ApiKey::DescribeGroups, 5, dg.clone());
+    assert_eq!((v5.groups[0].error_code, v5.groups[0].group_state.as_str()), (0, "Dead"));
+    let v6: DescribeGroupsResponse = c.call(ApiKey::DescribeGroups, 6, dg);
+    assert_eq!((v6.groups[0].error_code, v6.groups[0].group_state.as_str()), (69, "Dead"));
+    assert_eq!(v6.groups[0].error_message.as_deref(), Some("Group nope not found."));
 
     // B leaves: A gets everything at the next epoch.
     let leave = heartbeat(&mut c, "member-b", -1, None, false);

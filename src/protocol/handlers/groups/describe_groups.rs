@@ -1,7 +1,8 @@
 //! DescribeGroups (key 15): state, protocol and members (metadata and assignment when Stable).
 //! A consumer-protocol group (KIP-848) is not described here, as in Apache Kafka 4.4: state
 //! Dead, and from v6 GROUP_ID_NOT_FOUND "Group <id> is not a classic group." (before v6 no
-//! error); clients describe it with ConsumerGroupDescribe.
+//! error); clients describe it with ConsumerGroupDescribe. An unknown group is the same, with
+//! "Group <id> not found." (what `kafka-consumer-groups --describe` of Kafka 4.4 reports).
 
 use std::rc::Rc;
 
@@ -51,6 +52,13 @@ pub async fn handle(s: Rc<Session>, version: i16, req: DescribeGroupsRequest) ->
         let mut g = DescribedGroup::default();
         g.group_id = GroupId(str_bytes(&id));
         match d {
+            // An unknown group (the coordinator describes it as Dead): from v6 Kafka 4.4 answers
+            // GROUP_ID_NOT_FOUND "Group <id> not found.", before v6 Dead without an error.
+            Ok(d) if d.state == GroupState::Dead && version >= 6 => {
+                g.group_state = str_bytes(GroupState::Dead.name());
+                g.error_code = GroupError::GroupIdNotFound.code();
+                g.error_message = Some(str_bytes(&format!("Group {id} not found.")));
+            }
             Ok(d) => {
                 g.group_state = str_bytes(d.state.name());
                 g.protocol_type = str_bytes(&d.protocol_type);
