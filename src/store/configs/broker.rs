@@ -13,7 +13,7 @@
 
 use std::borrow::Cow;
 
-use super::{ConfigEntry, Synonym, SOURCE_DEFAULT, SOURCE_STATIC_BROKER};
+use super::{ConfigEntry, Synonym, SOURCE_DEFAULT, SOURCE_DYNAMIC_DEFAULT_BROKER, SOURCE_STATIC_BROKER};
 use super::{TYPE_BOOLEAN, TYPE_INT, TYPE_LIST, TYPE_SHORT, TYPE_STRING};
 
 /// A broker config that is what kaas does, whatever its settings.
@@ -52,7 +52,7 @@ pub struct BrokerSetting {
 /// settings that are broker configs come from config/settings.rs.
 pub const BROKER_FACTS: &[BrokerFact] = &[
     fact("compression.type", TYPE_STRING, Some("producer"), "producer",
-        "kaas stores every batch as the producer compressed it.",
+        "The topics' default: batches stored as the producer compressed them (a topic's own compression.type may name a codec).",
     ),
     fact("default.replication.factor", TYPE_INT, Some("1"), "1",
         "kaas keeps one copy of each partition: durability comes from fsync before every acks=all answer, and in a cluster from the shared disk.",
@@ -89,8 +89,37 @@ pub const BROKER_FACTS: &[BrokerFact] = &[
     ),
 ];
 
+/// The cluster-wide dynamic defaults a new Apache Kafka 4.4 cluster has: its controller records
+/// `min.insync.replicas` at bootstrap (KIP-966, eligible leader replicas), so brokers and topics
+/// describe it as DYNAMIC_DEFAULT_BROKER_CONFIG (checked against Kafka 4.4: `kafka-configs
+/// --entity-type brokers --entity-default --describe`). kaas's value is the same, 1.
+pub const CLUSTER_DEFAULTS: &[(&str, &str)] = &[("min.insync.replicas", "1")];
+
+/// The cluster default of `name`, if the cluster has one.
+pub fn cluster_default(name: &str) -> Option<&'static str> {
+    CLUSTER_DEFAULTS.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+}
+
+/// DescribeConfigs of the cluster default (a BROKER resource with an empty name).
+pub fn describe_cluster_defaults() -> Vec<ConfigEntry> {
+    CLUSTER_DEFAULTS
+        .iter()
+        .filter_map(|(name, value)| BROKER_FACTS.iter().find(|f| f.name == *name).map(|f| (f, value)))
+        .map(|(f, value)| ConfigEntry {
+            name: f.name,
+            value: Some(value.to_string()),
+            source: SOURCE_DYNAMIC_DEFAULT_BROKER,
+            config_type: f.config_type,
+            read_only: false,
+            synonyms: vec![Synonym::new(f.name, *value, SOURCE_DYNAMIC_DEFAULT_BROKER)],
+            doc: Cow::Borrowed(f.doc),
+        })
+        .collect()
+}
+
 /// One broker config: read-only (kaas changes none at runtime), STATIC_BROKER_CONFIG where it
-/// differs from Kafka's default, before DEFAULT_CONFIG where Kafka has a default.
+/// differs from Kafka's default, before DEFAULT_CONFIG where Kafka has a default; a cluster
+/// default ([`CLUSTER_DEFAULTS`]) comes first and is the source.
 fn describe_one(
     name: &'static str,
     config_type: i8,
@@ -99,6 +128,10 @@ fn describe_one(
     doc: Cow<'static, str>,
 ) -> ConfigEntry {
     let mut synonyms = Vec::new();
+    let cluster = cluster_default(name);
+    if let Some(v) = cluster {
+        synonyms.push(Synonym::new(name, v, SOURCE_DYNAMIC_DEFAULT_BROKER));
+    }
     let set = kafka_default != Some(value.as_str());
     if set {
         synonyms.push(Synonym::new(name, value.clone(), SOURCE_STATIC_BROKER));
@@ -106,7 +139,11 @@ fn describe_one(
     if let Some(default) = kafka_default {
         synonyms.push(Synonym::new(name, default, SOURCE_DEFAULT));
     }
-    let source = if set { SOURCE_STATIC_BROKER } else { SOURCE_DEFAULT };
+    let source = match (cluster, set) {
+        (Some(_), _) => SOURCE_DYNAMIC_DEFAULT_BROKER,
+        (None, true) => SOURCE_STATIC_BROKER,
+        (None, false) => SOURCE_DEFAULT,
+    };
     ConfigEntry { name, value: Some(value), source, config_type, read_only: true, synonyms, doc }
 }
 
@@ -134,6 +171,17 @@ mod tests {
 
     fn setting(name: &'static str, config_type: i8, kafka_default: Option<&'static str>, value: &str) -> BrokerSetting {
         BrokerSetting { name, config_type, kafka_default, value: value.into(), doc: "what it does".into() }
+    }
+
+    #[test]
+    fn min_insync_replicas_is_a_cluster_default_as_on_a_new_kafka_cluster() {
+        let e = find(&describe_broker(Vec::new()), "min.insync.replicas");
+        assert_eq!((e.value_str(), e.source), ("1", SOURCE_DYNAMIC_DEFAULT_BROKER));
+        let sources: Vec<i8> = e.synonyms.iter().map(|s| s.source).collect();
+        assert_eq!(sources, [SOURCE_DYNAMIC_DEFAULT_BROKER, SOURCE_DEFAULT]);
+        let defaults = describe_cluster_defaults();
+        assert_eq!(defaults.len(), 1);
+        assert_eq!((defaults[0].name, defaults[0].value_str(), defaults[0].source), ("min.insync.replicas", "1", 3));
     }
 
     #[test]

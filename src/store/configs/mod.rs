@@ -20,6 +20,8 @@ use std::borrow::Cow;
 
 /// DescribeConfigs ConfigSource ids.
 pub const SOURCE_DYNAMIC_TOPIC: i8 = 1;
+/// Kafka's DYNAMIC_DEFAULT_BROKER_CONFIG: a cluster-wide default (`--entity-default`).
+pub const SOURCE_DYNAMIC_DEFAULT_BROKER: i8 = 3;
 pub const SOURCE_STATIC_BROKER: i8 = 4;
 pub const SOURCE_DEFAULT: i8 = 5;
 /// Kafka's ConfigSource.GROUP_CONFIG: a value set on the group.

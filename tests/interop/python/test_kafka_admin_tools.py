@@ -153,13 +153,17 @@ def test_topics_tool_describes_the_internal_topics(broker):
     out = tool("org.apache.kafka.tools.TopicCommand", broker.bootstrap, "--describe", "--topic", "__consumer_offsets").stdout
     line, cfg = configs(out, "__consumer_offsets")
     assert "PartitionCount: 50" in line, out
-    assert cfg == {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600"}, line
+    # min.insync.replicas=1 is the cluster default a new Kafka 4.4 cluster records (KIP-966), which
+    # kafka-topics shows for every topic, as against Kafka.
+    assert cfg == {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600",
+                   "min.insync.replicas": "1"}, line
     assert sum(1 for l in out.splitlines() if "Partition: " in l) == 50, out
     every = tool("org.apache.kafka.tools.TopicCommand", broker.bootstrap, "--describe").stdout
     assert configs(every, "__transaction_state")[1] == {
         "cleanup.policy": "compact", "compression.type": "uncompressed", "min.insync.replicas": "1",
         "segment.bytes": "104857600", "unclean.leader.election.enable": "false"}, every
-    assert configs(every, "__consumer_offsets")[1] == cfg and configs(every, topic)[1] == {}, every
+    assert configs(every, "__consumer_offsets")[1] == cfg, every
+    assert configs(every, topic)[1] == {"min.insync.replicas": "1"}, every
     external = tool("org.apache.kafka.tools.TopicCommand", broker.bootstrap, "--describe", "--exclude-internal").stdout
     assert f"Topic: {topic}\t" in external and "__consumer_offsets" not in external, external
     # Kafka lets their configs be changed; kaas keeps that state in sled and says so.
@@ -216,5 +220,13 @@ def test_configs_tool_describes_a_brokers_configs(broker):
     assert dynamic.strip() == f"Dynamic configs for broker {node} are:", dynamic
     default = tool("org.apache.kafka.tools.ConfigCommand", broker.bootstrap, "--describe", "--entity-type", "brokers",
                    "--entity-default").stdout
-    assert default.strip() == "Default configs for brokers in the cluster are:", default
+    # As on a new Apache Kafka 4.4 cluster, whose controller records min.insync.replicas as a
+    # cluster default at bootstrap (KIP-966).
+    assert default.strip().splitlines() == [
+        "Default configs for brokers in the cluster are:",
+        "  min.insync.replicas=1 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:min.insync.replicas=1}"
+    ], default
+    assert lines["min.insync.replicas"] == (
+        "min.insync.replicas=1 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:min.insync.replicas=1, "
+        "DEFAULT_CONFIG:min.insync.replicas=1}"), out
     kaashelpers.assert_no_panic(broker)

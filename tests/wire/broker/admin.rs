@@ -402,8 +402,12 @@ fn a_broker_describes_the_kafka_configs_it_has_a_true_value_for() {
     assert_eq!(find("listeners").1, format!("PLAINTEXT://127.0.0.1:{}", broker.port));
     assert_eq!(find("broker.id").1, broker.node_id.to_string());
     assert!(configs.len() > 40, "{} configs", configs.len());
-    // The cluster default: Kafka lists the dynamic defaults, and kaas has none.
-    assert_eq!(describe_broker(&mut c, ""), (0, Some(String::new()), vec![]));
+    // The cluster default: the dynamic defaults a new Kafka 4.4 cluster has (KIP-966's
+    // min.insync.replicas, recorded at bootstrap), writable there, hence not read-only.
+    assert_eq!(
+        describe_broker(&mut c, ""),
+        (0, Some(String::new()), vec![("min.insync.replicas".to_string(), "1".to_string(), 3, false, vec![3])])
+    );
     let (code, message, configs) = describe_broker(&mut c, "99");
     assert_eq!((code, configs.len()), (42, 0));
     let expected = format!("Unexpected broker id, expected {} or empty string, but received 99", broker.node_id);

@@ -17,7 +17,7 @@ use crate::config::{plain, Settings};
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
 use crate::store::auth::acl;
-use crate::store::configs::broker::{describe_broker, BrokerSetting};
+use crate::store::configs::broker::{describe_broker, describe_cluster_defaults, BrokerSetting};
 use crate::store::configs::group::{describe_group, GroupDefaults, GroupOverrides};
 use crate::store::configs::group_store;
 use crate::store::configs::resources::{
@@ -162,7 +162,7 @@ pub async fn handle(s: Rc<Session>, version: i16, req: DescribeConfigsRequest) -
             }
             RESOURCE_CLIENT_METRICS => {}
             // This broker: its settings and what kaas does (store::configs::broker). The cluster
-            // default (an empty name) lists the dynamic defaults, and kaas has none.
+            // default (an empty name) lists the dynamic defaults a new Kafka cluster has.
             RESOURCE_BROKER => match describe_target(&res.resource_name, st.broker.node_id, false) {
                 Ok(Some(())) => {
                     for e in describe_broker(broker_settings(st)) {
@@ -171,7 +171,13 @@ pub async fn handle(s: Rc<Session>, version: i16, req: DescribeConfigsRequest) -
                         }
                     }
                 }
-                Ok(None) => {}
+                Ok(None) => {
+                    for e in describe_cluster_defaults() {
+                        if wanted(&res.configuration_keys, e.name) {
+                            r.configs.push(wire_entry(e, req.include_synonyms, req.include_documentation, version));
+                        }
+                    }
+                }
                 Err(e) => {
                     r.error_code = e.code();
                     r.error_message = Some(str_bytes(&e.to_string()));

@@ -5,7 +5,10 @@ use std::collections::BTreeMap;
 
 use std::borrow::Cow;
 
-use super::super::{ConfigEntry, Synonym, SOURCE_DEFAULT, SOURCE_DYNAMIC_TOPIC, SOURCE_STATIC_BROKER};
+use super::super::broker::cluster_default;
+use super::super::{
+    ConfigEntry, Synonym, SOURCE_DEFAULT, SOURCE_DYNAMIC_DEFAULT_BROKER, SOURCE_DYNAMIC_TOPIC, SOURCE_STATIC_BROKER,
+};
 use super::table::{self, ConfigDef};
 use super::{check_value, BrokerDefaults};
 
@@ -24,14 +27,20 @@ fn describe_one(def: &'static ConfigDef, defaults: &BrokerDefaults, topic_value:
         let name = def.synonym.unwrap_or(def.name).to_string();
         synonyms.push(Synonym::new(name, v.clone(), SOURCE_STATIC_BROKER));
     }
+    // A cluster-wide default (store::configs::broker::CLUSTER_DEFAULTS) overrides the static one.
+    let cluster = def.synonym.and_then(|name| cluster_default(name).map(|v| (name, v)));
+    if let Some((name, v)) = cluster {
+        synonyms.push(Synonym::new(name, v, SOURCE_DYNAMIC_DEFAULT_BROKER));
+    }
     // Kafka's retention.ms default derives from log.retention.hours, so it names no synonym.
     if let Some(name) = def.synonym.filter(|_| def.name != "retention.ms") {
         synonyms.push(Synonym::new(name, def.default, SOURCE_DEFAULT));
     }
-    let (value, source) = match (topic_value, broker) {
-        (Some(v), _) => (v.clone(), SOURCE_DYNAMIC_TOPIC),
-        (None, Some(v)) => (v, SOURCE_STATIC_BROKER),
-        (None, None) => (def.default.to_string(), SOURCE_DEFAULT),
+    let (value, source) = match (topic_value, cluster, broker) {
+        (Some(v), _, _) => (v.clone(), SOURCE_DYNAMIC_TOPIC),
+        (None, Some((_, v)), _) => (v.to_string(), SOURCE_DYNAMIC_DEFAULT_BROKER),
+        (None, None, Some(v)) => (v, SOURCE_STATIC_BROKER),
+        (None, None, None) => (def.default.to_string(), SOURCE_DEFAULT),
     };
     ConfigEntry {
         name: def.name,
