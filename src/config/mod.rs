@@ -267,6 +267,7 @@ impl Settings {
     pub fn log_config(&self, files: std::sync::Arc<FileCache>) -> LogConfig {
         LogConfig {
             segment_bytes: self.log.segment_bytes,
+            segment_ms: crate::store::log::DEFAULT_SEGMENT_MS,
             retention_ms: self.log.retention_ms,
             retention_bytes: self.log.retention_bytes,
             index_interval_bytes: 4096,

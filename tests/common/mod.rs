@@ -485,7 +485,33 @@ pub fn txn_batch(producer_id: i64, epoch: i16, base_sequence: i32, n: usize, tag
     build_batch(producer_id, epoch, base_sequence, n, tag, true)
 }
 
+/// The wall clock in milliseconds: records carry the time they are made, as a client's do (a
+/// batch far older than the transaction markers the broker stamps with the time would start a
+/// new segment at each marker, segment.ms being 7 days).
+fn recent_ms() -> i64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A batch stamped in November 2023 (CreateTime), for the tests of time-based rules (retention,
+/// timestamp bounds).
+pub fn old_batch(producer_id: i64, epoch: i16, base_sequence: i32, n: usize, tag: &str) -> Bytes {
+    stamped_batch(producer_id, epoch, base_sequence, n, tag, false, 1_700_000_000_000)
+}
+
 fn build_batch(producer_id: i64, epoch: i16, base_sequence: i32, n: usize, tag: &str, transactional: bool) -> Bytes {
+    stamped_batch(producer_id, epoch, base_sequence, n, tag, transactional, recent_ms())
+}
+
+fn stamped_batch(
+    producer_id: i64,
+    epoch: i16,
+    base_sequence: i32,
+    n: usize,
+    tag: &str,
+    transactional: bool,
+    base_ts: i64,
+) -> Bytes {
     let records: Vec<Record> = (0..n)
         .map(|i| Record {
             transactional,
@@ -497,7 +523,7 @@ fn build_batch(producer_id: i64, epoch: i16, base_sequence: i32, n: usize, tag: 
             timestamp_type: TimestampType::Creation,
             offset: i as i64,
             sequence: if base_sequence < 0 { -1 } else { base_sequence + i as i32 },
-            timestamp: 1_700_000_000_000 + i as i64,
+            timestamp: base_ts + i as i64,
             key: Some(Bytes::from(format!("k{i}"))),
             value: Some(Bytes::from(format!("{tag}-{i}"))),
             headers: IndexMap::new(),

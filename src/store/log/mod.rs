@@ -50,9 +50,15 @@ pub enum LogError {
     Offline,
 }
 
+/// Kafka's segment.ms default (log.roll.hours = 168).
+pub const DEFAULT_SEGMENT_MS: i64 = 7 * 24 * 3600 * 1000;
+
 #[derive(Debug, Clone)]
 pub struct LogConfig {
     pub segment_bytes: u64,
+    /// segment.ms: an append rolls the active segment when its batch is this much newer than
+    /// the segment's first batch (`Segment::time_waited_for_roll`).
+    pub segment_ms: i64,
     /// -1 keeps data forever.
     pub retention_ms: i64,
     /// -1 means no size limit.
@@ -74,6 +80,7 @@ impl Default for LogConfig {
     fn default() -> Self {
         LogConfig {
             segment_bytes: 1 << 30,
+            segment_ms: DEFAULT_SEGMENT_MS,
             retention_ms: 7 * 24 * 3600 * 1000,
             retention_bytes: -1,
             index_interval_bytes: 4096,
@@ -92,6 +99,7 @@ impl LogConfig {
     pub fn for_tests(segment_bytes: u64) -> LogConfig {
         LogConfig {
             segment_bytes,
+            segment_ms: DEFAULT_SEGMENT_MS,
             zero_ahead_bytes: 0,
             retention_ms: -1,
             retention_bytes: -1,
@@ -305,9 +313,12 @@ impl Log {
         if h.last_offset_delta < 0 {
             return Err(LogError::InvalidBatch(format!("lastOffsetDelta {}", h.last_offset_delta)));
         }
+        // Kafka's LogSegment.shouldRoll: by size, or by time (segment.ms).
         let roll = {
             let a = self.active()?;
-            a.size > 0 && a.size.saturating_add(data.len() as u64) > self.config.segment_bytes
+            let full = a.size.saturating_add(data.len() as u64) > self.config.segment_bytes;
+            let old = a.time_waited_for_roll(crate::store::clock::now_ms(), h.max_timestamp) > self.config.segment_ms;
+            a.size > 0 && (full || old)
         };
         if roll {
             // Create first: if that fails (EMFILE, ENOSPC) the log is unchanged and the next
@@ -516,6 +527,20 @@ mod tests {
         // upper bound (high watermark) hides later batches
         assert!(log.read(0, 0, 1 << 20).unwrap().is_empty());
         assert!(matches!(log.read(9, 9, 10), Err(LogError::OffsetOutOfRange { .. })));
+    }
+
+    #[test]
+    fn a_batch_more_than_segment_ms_past_the_first_batch_of_the_active_segment_rolls_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = Log::open(dir.path(), LogConfig { segment_ms: 1_000, ..cfg(1 << 20) }).unwrap();
+        let bases = |log: &Log| log.segment_stats().iter().map(|s| s.base).collect::<Vec<_>>();
+        log.append(rec(2, 10_000)).unwrap();
+        log.append(rec(1, 11_000)).unwrap();
+        assert_eq!(bases(&log), [0], "1,000 ms past the first batch: not more than segment.ms");
+        log.append(rec(1, 11_001)).unwrap();
+        assert_eq!(bases(&log), [0, 3], "1,001 ms past it: a new segment");
+        log.append(rec(1, 9_000)).unwrap();
+        assert_eq!(bases(&log), [0, 3], "an older timestamp rolls nothing");
     }
 
     #[test]

@@ -66,6 +66,9 @@ pub struct Segment {
     pub epoch: i32,
     /// The file's cleaning generation (0: written by appends; its name carries it).
     pub gen: u32,
+    /// When this broker created or opened the segment (Kafka's `LogSegment.created`), for
+    /// segment.ms when no batch carries a timestamp.
+    opened_ms: i64,
 }
 
 impl Segment {
@@ -94,6 +97,7 @@ impl Segment {
             writable: true,
             epoch,
             gen: 0,
+            opened_ms: crate::store::clock::now_ms(),
         })
     }
 
@@ -134,6 +138,7 @@ impl Segment {
             writable,
             epoch,
             gen,
+            opened_ms: crate::store::clock::now_ms(),
         };
         let mut pos: u64 = 0;
         let mut header_buf = [0u8; HEADER_LEN];
@@ -404,6 +409,16 @@ impl Segment {
     /// The max timestamp of the first batch (-1: empty), for max.compaction.lag.ms (KIP-354).
     pub fn first_batch_timestamp(&self) -> i64 {
         self.time_index.first().map_or(-1, |&(ts, _)| ts)
+    }
+
+    /// Kafka's `LogSegment.timeWaitedForRoll`: how far a batch whose max timestamp is
+    /// `timestamp` lies past this segment's first batch, or, when no batch here has a
+    /// timestamp, how long ago the segment was created or opened.
+    pub fn time_waited_for_roll(&self, now_ms: i64, timestamp: i64) -> i64 {
+        match self.first_batch_timestamp() {
+            first if first >= 0 => timestamp.saturating_sub(first),
+            _ => now_ms.saturating_sub(self.opened_ms),
+        }
     }
 
     /// Takes the segment out of the file cache and returns its file, for the caller to delete.

@@ -275,9 +275,9 @@ fn timestamp_type_segment_and_retention_take_effect_at_runtime() {
     let mut c = b.client();
     assert_eq!(create(&mut c, "t", &[]), 0);
     assert_eq!(produce(&mut c, "t", batch(-1, -1, -1, 1, "a")).1, -1, "CreateTime");
-    // The test batches are stamped in 2023: more than a second in the past.
+    // A batch stamped in 2023: more than a second in the past.
     assert_eq!(set(&mut c, "t", &[("message.timestamp.before.max.ms", SET, Some("1000"))]).0, 0);
-    assert_eq!(produce(&mut c, "t", batch(-1, -1, -1, 1, "old")).0, INVALID_TIMESTAMP);
+    assert_eq!(produce(&mut c, "t", common::old_batch(-1, -1, -1, 1, "old")).0, INVALID_TIMESTAMP);
     assert_eq!(produce(&mut c, "t", big_batch(10)).0, 0, "a record stamped now passes");
     assert_eq!(set(&mut c, "t", &[("message.timestamp.type", SET, Some("LogAppendTime"))]).0, 0);
     assert!(produce(&mut c, "t", batch(-1, -1, -1, 1, "b")).1 > 0, "the broker stamps the append time");

@@ -2,7 +2,7 @@
 //! keeps none of them open; time retention expires an idle partition's last segment too and
 //! keeps its idempotent producers.
 
-use crate::common::{batch, create_topic, Broker};
+use crate::common::{create_topic, old_batch as batch, Broker};
 use crate::produce::idempotence::{fetch_error, init_pid, latest_offset, produce};
 use crate::topics::delete_topics::{deleted_open_files, fetch_from_start, produce as produce_seq, TOPIC};
 
@@ -14,7 +14,7 @@ use crate::topics::delete_topics::{deleted_open_files, fetch_from_start, produce
 /// retry of a batch whose records expired is still answered as the duplicate it is.
 #[test]
 fn time_retention_expires_an_idle_partition_and_keeps_its_producers() {
-    // The test batches are stamped in 2023: past the default 7 days of retention.ms.
+    // These batches are stamped in 2023: past the default 7 days of retention.ms.
     let mut broker = Broker::start_with_env(&[("KAAS_RETENTION_CHECK_INTERVAL_MS", "100")]);
     let mut c = broker.client();
     create_topic(&mut c, "idle");

@@ -266,6 +266,9 @@ pub fn log_config_for(base: &LogConfig, configs: &BTreeMap<String, String>) -> (
     if let Some(v) = stored(configs, "segment.bytes", &mut ignored) {
         out.segment_bytes = v;
     }
+    if let Some(v) = stored(configs, "segment.ms", &mut ignored) {
+        out.segment_ms = v;
+    }
     if let Some(v) = stored(configs, "index.interval.bytes", &mut ignored) {
         out.index_interval_bytes = v;
     }
@@ -468,7 +471,7 @@ mod tests {
 
     #[test]
     fn configs_kaas_does_not_implement_are_accepted_at_kafkas_default_only() {
-        assert!(one("segment.ms", "604800000").is_ok());
+        assert!(one("segment.jitter.ms", "0").is_ok());
         assert!(one("preallocate", "FALSE").is_ok());
         assert!(is_unsupported(one("preallocate", "true")));
         assert!(is_unsupported(one("remote.storage.enable", "true")));
@@ -554,8 +557,8 @@ mod tests {
 
     #[test]
     fn kafka_configs_kaas_does_not_implement_are_refused() {
-        let e = one("segment.ms", "1000").unwrap_err();
-        assert!(matches!(&e, TopicConfigError::Unsupported { name, .. } if name == "segment.ms"));
+        let e = one("segment.jitter.ms", "1000").unwrap_err();
+        assert!(matches!(&e, TopicConfigError::Unsupported { name, .. } if name == "segment.jitter.ms"));
         assert_eq!(e.code(), ResponseError::InvalidConfig.code());
     }
 

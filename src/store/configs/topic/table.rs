@@ -139,8 +139,8 @@ pub const TOPIC_CONFIGS: &[ConfigDef] = &[
     def("segment.index.bytes", Int, AtLeast(4), "10485760", Some("log.index.size.max.bytes"), DefaultOnly,
         "Offset-index file size; kaas sizes its indexes itself."),
     def("segment.jitter.ms", Long, AtLeast(0), "0", None, DefaultOnly, "Jitter of time-based rolling; not in kaas."),
-    def("segment.ms", Long, AtLeast(1), "604800000", None, DefaultOnly,
-        "Time-based segment rolling; kaas rolls by size only."),
+    def("segment.ms", Long, AtLeast(1), "604800000", None, Yes,
+        "Time-based rolling, Kafka's rule: an append starts a new segment when its batch's timestamp is more than this past the active segment's first batch's (without timestamps: the segment is older than this)."),
     def("unclean.leader.election.enable", Bool, Any, "false", Some("unclean.leader.election.enable"), DefaultOnly,
         "Electing an out-of-sync replica; kaas has one copy, so never."),
 ];
