@@ -132,6 +132,7 @@ struct Read {
 
 async fn read_all(s: &Session, wanted: &[Wanted], max_bytes: usize, isolation_level: i8) -> Read {
     let mut budget = max_bytes;
+    let mut returned_data = false;
     let mut read = Read { results: Vec::with_capacity(wanted.len()), charge: Charge::none(), starved: false };
     // READ on each topic, asked once per topic of the request (a fetch names many partitions).
     let mut readable: std::collections::HashMap<&str, bool> = std::collections::HashMap::new();
@@ -183,6 +184,12 @@ async fn read_all(s: &Session, wanted: &[Wanted], max_bytes: usize, isolation_le
                         r.error_code = super::LEADER_GONE.code();
                     }
                 }
+                // KIP-74 (Kafka's ReplicaManager.readFromLog, minOneMessage): only the first
+                // partition that returns data may return a first batch larger than its limit; a
+                // later one whose first batch does not fit what is left returns none.
+                if returned_data && r.records.len() > limit {
+                    r.records = Default::default();
+                }
                 match charge {
                     Some(mut charge) => {
                         charge.settle(r.records.len());
@@ -190,6 +197,7 @@ async fn read_all(s: &Session, wanted: &[Wanted], max_bytes: usize, isolation_le
                     }
                     None => r.records = Default::default(),
                 }
+                returned_data |= !r.records.is_empty();
             }
         }
         budget = budget.saturating_sub(r.records.len());
