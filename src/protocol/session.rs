@@ -105,6 +105,12 @@ impl Session {
         a.authorize(Action { principal: &principal, host: &self.peer, operation, resource_type, name })
     }
 
+    /// Kafka's authorized-operations bitfield of a resource for this client (every supported
+    /// operation without an authorizer, as Kafka's AuthHelper.authorizedOperations).
+    pub fn authorized_operations(&self, supported: &[i8], resource_type: i8, name: &str) -> i32 {
+        acl::operations_bitfield(supported, |op| self.authorized(op, resource_type, name))
+    }
+
     /// `authorized` on the cluster resource.
     pub fn authorized_cluster(&self, operation: i8) -> bool {
         self.authorized(operation, acl::RESOURCE_CLUSTER, acl::CLUSTER_NAME)

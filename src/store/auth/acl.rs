@@ -42,6 +42,19 @@ pub const OP_CREATE_TOKENS: i8 = 13;
 pub const OP_DESCRIBE_TOKENS: i8 = 14;
 pub const OP_TWO_PHASE_COMMIT: i8 = 15;
 
+/// The operations Kafka defines on a topic and on the cluster
+/// (`AclEntry.supportedOperations`), the ones an authorized-operations bitfield reports.
+pub const TOPIC_OPERATIONS: [i8; 8] =
+    [OP_READ, OP_WRITE, OP_CREATE, OP_DESCRIBE, OP_DELETE, OP_ALTER, OP_DESCRIBE_CONFIGS, OP_ALTER_CONFIGS];
+pub const CLUSTER_OPERATIONS: [i8; 7] =
+    [OP_CREATE, OP_CLUSTER_ACTION, OP_DESCRIBE_CONFIGS, OP_ALTER_CONFIGS, OP_IDEMPOTENT_WRITE, OP_ALTER, OP_DESCRIBE];
+
+/// Kafka's authorized-operations bitfield (`Utils.to32BitField`): bit `op` set for each of
+/// `supported` that `allowed` grants.
+pub fn operations_bitfield(supported: &[i8], allowed: impl Fn(i8) -> bool) -> i32 {
+    supported.iter().filter(|op| allowed(**op)).fold(0, |bits, op| bits | (1 << op))
+}
+
 /// Kafka's AclPermissionType ids.
 pub const PERMISSION_ANY: i8 = 1;
 pub const PERMISSION_DENY: i8 = 2;
@@ -285,6 +298,17 @@ pub fn check_binding(b: &AclBinding) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn authorized_operations_are_a_bitfield_of_the_allowed_supported_ones() {
+        // Every topic operation: what Kafka answers without an authorizer.
+        assert_eq!(operations_bitfield(&TOPIC_OPERATIONS, |_| true), 0b1101_1111_1000);
+        assert_eq!(
+            operations_bitfield(&TOPIC_OPERATIONS, |op| op == OP_READ || op == OP_DESCRIBE),
+            (1 << 3) | (1 << 8)
+        );
+        assert_eq!(operations_bitfield(&CLUSTER_OPERATIONS, |_| true).count_ones(), 7);
+    }
 
     fn acl(rt: i8, name: &str, pt: i8, principal: &str, op: i8, perm: i8) -> AclBinding {
         AclBinding {

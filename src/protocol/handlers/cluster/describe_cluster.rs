@@ -4,8 +4,9 @@ use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 
 use crate::protocol::{str_bytes, Session};
+use crate::store::auth::acl;
 
-pub fn handle(s: &Session, _version: i16, _req: DescribeClusterRequest) -> DescribeClusterResponse {
+pub fn handle(s: &Session, _version: i16, req: DescribeClusterRequest) -> DescribeClusterResponse {
     let table = s.directory.ownership();
     let mut r = DescribeClusterResponse::default();
     r.cluster_id = str_bytes(&s.cluster_id);
@@ -23,5 +24,13 @@ pub fn handle(s: &Session, _version: i16, _req: DescribeClusterRequest) -> Descr
             Some(d)
         })
         .collect();
+    // Kafka: 0 for a client that may not DESCRIBE the cluster.
+    if req.include_cluster_authorized_operations {
+        r.cluster_authorized_operations = if s.authorized_cluster(acl::OP_DESCRIBE) {
+            s.authorized_operations(&acl::CLUSTER_OPERATIONS, acl::RESOURCE_CLUSTER, acl::CLUSTER_NAME)
+        } else {
+            0
+        };
+    }
     r
 }

@@ -141,6 +141,13 @@ pub async fn handle(
         })
         .collect();
     resp.topics.extend(unknown.iter().map(|n| error_topic(n, ResponseError::UnknownTopicOrPartition)));
+    // What this client may do on each topic it may describe (Kafka sets it on every such topic).
+    for t in &mut resp.topics {
+        if let Some(name) = &t.name {
+            t.topic_authorized_operations =
+                s.authorized_operations(&acl::TOPIC_OPERATIONS, acl::RESOURCE_TOPIC, name.as_str());
+        }
+    }
     resp.topics.extend(denied.iter().map(|n| error_topic(n, ResponseError::TopicAuthorizationFailed)));
     resp.next_cursor = next.map(|(topic, partition)| {
         let mut c = Cursor::default();

@@ -99,6 +99,30 @@ fn error_entry(name: Option<&str>, code: i16) -> MetadataResponseTopic {
 }
 
 pub async fn handle(s: Rc<Session>, version: i16, req: MetadataRequest) -> MetadataResponse {
+    let with_topic_ops = version >= 8 && req.include_topic_authorized_operations;
+    let with_cluster_ops = (8..=10).contains(&version) && req.include_cluster_authorized_operations;
+    let mut r = answer(s.clone(), version, req).await;
+    // Asked for (v8+): what this client may do on each topic listed, and (v8-10) on the cluster.
+    if with_topic_ops {
+        for t in r.topics.iter_mut().filter(|t| t.error_code != ResponseError::TopicAuthorizationFailed.code()) {
+            if let Some(name) = &t.name {
+                t.topic_authorized_operations =
+                    s.authorized_operations(&acl::TOPIC_OPERATIONS, acl::RESOURCE_TOPIC, name.as_str());
+            }
+        }
+    }
+    // Kafka: 0 for a client that may not DESCRIBE the cluster.
+    if with_cluster_ops {
+        r.cluster_authorized_operations = if s.authorized_cluster(acl::OP_DESCRIBE) {
+            s.authorized_operations(&acl::CLUSTER_OPERATIONS, acl::RESOURCE_CLUSTER, acl::CLUSTER_NAME)
+        } else {
+            0
+        };
+    }
+    r
+}
+
+async fn answer(s: Rc<Session>, version: i16, req: MetadataRequest) -> MetadataResponse {
     let mut r = MetadataResponse::default();
     {
         let table = s.directory.ownership();
