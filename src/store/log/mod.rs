@@ -497,6 +497,9 @@ impl Log {
 }
 
 #[cfg(test)]
+mod roll_tests;
+
+#[cfg(test)]
 mod tests {
     use bytes::BytesMut;
 
@@ -527,20 +530,6 @@ mod tests {
         // upper bound (high watermark) hides later batches
         assert!(log.read(0, 0, 1 << 20).unwrap().is_empty());
         assert!(matches!(log.read(9, 9, 10), Err(LogError::OffsetOutOfRange { .. })));
-    }
-
-    #[test]
-    fn a_batch_more_than_segment_ms_past_the_first_batch_of_the_active_segment_rolls_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let (mut log, _) = Log::open(dir.path(), LogConfig { segment_ms: 1_000, ..cfg(1 << 20) }).unwrap();
-        let bases = |log: &Log| log.segment_stats().iter().map(|s| s.base).collect::<Vec<_>>();
-        log.append(rec(2, 10_000)).unwrap();
-        log.append(rec(1, 11_000)).unwrap();
-        assert_eq!(bases(&log), [0], "1,000 ms past the first batch: not more than segment.ms");
-        log.append(rec(1, 11_001)).unwrap();
-        assert_eq!(bases(&log), [0, 3], "1,001 ms past it: a new segment");
-        log.append(rec(1, 9_000)).unwrap();
-        assert_eq!(bases(&log), [0, 3], "an older timestamp rolls nothing");
     }
 
     #[test]
