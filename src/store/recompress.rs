@@ -21,7 +21,7 @@ use crate::error_code::ResponseError;
 const CODEC_MASK: i16 = 0x07;
 /// xerial's SnappyOutputStream (what Kafka's producer writes): its magic, version 1, compatible
 /// version 1, then chunks of 32 KiB compressed one at a time.
-const XERIAL_HEADER: [u8; 16] = [0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0, 0, 0, 0, 1, 0, 0, 0, 1];
+const XERIAL_VERSIONS: [u8; 8] = [0, 0, 0, 1, 0, 0, 0, 1];
 const SNAPPY_CHUNK: usize = 32 << 10;
 
 /// A codec and its level (Kafka's `compression.<codec>.level`; ignored by snappy and none).
@@ -119,7 +119,8 @@ pub fn compress_into(target: Compression, mut input: impl Read, mut out: impl Wr
             e.finish()?;
         }
         CODEC_SNAPPY => {
-            out.write_all(&XERIAL_HEADER)?;
+            out.write_all(&records::XERIAL_MAGIC)?;
+            out.write_all(&XERIAL_VERSIONS)?;
             let mut enc = snap::raw::Encoder::new();
             let mut chunk = vec![0u8; SNAPPY_CHUNK];
             loop {

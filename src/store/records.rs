@@ -36,7 +36,7 @@ pub const ZSTD_WINDOW_LOG_MAX: u32 = 23;
 pub const SNAPPY_MAX_BLOCK: usize = 8 << 20;
 const READ_BUFFER: usize = 8 << 10;
 /// xerial's SnappyOutputStream header: magic, then version and compatible version (int32 each).
-const XERIAL_MAGIC: [u8; 8] = [0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
+pub(crate) const XERIAL_MAGIC: [u8; 8] = [0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
 const XERIAL_HEADER_LEN: usize = 16;
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]

@@ -12,7 +12,9 @@ use bytes::Bytes;
 use super::CleanerError;
 use crate::store::batch::{BatchHeader, HEADER_LEN};
 use crate::store::recompress::{compress_into, Compression};
-use crate::store::records::{CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD, ZSTD_WINDOW_LOG_MAX};
+use crate::store::records::{
+    CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD, XERIAL_MAGIC, ZSTD_WINDOW_LOG_MAX,
+};
 
 /// Attributes bit 6: the base timestamp holds the batch's delete horizon (KIP-534).
 pub const ATTR_DELETE_HORIZON: i16 = 0x40;
@@ -160,7 +162,6 @@ fn decompress(codec: u8, payload: &[u8], max_bytes: usize) -> Result<Vec<u8>, Cl
 
 /// xerial-framed snappy (as Kafka writes it) or one raw block.
 fn snappy_decode(payload: &[u8], max_bytes: usize, out: &mut Vec<u8>) -> std::io::Result<usize> {
-    const MAGIC: [u8; 8] = [0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
     let bad = |e: String| std::io::Error::new(std::io::ErrorKind::InvalidData, e);
     let mut decoder = snap::raw::Decoder::new();
     let mut block = |chunk: &[u8], out: &mut Vec<u8>| -> std::io::Result<()> {
@@ -173,7 +174,7 @@ fn snappy_decode(payload: &[u8], max_bytes: usize, out: &mut Vec<u8>) -> std::io
         decoder.decompress(chunk, &mut out[at..]).map_err(|e| bad(e.to_string()))?;
         Ok(())
     };
-    if let Some(mut rest) = payload.strip_prefix(&MAGIC[..]).and_then(|r| r.get(8..)) {
+    if let Some(mut rest) = payload.strip_prefix(&XERIAL_MAGIC[..]).and_then(|r| r.get(8..)) {
         while let Some((len, tail)) = rest.split_first_chunk::<4>() {
             let len = u32::from_be_bytes(*len) as usize;
             let chunk = tail.get(..len).ok_or_else(|| bad("truncated snappy chunk".into()))?;
