@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use actix::{Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, WrapFuture};
+use actix::{Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, SpawnHandle, WrapFuture};
 
 use super::messages::*;
 use crate::store::clock::now_ms;
@@ -50,6 +50,9 @@ pub struct GroupCoordinator {
     data_dir: PathBuf,
     /// A read of the group configs is under way.
     reading_configs: bool,
+    /// The timer armed for the earliest group deadline (ms since the epoch), so that a session
+    /// expires when it is due, as Kafka's timing wheel does, not at the next periodic sweep.
+    timer: Option<(u64, SpawnHandle)>,
 }
 
 /// The per-group config overrides changed (IncrementalAlterConfigs / AlterConfigs of a GROUP
@@ -136,6 +139,7 @@ impl GroupCoordinator {
             internal,
             data_dir: data_dir.to_path_buf(),
             reading_configs: false,
+            timer: None,
         })
     }
 
@@ -362,6 +366,8 @@ impl Handler<ConsumerHeartbeat> for GroupCoordinator {
         // Parked classic requests answered by an online upgrade.
         let answers = self.groups.take_answers();
         self.deliver(answers);
+        let deadline = self.groups.next_deadline_of(&msg.group_id);
+        self.arm_timer(ctx, deadline);
         let reply = msg.reply;
         match self.writing.get_mut(&msg.group_id) {
             Some(w) => w.held.push(Box::new(move |written| {
@@ -430,20 +436,51 @@ impl Actor for GroupCoordinator {
                 Err(e) => tracing::warn!("reading the topics at start: {e}"),
             }));
         }
-        ctx.run_interval(Duration::from_millis(100), |act, ctx| {
-            let now = now_ms() as u64;
-            let replies = act.groups.tick(now);
-            // Consumer groups whose members expired (or that became classic groups).
-            let mut changed: Vec<String> = act.groups.consumer_tick(now);
-            changed.extend(act.groups.take_stored_changes());
-            changed.sort();
-            changed.dedup();
-            act.write_membership(ctx, changed);
-            act.deliver(replies);
-        });
+        // The sweep behind the armed timer (a deadline a handler did not arm for).
+        ctx.run_interval(Duration::from_millis(1000), |act, ctx| act.fire_timers(ctx));
         ctx.run_interval(TOPIC_REFRESH, |act, ctx| act.refresh_topics(ctx));
         ctx.run_interval(CONFIGS_REFRESH, |act, ctx| act.refresh_configs(ctx));
         ctx.run_interval(self.retention_check, |act, ctx| act.expire(ctx));
+    }
+}
+
+impl GroupCoordinator {
+    /// Fires the group timers due now (session, rebalance and join timeouts) and arms the
+    /// timer for the next one.
+    fn fire_timers(&mut self, ctx: &mut Context<Self>) {
+        // From the sweep: the armed timer is replaced by the one armed below.
+        if let Some((_, handle)) = self.timer.take() {
+            ctx.cancel_future(handle);
+        }
+        let now = now_ms() as u64;
+        let replies = self.groups.tick(now);
+        // Consumer groups whose members expired (or that became classic groups).
+        let mut changed: Vec<String> = self.groups.consumer_tick(now);
+        changed.extend(self.groups.take_stored_changes());
+        changed.sort();
+        changed.dedup();
+        self.write_membership(ctx, changed);
+        self.deliver(replies);
+        let next = self.groups.next_deadline();
+        self.arm_timer(ctx, next);
+    }
+
+    /// Arms the timer for `deadline` unless one fires before it. A deadline that moved later
+    /// (a heartbeat) leaves the armed timer, which then finds nothing due and re-arms.
+    fn arm_timer(&mut self, ctx: &mut Context<Self>, deadline: Option<u64>) {
+        let Some(at) = deadline else { return };
+        if self.timer.as_ref().is_some_and(|(armed, _)| *armed <= at) {
+            return;
+        }
+        if let Some((_, handle)) = self.timer.take() {
+            ctx.cancel_future(handle);
+        }
+        let wait = Duration::from_millis(at.saturating_sub(now_ms() as u64));
+        let handle = ctx.run_later(wait, |act, ctx| {
+            act.timer = None;
+            act.fire_timers(ctx)
+        });
+        self.timer = Some((at, handle));
     }
 }
 
@@ -474,6 +511,8 @@ impl Handler<GroupCall> for GroupCoordinator {
             self.write_membership(ctx, vec![msg.group_id.clone()]);
         }
         self.deliver(replies);
+        let deadline = self.groups.next_deadline_of(&msg.group_id);
+        self.arm_timer(ctx, deadline);
     }
 }
 

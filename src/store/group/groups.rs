@@ -377,6 +377,20 @@ impl Groups {
         changed
     }
 
+    /// The earliest timer of group `group_id` (classic or consumer): when `tick` or
+    /// `consumer_tick` has something to do for it.
+    pub fn next_deadline_of(&self, group_id: &str) -> Option<u64> {
+        let classic = self.groups.get(group_id).and_then(Group::next_deadline);
+        let consumer = self.consumer.get(group_id).and_then(|g| g.next_deadline());
+        classic.into_iter().chain(consumer).min()
+    }
+
+    /// The earliest timer of every group.
+    pub fn next_deadline(&self) -> Option<u64> {
+        let classic = self.groups.values().filter_map(Group::next_deadline);
+        classic.chain(self.consumer.values().filter_map(|g| g.next_deadline())).min()
+    }
+
     /// Fire the timers of every group due at `now_ms`.
     pub fn tick(&mut self, now_ms: u64) -> Vec<MemberAnswer> {
         let mut replies = Vec::new();

@@ -136,3 +136,21 @@ fn a_group_whose_last_member_leaves_without_offsets_leaves_no_state_behind() {
     assert!(gs.get("g").is_none(), "a group left with nothing is forgotten");
     assert!(gs.snapshot("g").is_none(), "and written as a removal: nothing of it stays on disk");
 }
+
+#[test]
+fn next_deadline_is_the_session_deadline_of_the_last_heartbeat() {
+    let mut gs = groups();
+    let out = gs.call(0, 1, "g", GroupOp::Join(jreq(5, "", Some("i1"), b"m")), || "u".into());
+    let member = join_resp(&out, 1).member_id;
+    gs.call(0, 2, "g", GroupOp::Sync(sreq(1, &member, Some("i1"), &[(&member, b"a")])), || unreachable!());
+    let beat = GroupOp::Heartbeat { generation_id: 1, member_id: member.clone(), group_instance_id: Some("i1".into()) };
+    gs.call(2_500, 3, "g", beat, || unreachable!());
+    // The actor arms its timer here: the static member's session ends 10 s after its heartbeat.
+    assert_eq!((gs.next_deadline_of("g"), gs.next_deadline()), (Some(12_500), Some(12_500)));
+    assert_eq!(gs.next_deadline_of("other"), None);
+    gs.tick(12_499);
+    assert_eq!(gs.get("g").map(|g| g.members.len()), Some(1), "not before its deadline");
+    gs.tick(12_500);
+    assert_eq!(gs.get("g").map(|g| (g.members.len(), g.state())), Some((0, Empty)), "at its deadline");
+    assert_eq!(gs.next_deadline(), None);
+}
