@@ -430,7 +430,13 @@ impl Handler<GetTopic> for TopicRegistry {
             tracing::warn!(topic = %msg.name, "auto-creation refused: it collides with existing topic {other}");
             return Err(ResponseError::UnknownTopicOrPartition);
         }
-        let create = CreateTopic { name: msg.name.clone(), partitions: -1, configs: Vec::new(), validate_only: false };
+        let create = CreateTopic {
+            name: msg.name.clone(),
+            partitions: -1,
+            configs: Vec::new(),
+            validate_only: false,
+            assignments: Vec::new(),
+        };
         match self.create(create) {
             Ok(_) => self.topics.get(&msg.name).cloned().ok_or(ResponseError::UnknownTopicOrPartition),
             // Created by a peer at the same moment: serve the winner's topic.

@@ -26,6 +26,9 @@ pub enum CreatePartitionsError {
     NotAnIncrease { topic: String, current: i32, requested: i32 },
     #[error("Attempted to add {additional} additional partition(s), but only {given} assignment(s) were specified.")]
     AssignmentCount { additional: i32, given: usize },
+    /// CreateTopics: the assignments' partition indexes must be 0..n, each once.
+    #[error("partitions should be a consecutive 0-based integer sequence")]
+    NotConsecutive,
     #[error("The manual partition assignment includes an empty replica list.")]
     EmptyAssignment,
     #[error("The manual partition assignment includes broker {0}, but no such broker is registered.")]
@@ -69,6 +72,7 @@ impl CreatePartitionsError {
             UnknownTopic => ResponseError::UnknownTopicOrPartition.code(),
             AlreadyHas { .. } | NotAnIncrease { .. } => ResponseError::InvalidPartitions.code(),
             AssignmentCount { .. }
+            | NotConsecutive
             | EmptyAssignment
             | UnregisteredBroker(_)
             | DuplicateBroker(_)
@@ -153,6 +157,27 @@ pub fn check_assignments(
         }
     }
     Ok(())
+}
+
+/// The manual assignment of a CreateTopics request (`(partition index, brokers)` in request
+/// order), checked as Kafka's controller checks it: the indexes are 0..n in any order, each
+/// once; then every
+/// list as [`check_assignments`] checks those of new partitions. Returns the partition count.
+pub fn check_creation_assignments(
+    topic: &str,
+    scheme: Scheme,
+    assignments: &[(i32, Vec<i32>)],
+    live: &[i32],
+) -> Result<i32, CreatePartitionsError> {
+    let mut sorted: Vec<&(i32, Vec<i32>)> = assignments.iter().collect();
+    sorted.sort_by_key(|(p, _)| *p);
+    if sorted.iter().enumerate().any(|(i, (p, _))| usize::try_from(*p).ok() != Some(i)) {
+        return Err(CreatePartitionsError::NotConsecutive);
+    }
+    let count = i32::try_from(sorted.len()).map_err(|_| CreatePartitionsError::NotConsecutive)?;
+    let lists: Vec<Vec<i32>> = sorted.iter().map(|(_, b)| b.clone()).collect();
+    check_assignments(topic, scheme, 0, count, &lists, live)?;
+    Ok(count)
 }
 
 /// The topic with `count` partitions: the new ones are first led by the brokers placement picks
@@ -277,6 +302,26 @@ mod tests {
         assert_eq!(e.code(), ResponseError::InvalidReplicaAssignment.code());
         // A single broker leads everything: assigning it is always honoured.
         assert_eq!(check_assignments("t", Scheme::RoundRobin, 1, 3, &[vec![0], vec![0], vec![0]], &[0]), Ok(()));
+    }
+
+    #[test]
+    fn creation_assignments_must_number_partitions_from_zero() {
+        let one = |p: i32| (p, vec![0]);
+        for bad in [vec![one(0), one(2)], vec![one(1), one(2)], vec![one(0), one(0)], vec![one(-1), one(0)]] {
+            let e = check_creation_assignments("t", Scheme::RoundRobin, &bad, &[0]).unwrap_err();
+            assert_eq!((e.clone(), e.code()), (CreatePartitionsError::NotConsecutive, 39), "{bad:?}");
+            assert_eq!(e.to_string(), "partitions should be a consecutive 0-based integer sequence");
+        }
+        assert_eq!(check_creation_assignments("t", Scheme::RoundRobin, &[one(0), one(1), one(2)], &[0]), Ok(3));
+        assert_eq!(check_creation_assignments("t", Scheme::RoundRobin, &[one(1), one(0)], &[0]), Ok(2), "any order");
+    }
+
+    #[test]
+    fn creation_assignments_are_checked_as_new_partitions_are() {
+        let e = check_creation_assignments("t", Scheme::RoundRobin, &[(0, vec![0]), (1, vec![7])], &[0]).unwrap_err();
+        assert_eq!(e, CreatePartitionsError::UnregisteredBroker(7));
+        let e = check_creation_assignments("t", Scheme::RoundRobin, &[(0, vec![])], &[0]).unwrap_err();
+        assert_eq!(e, CreatePartitionsError::EmptyAssignment);
     }
 
     #[test]

@@ -25,6 +25,9 @@ pub struct CreateTopic {
     /// As the request gave them; entries without a value set nothing.
     pub configs: Vec<(String, Option<String>)>,
     pub validate_only: bool,
+    /// A manual replica assignment, `(partition index, brokers)` in request order (then
+    /// `partitions` is -1); empty when the broker places the partitions.
+    pub assignments: Vec<(i32, Vec<i32>)>,
 }
 
 /// CreatePartitions of one topic: grow it to `count` partitions.

@@ -8,6 +8,7 @@ use super::{open_logs, Acquired, TopicHandle, TopicRegistry};
 use crate::actors::messages::{CreateTopic, TopicFailure};
 use crate::error_code::ResponseError;
 use crate::store::configs::topic as topic_config;
+use crate::store::create_partitions::{check_creation_assignments, CreatePartitionsError};
 use crate::store::leases;
 use crate::store::ownership::{Lease, Owned};
 use crate::store::placement;
@@ -51,7 +52,15 @@ impl TopicRegistry {
             ));
         }
         let limit = |e: topics::LimitError| fail(e.code(), e.to_string());
-        let partitions = topics::resolve_partitions(msg.partitions, self.settings.log.num_partitions).map_err(limit)?;
+        let partitions = if msg.assignments.is_empty() {
+            topics::resolve_partitions(msg.partitions, self.settings.log.num_partitions).map_err(limit)?
+        } else {
+            // kaas places leaders itself: an assignment is honoured where it names the broker
+            // placement picks (always, with one broker), as CreatePartitions honours one.
+            let refused = |e: CreatePartitionsError| fail(e.code(), e.to_string());
+            check_creation_assignments(&msg.name, placement::Scheme::RoundRobin, &msg.assignments, &self.live)
+                .map_err(refused)?
+        };
         let configs = topic_config::validate(&msg.configs).map_err(|e| fail(e.code(), e.to_string()))?;
         topics::check_broker_limit(self.partition_count(), partitions, self.settings.log.max_partitions)
             .map_err(limit)?;

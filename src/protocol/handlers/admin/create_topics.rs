@@ -1,4 +1,5 @@
-//! CreateTopics (key 19). Replication factor must be -1 or 1 (one copy on the shared disk).
+//! CreateTopics (key 19). Replication factor must be -1 or 1 (one copy on the shared disk); a
+//! manual assignment is honoured where it names the broker kaas's placement picks.
 //! Partition counts are bounded per request (Kafka's controller limit) and per broker
 //! (`max_partitions`); topic configs are range-checked as Kafka checks them.
 
@@ -18,7 +19,11 @@ pub async fn handle(s: Rc<Session>, version: i16, req: CreateTopicsRequest) -> C
     // Kafka's controller writes every record of one request as one bounded batch: past
     // MAX_RECORDS_PER_USER_OP the whole request fails with POLICY_VIOLATION and nothing is created.
     let records = req.topics.iter().fold(0usize, |sum, t| {
-        let partitions = if t.num_partitions == -1 { s.settings.log.num_partitions } else { t.num_partitions };
+        let partitions = match (t.assignments.len(), t.num_partitions) {
+            (0, -1) => s.settings.log.num_partitions,
+            (0, n) => n,
+            (n, _) => i32::try_from(n).unwrap_or(i32::MAX),
+        };
         sum.saturating_add(topics::creation_records(partitions, t.configs.len()))
     });
     if let Err(e) = topics::check_request_records(records) {
@@ -44,17 +49,23 @@ pub async fn handle(s: Rc<Session>, version: i16, req: CreateTopicsRequest) -> C
             s.authorized_cluster(acl::OP_CREATE) || s.authorized(acl::OP_CREATE, acl::RESOURCE_TOPIC, &t.name.0);
         if !may_create {
             fail(&mut r, ResponseError::TopicAuthorizationFailed.code(), "Authorization failed.".into());
+        } else if !t.assignments.is_empty() && t.num_partitions != -1 {
+            fail(
+                &mut r,
+                ResponseError::InvalidRequest.code(),
+                "A manual partition assignment was specified, but numPartitions was not set to -1.".into(),
+            );
+        } else if !t.assignments.is_empty() && t.replication_factor != -1 {
+            fail(
+                &mut r,
+                ResponseError::InvalidRequest.code(),
+                "A manual partition assignment was specified, but replication factor was not set to -1.".into(),
+            );
         } else if !matches!(t.replication_factor, -1 | 1) {
             fail(
                 &mut r,
                 ResponseError::InvalidReplicationFactor.code(),
                 format!("Replication factor must be 1 on kaas, got {}.", t.replication_factor),
-            );
-        } else if !t.assignments.is_empty() {
-            fail(
-                &mut r,
-                ResponseError::InvalidReplicaAssignment.code(),
-                "Manual replica assignment is not supported.".into(),
             );
         } else {
             let configs =
@@ -64,6 +75,11 @@ pub async fn handle(s: Rc<Session>, version: i16, req: CreateTopicsRequest) -> C
                 partitions: t.num_partitions,
                 configs,
                 validate_only: req.validate_only,
+                assignments: t
+                    .assignments
+                    .iter()
+                    .map(|a| (a.partition_index, a.broker_ids.iter().map(|b| b.0).collect()))
+                    .collect(),
             };
             match s.directory.topics().send(msg).await {
                 Ok(Ok(meta)) => {
