@@ -48,6 +48,7 @@ pub const TOPIC_OPERATIONS: [i8; 8] =
     [OP_READ, OP_WRITE, OP_CREATE, OP_DESCRIBE, OP_DELETE, OP_ALTER, OP_DESCRIBE_CONFIGS, OP_ALTER_CONFIGS];
 pub const CLUSTER_OPERATIONS: [i8; 7] =
     [OP_CREATE, OP_CLUSTER_ACTION, OP_DESCRIBE_CONFIGS, OP_ALTER_CONFIGS, OP_IDEMPOTENT_WRITE, OP_ALTER, OP_DESCRIBE];
+pub const GROUP_OPERATIONS: [i8; 5] = [OP_READ, OP_DELETE, OP_DESCRIBE, OP_DESCRIBE_CONFIGS, OP_ALTER_CONFIGS];
 
 /// Kafka's authorized-operations bitfield (`Utils.to32BitField`): bit `op` set for each of
 /// `supported` that `allowed` grants.
@@ -308,6 +309,8 @@ mod tests {
             (1 << 3) | (1 << 8)
         );
         assert_eq!(operations_bitfield(&CLUSTER_OPERATIONS, |_| true).count_ones(), 7);
+        // Kafka 4.4 without an authorizer: READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS.
+        assert_eq!(operations_bitfield(&GROUP_OPERATIONS, |_| true), 0b1101_0100_1000);
     }
 
     fn acl(rt: i8, name: &str, pt: i8, principal: &str, op: i8, perm: i8) -> AclBinding {

@@ -102,7 +102,14 @@ pub async fn handle(s: Rc<Session>, version: i16, req: ConsumerGroupDescribeRequ
     };
     for (id, d) in groups {
         r.groups.push(match d {
-            Ok(d) => described(d, version, &topic_names),
+            Ok(d) => {
+                let mut g = described(d, version, &topic_names);
+                // KIP-430: what the client may do on the group.
+                if req.include_authorized_operations {
+                    g.authorized_operations = s.authorized_operations(&acl::GROUP_OPERATIONS, acl::RESOURCE_GROUP, &id);
+                }
+                g
+            }
             Err(e) => failed(&id, e.error(), Some(e.to_string())),
         });
     }

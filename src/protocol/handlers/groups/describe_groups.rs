@@ -89,6 +89,10 @@ pub async fn handle(s: Rc<Session>, version: i16, req: DescribeGroupsRequest) ->
             }
             Err(e) => g.error_code = e.code(),
         }
+        // KIP-430: what the client may do on each group described without an error.
+        if version >= 3 && req.include_authorized_operations && g.error_code == 0 {
+            g.authorized_operations = s.authorized_operations(&acl::GROUP_OPERATIONS, acl::RESOURCE_GROUP, &id);
+        }
         r.groups.push(g);
     }
     r
