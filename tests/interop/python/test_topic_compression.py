@@ -2,8 +2,8 @@
 codec (or `uncompressed`) stores every batch in it, whatever codec the producer used; the
 records (keys, values, headers, offsets, the idempotent producer's sequences, transactions) are
 unchanged. Producers: librdkafka (confluent-kafka) with each of its five codecs, idempotent, and
-transactional; readers: librdkafka and Apache Kafka's Java console consumer (Java's own lz4 and
-xerial-snappy readers). The codec each batch is stored with is read from the segment files,
+transactional; readers: librdkafka (every topic) and Apache Kafka's Java console consumer (the
+lz4 and snappy topics: Java's own lz4 and xerial-snappy readers). The codec each batch is stored with is read from the segment files,
 which have Kafka's on-disk format. A batch that outgrows max.message.bytes once recompressed is
 MESSAGE_TOO_LARGE, as in Kafka (UnifiedLog.append checks the recompressed size).
 
@@ -57,6 +57,12 @@ def records_for(codec):
             for i in range(PER_CODEC)]
 
 
+# The topics the Java console consumer reads too (one JVM each): lz4 and snappy, the codecs whose
+# framing Java reads with its own code (KafkaLZ4BlockInputStream, xerial's snappy streams);
+# librdkafka reads every topic.
+JAVA_READS = ("lz4", "snappy")
+
+
 def scenario(bootstrap, log_dir_of):
     prefix = unique_topic("comp")
     topics = {f"{prefix}-{t}": {"compression.type": t} for t in TARGETS}
@@ -83,6 +89,8 @@ def scenario(bootstrap, log_dir_of):
             f"{topic}: records differ from those sent"
         assert stored_codecs(log_dir_of(topic)) == {codec_id}, \
             f"{topic}: stored codecs {stored_codecs(log_dir_of(topic))}, wanted {codec_id}"
+        if t not in JAVA_READS:
+            continue
         java = javaharness.console_consumer(
             bootstrap, topic, "--from-beginning", "--max-messages", str(len(expected)),
             "--property", "print.key=true", "--property", "key.separator=|",

@@ -18,7 +18,7 @@ from conftest import KAAS_BIN, ROOT
 
 
 def test_a_fetch_of_more_partitions_than_open_files_reads_every_record_with_no_emfile(tmp_path):
-    env = dict(os.environ, KAAS_BIN=KAAS_BIN, WIDE_TOPICS="2", WIDE_PARTITIONS="2000", WIDE_NOFILE="1024",
+    env = dict(os.environ, KAAS_BIN=KAAS_BIN, WIDE_TOPICS="1", WIDE_PARTITIONS="2000", WIDE_NOFILE="1024",
                TMPDIR=str(tmp_path))
     run = subprocess.run([sys.executable, str(Path(ROOT) / "benches" / "scale" / "wide.py")], env=env,
                          capture_output=True, text=True, timeout=600)
@@ -32,6 +32,6 @@ def test_a_fetch_of_more_partitions_than_open_files_reads_every_record_with_no_e
     assert summary["failures"] == [], f"{summary}\n{run.stderr[-3000:]}"
     assert run.returncode == 0
     assert summary["emfile_lines"] == 0
-    assert [r["partitions_read"] for r in phases["read"]] == [2000, 2000]
+    assert [r["partitions_read"] for r in phases["read"]] == [2000]
     # The budget was reached and read past: without it the run would have needed 2,000 files.
     assert summary["fetch_copied_reads"] and summary["fetch_copied_reads"] > 0, summary
