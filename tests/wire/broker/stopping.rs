@@ -6,7 +6,7 @@
 //! without an error and with an undefined end offset, which the Java consumer takes for a
 //! truncation and resets its position for (SubscriptionState.maybeCompleteValidation).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,6 +27,23 @@ fn name() -> TopicName {
     TopicName(StrBytes::from_static_str(TOPIC))
 }
 
+/// Where the askers stand: whether to stop, and how many have had an answer.
+#[derive(Clone, Default)]
+struct Asking {
+    stop: Arc<AtomicBool>,
+    answered: Arc<AtomicUsize>,
+}
+
+impl Asking {
+    /// Waits until every one of the five askers has had an answer (a loaded machine may take
+    /// longer than any fixed pause to answer the first acks=all Produce of 64 partitions).
+    fn wait_answered(&self) {
+        wait_for(Duration::from_secs(30), "an answer to every asker", || {
+            (self.answered.load(Ordering::Relaxed) == 5).then_some(())
+        });
+    }
+}
+
 /// Sends `req` over one connection, again and again, until the broker closes it or `stop` is
 /// set; every partition's answer as `answers` reads it (error code, an offset).
 fn until_closed<Req: Encodable, Resp: Decodable>(
@@ -34,9 +51,10 @@ fn until_closed<Req: Encodable, Resp: Decodable>(
     key: ApiKey,
     version: i16,
     req: Req,
-    stop: Arc<AtomicBool>,
+    asking: Asking,
     answers: impl Fn(&Resp) -> Vec<(i16, i64)>,
 ) -> Vec<(i16, i64)> {
+    let stop = asking.stop;
     let mut client = Client::connect(port);
     let mut body = BytesMut::new();
     req.encode(&mut body, version).expect("body");
@@ -45,6 +63,9 @@ fn until_closed<Req: Encodable, Resp: Decodable>(
         let Some(mut buf) = client.try_call_raw(key, version, &body) else { break };
         let resp = Resp::decode(&mut buf, version).expect("response");
         assert_eq!(buf.remaining(), 0);
+        if got.is_empty() {
+            asking.answered.fetch_add(1, Ordering::Relaxed);
+        }
         got.extend(answers(&resp));
     }
     got
@@ -100,8 +121,8 @@ impl Answers {
 
 /// Five connections asking the broker on `port` about every partition of the topic (one API
 /// each) until it closes them or `stop` is set.
-fn ask(port: u16, stop: &Arc<AtomicBool>) -> impl FnOnce() -> Answers {
-    let s = [0; 5].map(|_| stop.clone());
+fn ask(port: u16, asking: &Asking) -> impl FnOnce() -> Answers {
+    let s = [0; 5].map(|_| asking.clone());
     let [s0, s1, s2, s3, s4] = s;
     let askers = (
         std::thread::spawn(move || {
@@ -231,9 +252,10 @@ fn metadata() -> MetadataRequest {
 fn a_stopping_broker_closes_its_connections_before_its_leaders_stop() {
     let mut broker = Broker::start();
     fill(&broker);
-    let stop = Arc::new(AtomicBool::new(false));
-    let answers = ask(broker.port, &stop);
-    std::thread::sleep(Duration::from_millis(500));
+    let asking = Asking::default();
+    let answers = ask(broker.port, &asking);
+    asking.wait_answered();
+    std::thread::sleep(Duration::from_millis(200));
     broker.stop_clean(Duration::from_secs(30));
     // Every answer came from a running leader: no partition stopped under a connection.
     answers().check(|_| Vec::new());
@@ -261,13 +283,13 @@ fn requests_to_leaders_handed_to_a_peer_answer_not_leader_or_follower() {
     // then stops their leaders under the requests.
     second.kill();
     wait_for(Duration::from_secs(30), "every partition led by broker 1", led_by_2(0));
-    let stop = Arc::new(AtomicBool::new(false));
-    let answers = ask(first.port, &stop);
-    std::thread::sleep(Duration::from_millis(300));
+    let asking = Asking::default();
+    let answers = ask(first.port, &asking);
+    asking.wait_answered();
     second.restart_in_place();
     wait_for(Duration::from_secs(30), "half the partitions led by broker 2", led_by_2(PARTITIONS as usize / 2));
     std::thread::sleep(Duration::from_millis(300));
-    stop.store(true, Ordering::Relaxed);
+    asking.stop.store(true, Ordering::Relaxed);
     let retried = answers().check(|code| vec![code]);
     assert!(retried[..4].iter().all(|n| *n > 0), "no partition answered as led elsewhere: {retried:?}");
     second.finish();
