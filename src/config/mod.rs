@@ -223,9 +223,13 @@ impl Settings {
             let why = "an SSL or SASL_SSL listener needs ssl_keystore_location".to_string();
             return Err(ConfigError::Invalid("ssl_keystore_location", why));
         }
-        if sec.ssl_client_auth != "none" && sec.ssl_truststore_location.is_empty() {
-            let why = format!("ssl_client_auth = {} needs ssl_truststore_location", sec.ssl_client_auth);
-            return Err(ConfigError::Invalid("ssl_truststore_location", why));
+        for (name, auth) in
+            [("ssl_client_auth", &sec.ssl_client_auth), ("sasl_ssl_client_auth", &sec.sasl_ssl_client_auth)]
+        {
+            if auth != "none" && sec.ssl_truststore_location.is_empty() {
+                let why = format!("{name} = {auth} needs ssl_truststore_location");
+                return Err(ConfigError::Invalid("ssl_truststore_location", why));
+            }
         }
         let name = &sec.inter_broker_listener_name;
         if !name.is_empty() && !all.iter().any(|l| l.name() == name) {

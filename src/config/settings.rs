@@ -323,6 +323,10 @@ settings! {
         /// (`User:CN=...`), without one the principal is ANONYMOUS.
         ssl_client_auth: String = "none".into(), one_of ["none", "requested", "required"],
             kafka "ssl.client.auth" TYPE_STRING Some("none");
+        /// `ssl.client.auth` of the SASL_SSL listener, Kafka's
+        /// `listener.name.sasl_ssl.ssl.client.auth`: since KIP-684 a SASL_SSL listener does not
+        /// take `ssl_client_auth` (its clients authenticate with SASL), only its own setting.
+        sasl_ssl_client_auth: String = "none".into(), one_of ["none", "requested", "required"];
         /// Kafka's `sasl.enabled.mechanisms` of the SASL listeners: `PLAIN`, `SCRAM-SHA-256`,
         /// `SCRAM-SHA-512`.
         sasl_enabled_mechanisms: Vec<String> = vec!["SCRAM-SHA-512".into(), "SCRAM-SHA-256".into(), "PLAIN".into()],

@@ -30,7 +30,7 @@ use tokio::io::AsyncRead;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
-use super::frame::{encode_response, FrameError, FrameReader, RequestPool};
+use super::frame::{encode_response, FrameError, FrameReader, RequestPool, MIN_REQUEST_LEN};
 use super::handlers::cluster::api_versions;
 use super::handlers::security::{sasl_authenticate, sasl_handshake, AfterSasl};
 use super::listener::{scram_nonce, ListenerContext};
@@ -116,8 +116,14 @@ async fn read_frames<R: AsyncRead + Unpin>(
 ) {
     let mut frames = FrameReader::new(rd);
     loop {
-        let max = if authenticated.get() { max_frame } else { max_frame.min(SASL_MAX_RECEIVE) };
-        let frame = frames.next(max, &pool).await;
+        // Asked when the frame's length has come in: the frame that follows a login is read
+        // after the login is answered, under the full limit (Kafka bounds only the frames of
+        // the authentication by sasl.server.max.receive.size).
+        // Before the login a frame may be a raw SASL token (after SaslHandshake v0), shorter
+        // than any request: the loop checks a request's length itself.
+        let bounds =
+            || if authenticated.get() { (MIN_REQUEST_LEN, max_frame) } else { (0, max_frame.min(SASL_MAX_RECEIVE)) };
+        let frame = frames.next_with(bounds, &pool).await;
         let last = frame.is_err();
         if frame_tx.send(frame).await.is_err() || last {
             break;
@@ -239,6 +245,27 @@ async fn serve(
                     tracing::warn!(%peer, "closing connection: {e}");
                     break;
                 }
+                Some(Ok((frame, _permit))) if sasl.as_ref().is_some_and(SaslSession::expects_raw_token) => {
+                    // After SaslHandshake v0 the tokens come as raw frames, one at a time: the
+                    // client waits for each answer, so nothing else is in flight.
+                    if !pending.is_empty() {
+                        tracing::warn!(%peer, "closing connection: a SASL token while requests are in flight");
+                        break;
+                    }
+                    let Some(answer) = raw_sasl_token(&listener, &mut sasl, &frame) else {
+                        session.metrics.failed_authentication(listener.protocol.name());
+                        tokio::time::sleep(listener.failed_authentication_delay).await;
+                        break;
+                    };
+                    note_authenticated(peer, &session, &listener, &sasl, &authenticated);
+                    if out_tx.send((Outgoing::Frame(answer), Charge::none(), ApiKey::SaslAuthenticate, Instant::now())).await.is_err() {
+                        break;
+                    }
+                }
+                Some(Ok((frame, _))) if frame.len() < MIN_REQUEST_LEN => {
+                    tracing::warn!(%peer, "closing connection: {}", FrameError::TooShort(frame.len() as i32));
+                    break;
+                }
                 Some(Ok((frame, permit))) => match sasl.as_mut().map(|st| st.gate(i16::from_be_bytes([frame[0], frame[1]]), Instant::now())) {
                     Some(Gate::Close) => {
                         // Kafka: "Unexpected Kafka request of type X during SASL handshake".
@@ -257,14 +284,7 @@ async fn serve(
                         let (header, key) = (d.header.clone(), d.api_key);
                         let version = header.request_api_version;
                         let Some((response, after)) = sasl_step(&listener, &mut sasl, d.request, version) else { break };
-                        if let Some(SaslState::Authenticated(principal)) = sasl.as_ref().map(SaslSession::state) {
-                            if !authenticated.get() {
-                                tracing::debug!(%peer, %principal, "authenticated");
-                                session.metrics.successful_authentication(listener.protocol.name());
-                                *session.principal.borrow_mut() = principal.clone();
-                                authenticated.set(true);
-                            }
-                        }
+                        note_authenticated(peer, &session, &listener, &sasl, &authenticated);
                         let mut answer = Some(Answer::from(response));
                         let delay = match after {
                             AfterSasl::GoOn => None,
@@ -363,6 +383,44 @@ async fn serve(
     let _ = writer.await;
 }
 
+/// Once the exchange has succeeded: the connection's principal, and its frames under the full limit.
+fn note_authenticated(
+    peer: SocketAddr,
+    session: &Session,
+    listener: &ListenerContext,
+    sasl: &Option<SaslSession>,
+    authenticated: &Cell<bool>,
+) {
+    if let Some(SaslState::Authenticated(principal)) = sasl.as_ref().map(SaslSession::state) {
+        if !authenticated.get() {
+            tracing::debug!(%peer, %principal, "authenticated");
+            session.metrics.successful_authentication(listener.protocol.name());
+            *session.principal.borrow_mut() = principal.clone();
+            authenticated.set(true);
+        }
+    }
+}
+
+/// One raw token of an exchange begun by SaslHandshake v0 (Kafka's SaslServerAuthenticator
+/// without SaslAuthenticate headers): the step is SaslAuthenticate v0's, its answer the server's
+/// token as a raw frame (size-prefixed, even when empty). None when the step fails: with no
+/// header to carry an error, Kafka closes the connection.
+fn raw_sasl_token(listener: &ListenerContext, sasl: &mut Option<SaslSession>, token: &Bytes) -> Option<Bytes> {
+    let mut req = kafka_protocol::messages::SaslAuthenticateRequest::default();
+    req.auth_bytes = token.clone();
+    let request = super::Request::Kafka(Box::new(RequestKind::SaslAuthenticate(req)));
+    let (ResponseKind::SaslAuthenticate(resp), after) = sasl_step(listener, sasl, request, 0)? else { return None };
+    if resp.error_code != 0 || !matches!(after, AfterSasl::GoOn) {
+        tracing::info!(error_code = resp.error_code, "SASL authentication (raw tokens, SaslHandshake v0) failed");
+        return None;
+    }
+    let len = i32::try_from(resp.auth_bytes.len()).ok()?;
+    let mut out = bytes::BytesMut::with_capacity(4 + resp.auth_bytes.len());
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(&resp.auth_bytes);
+    Some(out.freeze())
+}
+
 /// Answers a SaslHandshake or SaslAuthenticate (protocol::handlers::security) on the
 /// connection's exchange, `sasl` (None on a listener without SASL); None for any other request.
 fn sasl_step(
@@ -376,7 +434,7 @@ fn sasl_step(
     match *kind {
         RequestKind::SaslHandshake(req) => {
             let enabled: &[String] = ctx.map(|c| c.mechanisms.as_slice()).unwrap_or(&[]);
-            let (resp, after) = sasl_handshake::handle(sasl, enabled, &req);
+            let (resp, after) = sasl_handshake::handle(sasl, enabled, &req, version);
             Some((ResponseKind::SaslHandshake(resp), after))
         }
         RequestKind::SaslAuthenticate(req) => {

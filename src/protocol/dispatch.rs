@@ -141,7 +141,7 @@ pub async fn dispatch(session: Rc<Session>, d: Decoded) -> Pending {
         // A connection answers these itself (protocol::connection); reached here (in-process
         // tests), they are answered as on a listener without SASL.
         RequestKind::SaslHandshake(r) => {
-            let (resp, _) = handlers::security::sasl_handshake::handle(&mut None, &[], &r);
+            let (resp, _) = handlers::security::sasl_handshake::handle(&mut None, &[], &r, 1);
             return async move { Some(ResponseKind::SaslHandshake(resp).into()) }.boxed_local();
         }
         RequestKind::SaslAuthenticate(r) => {

@@ -86,6 +86,17 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         max_len: usize,
         pool: &RequestPool,
     ) -> Result<(Bytes, OwnedSemaphorePermit), FrameError> {
+        self.next_with(|| (MIN_REQUEST_LEN, max_len), pool).await
+    }
+
+    /// [`Self::next`] with the bounds (smallest, largest) asked for once the frame's length has
+    /// arrived: what the connection allows then (after a SASL login, not while the reader waited
+    /// for it; a raw SASL token may be shorter than any request).
+    pub async fn next_with(
+        &mut self,
+        bounds: impl FnOnce() -> (usize, usize),
+        pool: &RequestPool,
+    ) -> Result<(Bytes, OwnedSemaphorePermit), FrameError> {
         if !self.fill(4, READ_AHEAD).await? {
             return Err(if self.ahead.is_empty() {
                 FrameError::Closed
@@ -93,8 +104,9 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into()
             });
         }
+        let (min_len, max_len) = bounds();
         let len = i32::from_be_bytes([self.ahead[0], self.ahead[1], self.ahead[2], self.ahead[3]]);
-        if len < MIN_REQUEST_LEN as i32 {
+        if len < min_len as i32 {
             return Err(FrameError::TooShort(len));
         }
         if len as usize > max_len {

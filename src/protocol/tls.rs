@@ -105,14 +105,22 @@ impl ResolvesServerCert for Certificates {
 /// The TLS side of the broker's listeners: the rustls configuration and its certificates.
 #[derive(Clone)]
 pub struct Tls {
+    /// The SSL listeners' (with `ssl.client.auth`).
     pub config: Arc<ServerConfig>,
+    /// The SASL_SSL listener's (with its own client auth, KIP-684).
+    pub sasl_config: Arc<ServerConfig>,
     pub certificates: Arc<Certificates>,
 }
 
 impl Tls {
     /// From the keystore (certificate chain and key, PEM), the truststore (CA certificates of
-    /// client certificates, PEM) and `ssl.client.auth`.
-    pub fn load(keystore: &Path, truststore: Option<&Path>, client_auth: ClientAuth) -> Result<Tls, TlsError> {
+    /// client certificates, PEM), `ssl.client.auth` and the SASL_SSL listener's own.
+    pub fn load(
+        keystore: &Path,
+        truststore: Option<&Path>,
+        client_auth: ClientAuth,
+        sasl_client_auth: ClientAuth,
+    ) -> Result<Tls, TlsError> {
         let provider = Arc::new(provider());
         let key = certified_key(keystore, &provider)?;
         let certificates = Arc::new(Certificates {
@@ -120,30 +128,43 @@ impl Tls {
             provider: provider.clone(),
             current: RwLock::new(Arc::new(key)),
         });
-        let builder = ServerConfig::builder_with_provider(provider.clone())
-            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-            .map_err(|e| TlsError::Rustls(e.to_string()))?;
-        let config = match (client_auth, truststore) {
-            (ClientAuth::None, _) => builder.with_no_client_auth().with_cert_resolver(certificates.clone()),
-            (_, None) => return Err(TlsError::Rustls("ssl_client_auth needs ssl_truststore_location".into())),
-            (auth, Some(path)) => {
-                let pem = std::fs::read(path).map_err(|e| TlsError::Read(path.to_path_buf(), e))?;
-                let mut roots = RootCertStore::empty();
-                for cert in CertificateDer::pem_slice_iter(&pem) {
-                    let cert = cert.map_err(|e| TlsError::Pem(path.to_path_buf(), e.to_string()))?;
-                    roots.add(cert).map_err(|e| TlsError::Pem(path.to_path_buf(), e.to_string()))?;
-                }
-                if roots.is_empty() {
-                    return Err(TlsError::Missing(path.to_path_buf(), "CERTIFICATE"));
-                }
-                let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
-                let verifier = if auth == ClientAuth::Requested { verifier.allow_unauthenticated() } else { verifier };
-                let verifier = verifier.build().map_err(|e| TlsError::Rustls(e.to_string()))?;
-                builder.with_client_cert_verifier(verifier).with_cert_resolver(certificates.clone())
-            }
-        };
-        Ok(Tls { config: Arc::new(config), certificates })
+        let config = server_config(&provider, &certificates, client_auth, truststore)?;
+        let sasl_config = server_config(&provider, &certificates, sasl_client_auth, truststore)?;
+        Ok(Tls { config, sasl_config, certificates })
     }
+}
+
+/// A rustls server configuration serving `certificates`, asking clients for a certificate
+/// signed by a CA of `truststore` as `client_auth` says.
+fn server_config(
+    provider: &Arc<CryptoProvider>,
+    certificates: &Arc<Certificates>,
+    client_auth: ClientAuth,
+    truststore: Option<&Path>,
+) -> Result<Arc<ServerConfig>, TlsError> {
+    let builder = ServerConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .map_err(|e| TlsError::Rustls(e.to_string()))?;
+    let config = match (client_auth, truststore) {
+        (ClientAuth::None, _) => builder.with_no_client_auth().with_cert_resolver(certificates.clone()),
+        (_, None) => return Err(TlsError::Rustls("ssl_client_auth needs ssl_truststore_location".into())),
+        (auth, Some(path)) => {
+            let pem = std::fs::read(path).map_err(|e| TlsError::Read(path.to_path_buf(), e))?;
+            let mut roots = RootCertStore::empty();
+            for cert in CertificateDer::pem_slice_iter(&pem) {
+                let cert = cert.map_err(|e| TlsError::Pem(path.to_path_buf(), e.to_string()))?;
+                roots.add(cert).map_err(|e| TlsError::Pem(path.to_path_buf(), e.to_string()))?;
+            }
+            if roots.is_empty() {
+                return Err(TlsError::Missing(path.to_path_buf(), "CERTIFICATE"));
+            }
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone());
+            let verifier = if auth == ClientAuth::Requested { verifier.allow_unauthenticated() } else { verifier };
+            let verifier = verifier.build().map_err(|e| TlsError::Rustls(e.to_string()))?;
+            builder.with_client_cert_verifier(verifier).with_cert_resolver(certificates.clone())
+        }
+    };
+    Ok(Arc::new(config))
 }
 
 /// Kafka's principal of a TLS client: `User:<subject as RFC 2253>` of its certificate (the

@@ -13,9 +13,10 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListOffsets, 1, 11),
     (ApiKey::Metadata, 0, 12),
     (ApiKey::ApiVersions, 0, 4),
-    // v0 of SaslHandshake is followed by raw SASL tokens outside Kafka's framing; kaas takes
-    // the tokens in SaslAuthenticate only (KIP-152), as every current client sends them.
-    (ApiKey::SaslHandshake, 1, 1),
+    // v0 of SaslHandshake is followed by raw SASL tokens outside Kafka's framing
+    // (connection::raw_sasl_token); Kafka 4.4 still offers it, and clients check for it
+    // (librdkafka 2.0's feature map, Debian's kcat, asks for v0 to log in at all).
+    (ApiKey::SaslHandshake, 0, 1),
     (ApiKey::SaslAuthenticate, 0, 2),
     (ApiKey::DescribeAcls, 1, 3),
     (ApiKey::CreateAcls, 1, 3),
@@ -182,6 +183,6 @@ mod tests {
         assert!(!is_supported(ApiKey::Produce, 13));
         assert!(!is_supported(ApiKey::ApiVersions, 99));
         assert!(!is_supported(ApiKey::JoinGroup, 10));
-        assert!(!is_supported(ApiKey::SaslHandshake, 0));
+        assert!(is_supported(ApiKey::SaslHandshake, 0), "raw tokens follow it (connection::raw_sasl_token)");
     }
 }

@@ -51,7 +51,8 @@ pub fn load_tls(settings: &Settings) -> Result<Option<Tls>, ServerError> {
     let truststore =
         (!sec.ssl_truststore_location.is_empty()).then(|| std::path::Path::new(&sec.ssl_truststore_location));
     let auth = ClientAuth::from_name(&sec.ssl_client_auth).unwrap_or(ClientAuth::None);
-    Tls::load(std::path::Path::new(&sec.ssl_keystore_location), truststore, auth)
+    let sasl_auth = ClientAuth::from_name(&sec.sasl_ssl_client_auth).unwrap_or(ClientAuth::None);
+    Tls::load(std::path::Path::new(&sec.ssl_keystore_location), truststore, auth, sasl_auth)
         .map(Some)
         .map_err(|e| ServerError::Startup(e.to_string()))
 }
@@ -81,7 +82,12 @@ pub fn context(
     });
     ListenerContext {
         protocol: listener.protocol,
-        tls: if listener.protocol.tls() { tls.map(|t| TlsAcceptor::from(t.config.clone())) } else { None },
+        // KIP-684: a SASL_SSL listener asks for client certificates only by its own setting.
+        tls: match (listener.protocol.tls(), listener.protocol.sasl()) {
+            (true, false) => tls.map(|t| TlsAcceptor::from(t.config.clone())),
+            (true, true) => tls.map(|t| TlsAcceptor::from(t.sasl_config.clone())),
+            (false, _) => None,
+        },
         sasl,
         failed_authentication_delay: Duration::from_millis(sec.connection_failed_authentication_delay_ms),
         max_reauth: Duration::from_millis(sec.connections_max_reauth_ms),

@@ -143,6 +143,8 @@ pub struct SaslSession {
     /// KIP-368: the client sent SaslAuthenticate v1 or later, so it knows `session_lifetime_ms`
     /// and re-authenticates with a SaslHandshake on the open connection.
     client_reauthenticates: bool,
+    /// The handshake was v0: the exchange's tokens come as raw frames, not in SaslAuthenticate.
+    raw_tokens: bool,
     /// When the session ends; None without `connections_max_reauth_ms`.
     expires: Option<Instant>,
     /// `connections_max_reauth_ms` (zero: sessions do not end).
@@ -156,6 +158,7 @@ impl SaslSession {
             mechanism: String::new(),
             previous: None,
             client_reauthenticates: false,
+            raw_tokens: false,
             expires: None,
             max_reauth,
         }
@@ -179,6 +182,18 @@ impl SaslSession {
             Some(end) if now >= end => Gate::Expired,
             _ => Gate::Serve,
         }
+    }
+
+    /// SaslHandshake v0 was answered: the client sends the tokens of the exchange as raw frames
+    /// (size-prefixed, no request header) and reads the server's the same way (Kafka's
+    /// SaslServerAuthenticator without SaslAuthenticate headers).
+    pub fn use_raw_tokens(&mut self) {
+        self.raw_tokens = true;
+    }
+
+    /// The next frame is a raw token of the exchange, not a Kafka request.
+    pub fn expects_raw_token(&self) -> bool {
+        self.raw_tokens && matches!(self.state, SaslState::Authenticate(_) | SaslState::ScramFinal(_))
     }
 
     /// SaslHandshake naming `mechanism`, `enabled` being the listener's mechanisms.
@@ -288,6 +303,23 @@ mod tests {
     fn plain_login(s: &mut SaslSession, user: &str, password: &str, now: Instant) -> Result<Challenge, SaslError> {
         s.handshake("PLAIN", &enabled())?;
         s.authenticate(format!("\0{user}\0{password}").as_bytes(), 2, &secrets(), now)
+    }
+
+    #[test]
+    fn raw_tokens_follow_a_v0_handshake_until_the_exchange_ends() {
+        let mut s = session();
+        s.handshake("PLAIN", &enabled()).unwrap();
+        assert!(!s.expects_raw_token(), "after a v1 handshake the tokens come in SaslAuthenticate");
+        let mut s = session();
+        s.handshake("SCRAM-SHA-512", &enabled()).unwrap();
+        s.use_raw_tokens();
+        assert!(s.expects_raw_token());
+        let first = b"n,,n=admin,r=clientnonce";
+        s.authenticate(first, 0, &secrets(), Instant::now()).unwrap();
+        assert!(s.expects_raw_token(), "SCRAM's client-final is a raw token too");
+        let bad_final = b"c=biws,r=clientnonceservernonce,p=AAAA";
+        assert!(s.authenticate(bad_final, 0, &secrets(), Instant::now()).is_err());
+        assert!(!s.expects_raw_token(), "a failed exchange expects nothing more");
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! without SASL, or once authenticated, Kafka answers ILLEGAL_SASL_STATE; a mechanism the
 //! listener does not enable is UNSUPPORTED_SASL_MECHANISM with the enabled ones, and the
 //! connection closes. On an authenticated connection of a client that re-authenticates (KIP-368),
-//! it begins a re-authentication (store::auth::sasl::SaslSession::gate).
+//! it begins a re-authentication (store::auth::sasl::SaslSession::gate). After v0 the client
+//! sends the exchange's tokens as raw frames (`connection::raw_sasl_token`).
 
 use kafka_protocol::messages::{SaslHandshakeRequest, SaslHandshakeResponse};
 
@@ -16,6 +17,7 @@ pub fn handle(
     state: &mut Option<SaslSession>,
     enabled: &[String],
     req: &SaslHandshakeRequest,
+    version: i16,
 ) -> (SaslHandshakeResponse, AfterSasl) {
     let mut resp = SaslHandshakeResponse::default();
     resp.mechanisms = enabled.iter().map(|m| str_bytes(m)).collect();
@@ -24,7 +26,13 @@ pub fn handle(
         return (resp, AfterSasl::GoOn);
     };
     match state.handshake(req.mechanism.as_str(), enabled) {
-        Ok(()) => (resp, AfterSasl::GoOn),
+        Ok(()) => {
+            // v0: the tokens follow as raw frames (a client from before KIP-152).
+            if version == 0 {
+                state.use_raw_tokens();
+            }
+            (resp, AfterSasl::GoOn)
+        }
         Err(e @ SaslError::IllegalState(..)) => {
             resp.error_code = e.code();
             (resp, AfterSasl::GoOn)
