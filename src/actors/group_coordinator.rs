@@ -341,6 +341,9 @@ impl GroupCoordinator {
             tracing::info!(group = %id, "consumer group epoch bumped: subscribed topics changed");
         }
         self.write_membership(ctx, bumped);
+        // A new epoch gives members new assignment deadlines.
+        let next = self.groups.next_deadline();
+        self.arm_timer(ctx, next);
     }
 }
 

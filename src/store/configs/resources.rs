@@ -51,6 +51,8 @@ pub enum ResourceError {
     LoggerOp(&'static str),
     #[error("{0}")]
     Shape(#[from] AlterError),
+    #[error("{0}")]
+    Config(super::topic::TopicConfigError),
 }
 
 impl ResourceError {
@@ -58,6 +60,7 @@ impl ResourceError {
         match self {
             ResourceError::NoLogger(_) => ResponseError::InvalidConfig.code(),
             ResourceError::Shape(e) => e.code(),
+            ResourceError::Config(e) => e.code(),
             _ => ResponseError::InvalidRequest.code(),
         }
     }
@@ -110,13 +113,22 @@ pub fn check_topic_name(name: &str) -> Result<(), ResourceError> {
 
 /// BROKER (`name` empty: the cluster default). kaas reads its settings at start only, so any
 /// change is refused as Kafka refuses a config it cannot update dynamically; deleting is a no-op
-/// (no dynamic value is ever set).
+/// (no dynamic value is ever set). The one exception is the cluster's `min.insync.replicas`
+/// (store::configs::broker::CLUSTER_DEFAULTS, which Kafka 4.4 describes as a dynamic default):
+/// setting it to what it is (1, one copy) is accepted and changes nothing, any other value is
+/// refused as a topic's would be.
 pub fn broker_change(node_id: i32, name: &str, ops: &[AlterOp]) -> Result<(), ResourceError> {
     if !name.is_empty() {
         check_node(name, node_id)?;
     }
     check_shape(ops)?;
-    let changed: Vec<String> = ops.iter().filter(|o| o.op != OP_DELETE).map(|o| o.name.clone()).collect();
+    let cluster_default = |o: &&AlterOp| name.is_empty() && super::broker::cluster_default(&o.name).is_some();
+    for o in ops.iter().filter(|o| o.op != OP_DELETE).filter(cluster_default) {
+        let value = o.value.clone();
+        super::topic::validate(&[(o.name.clone(), value)]).map_err(ResourceError::Config)?;
+    }
+    let changed: Vec<String> =
+        ops.iter().filter(|o| o.op != OP_DELETE && !cluster_default(o)).map(|o| o.name.clone()).collect();
     if changed.is_empty() {
         Ok(())
     } else {
@@ -203,6 +215,17 @@ mod tests {
         assert_eq!(e.code(), ResponseError::InvalidRequest.code());
         assert!(broker_change(1, "", &[op("message.max.bytes", OP_SET)]).is_err());
         assert_eq!(broker_change(1, "", &[op("message.max.bytes", OP_DELETE)]), Ok(()));
+    }
+
+    #[test]
+    fn the_cluster_default_min_insync_replicas_may_be_set_to_what_it_is() {
+        let set = |v: &str| AlterOp { name: "min.insync.replicas".into(), op: OP_SET, value: Some(v.into()) };
+        assert_eq!(broker_change(1, "", &[set("1")]), Ok(()));
+        let e = broker_change(1, "", &[set("2")]).unwrap_err();
+        assert_eq!(e.code(), ResponseError::InvalidConfig.code(), "{e}");
+        assert!(broker_change(1, "", &[set("0")]).is_err());
+        // A single broker's own value is not dynamic in kaas.
+        assert!(matches!(broker_change(1, "1", &[set("1")]), Err(ResourceError::NotDynamic(_))));
     }
 
     #[test]

@@ -83,6 +83,16 @@ def test_kafka_configs_refusals(broker):
     configs(bs, "--entity-name", topic, "--alter", "--add-config", "retention.ms=60000")
     line = described(bs, topic, "retention.ms")
     assert line.startswith("retention.ms=60000 ") and "DYNAMIC_TOPIC_CONFIG" in line, line
+    # The cluster default min.insync.replicas (a dynamic default, as on a new Kafka 4.4): setting
+    # what it is succeeds; 2 is refused as on a topic; a config kaas cannot change at runtime is
+    # Kafka's "Cannot update these configs dynamically" (log.dirs is not dynamic in Kafka either).
+    configs(bs, "--entity-default", "--alter", "--add-config", "min.insync.replicas=1", entity_type="brokers")
+    run = configs(bs, "--entity-default", "--alter", "--add-config", "min.insync.replicas=2", ok=False,
+                  entity_type="brokers")
+    assert "InvalidConfigurationException" in run.stdout + run.stderr, run.describe()
+    run = configs(bs, "--entity-default", "--alter", "--add-config", "log.dirs=/tmp/elsewhere", ok=False,
+                  entity_type="brokers")
+    assert "Cannot update these configs dynamically" in run.stdout + run.stderr, run.describe()
 
 
 def test_compression_type_altered_with_kafka_configs_recompresses_the_next_batches(broker):

@@ -199,7 +199,12 @@ def test_kafkago_writer_compression_acks_and_auto_create(kafkago_bin, tmp_path):
             assert w["write1_error"] == "" and w["write2_error"] == "" and w["writer_errors"] == 0, f"{acks}: {w}\n" + ctx
             assert w["after_write1"] == {"end": 500, "error": ""}, f"{acks}: {w}\n" + ctx
             assert w["after_write2"] == {"end": 800, "error": ""}, f"{acks}: {w}\n" + ctx
-            assert w["read"] == {"count": 800, "in_order": True, "error": ""}, f"{acks}: {w}\n" + ctx
+            # Fire-and-forget batches keep no order between them: kafka-go's connection resolves
+            # an acks=0 request as soon as it is written and only then returns to the pool, so
+            # the next batch may go out on a new connection and be read first (transport.go,
+            # conn.run). Seen once in a loaded run; Kafka would append them the same way.
+            read = w["read"] if acks == "acks1" else dict(w["read"], in_order=True)
+            assert read == {"count": 800, "in_order": True, "error": ""}, f"{acks}: {w}\n" + ctx
         assert r["multi_topic_writer"] == {"error": "", "a": 40, "b": 20}, ctx
         assert r["auto_create_write_error"] == "", ctx
         assert r["auto_create_topic"] == {"error": "", "code": 0, "partitions": 1}, ctx
