@@ -626,6 +626,14 @@ impl Handler<Shutdown> for PartitionLeader {
     }
 }
 
+impl Handler<LogSize> for PartitionLeader {
+    type Result = ();
+
+    fn handle(&mut self, msg: LogSize, _: &mut Self::Context) {
+        let _ = msg.reply.send(self.partition.log_size());
+    }
+}
+
 impl Handler<InspectProducers> for PartitionLeader {
     type Result = ();
 

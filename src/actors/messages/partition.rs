@@ -128,6 +128,13 @@ pub struct Shutdown {
     pub reply: Reply<()>,
 }
 
+/// DescribeLogDirs: the size of one partition's log (its batches' bytes).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct LogSize {
+    pub reply: Reply<u64>,
+}
+
 /// DescribeProducers: the active producers of one partition.
 #[derive(Message)]
 #[rtype(result = "()")]

@@ -195,6 +195,12 @@ impl Partition {
         self.log.checkpoint_recovery_point(offset)
     }
 
+    /// The bytes of the log's batches (Kafka's `UnifiedLog.size`): no zeros written ahead, no
+    /// index or state file.
+    pub fn log_size(&self) -> u64 {
+        self.log.size_bytes()
+    }
+
     /// DescribeProducers: the active producers.
     pub fn producers(&self) -> Vec<ProducerEntry> {
         self.producers.described()

@@ -1,6 +1,9 @@
 //! DescribeLogDirs (key 35): kaas has one log directory, `<data_dir>/topics`; each broker
 //! describes the partitions it leads there (on a shared disk the others' are theirs to report),
-//! with their size on disk. Sizes and the file system's space are read on the blocking pool.
+//! with their size: the bytes of their batches as each partition's leader counts them (Kafka's
+//! `UnifiedLog.size`: not the zeros written ahead of the appends, nor the index and state
+//! files). The file system's space, and the size of a partition whose leader does not answer
+//! (its directory's files), are read on the blocking pool.
 
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -10,7 +13,7 @@ use kafka_protocol::messages::describe_log_dirs_response::{
 };
 use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse, TopicName};
 
-use crate::actors::messages::ListTopics;
+use crate::actors::messages::{ListTopics, LogSize};
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
 use crate::store::auth::acl;
@@ -22,6 +25,16 @@ fn dir_size(dir: &PathBuf) -> i64 {
     let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
     let bytes: u64 = entries.filter_map(|e| e.ok()?.metadata().ok()).filter(|m| m.is_file()).map(|m| m.len()).sum();
     i64::try_from(bytes).unwrap_or(i64::MAX)
+}
+
+/// A partition and its size as its leader counted it (None: no answer).
+type Counted = (i32, Option<i64>);
+
+/// The bytes of a partition's batches, as its leader counts them; None when it does not answer.
+async fn log_size(leader: &actix::Addr<crate::actors::partition::PartitionLeader>) -> Option<i64> {
+    let (reply, rx) = tokio::sync::oneshot::channel();
+    leader.send(LogSize { reply }).await.ok()?;
+    rx.await.ok().and_then(|n| i64::try_from(n).ok())
 }
 
 /// (total, usable) bytes of the file system holding `dir` (-1 each when unknown).
@@ -73,12 +86,29 @@ pub async fn handle(s: Rc<Session>, version: i16, req: DescribeLogDirsRequest) -
             }
         }
     }
+    let mut counted: Vec<(String, Vec<Counted>)> = Vec::with_capacity(hosted.len());
+    for (t, ps) in hosted {
+        let handle = s.topic(&t, false).await.ok();
+        let mut sizes = Vec::with_capacity(ps.len());
+        for p in ps {
+            let leader = handle.as_ref().and_then(|h| s.leader(h, p).ok());
+            sizes.push((
+                p,
+                match leader {
+                    Some(l) => log_size(&l).await,
+                    None => None,
+                },
+            ));
+        }
+        counted.push((t, sizes));
+    }
     let log_dir = data_dir.join("topics");
     let measured = tokio::task::spawn_blocking(move || {
-        let topics: Vec<(String, Vec<(i32, i64)>)> = hosted
+        let topics: Vec<(String, Vec<(i32, i64)>)> = counted
             .into_iter()
             .map(|(t, ps)| {
-                let sizes = ps.into_iter().map(|p| (p, dir_size(&partition_dir(&data_dir, &t, p)))).collect();
+                let size = |p, n: Option<i64>| n.unwrap_or_else(|| dir_size(&partition_dir(&data_dir, &t, p)));
+                let sizes = ps.into_iter().map(|(p, n)| (p, size(p, n))).collect();
                 (t, sizes)
             })
             .collect();
