@@ -33,8 +33,9 @@ def certs(tmp_path_factory):
     return d
 
 
-@pytest.fixture
-def secured(tmp_path, certs):
+def start_secured(tmp_path, certs, client_auth="requested", allowed_errors=()):
+    """A started broker with the four listeners (its `ports` by listener name) and
+    `ssl_client_auth = client_auth`."""
     plaintext, *others = free_ports(4)
     ports = dict(zip(("SSL", "SASL_PLAINTEXT", "SASL_SSL"), others))
     listeners = ",".join(f"{name}://127.0.0.1:{port}" for name, port in ports.items())
@@ -43,7 +44,7 @@ def secured(tmp_path, certs):
 listeners = "{listeners}"
 ssl_keystore_location = "{certs}/broker.pem"
 ssl_truststore_location = "{certs}/ca.pem"
-ssl_client_auth = "requested"
+ssl_client_auth = "{client_auth}"
 sasl_enabled_mechanisms = ["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"]
 
 [sasl_plain_users]
@@ -52,9 +53,15 @@ sasl_enabled_mechanisms = ["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"]
 [scram_users_at_first_start]
 {SCRAM_USER} = "{SCRAM_PASSWORD}"
 """)
-    broker = Broker(tmp_path / "data", plaintext, config_file=config)
+    broker = Broker(tmp_path / "data", plaintext, config_file=config, allowed_errors=allowed_errors)
     broker.start()
     broker.ports = ports
+    return broker
+
+
+@pytest.fixture
+def secured(tmp_path, certs):
+    broker = start_secured(tmp_path, certs)
     yield broker
     broker.stop()
 

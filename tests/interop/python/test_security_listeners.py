@@ -23,34 +23,13 @@ import pytest
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
-from conftest import Broker, free_ports
 from test_security import (PLAIN_PASSWORD, PLAIN_USER, SCRAM_PASSWORD, SCRAM_USER, certs,  # noqa: F401
-                           frame, librdkafka_config, produce_and_read)
+                           frame, librdkafka_config, produce_and_read, start_secured)
 
 
 @pytest.fixture
 def mutual_tls(tmp_path, certs):  # noqa: F811
-    plaintext, *others = free_ports(4)
-    ports = dict(zip(("SSL", "SASL_PLAINTEXT", "SASL_SSL"), others))
-    listeners = ",".join(f"{name}://127.0.0.1:{port}" for name, port in ports.items())
-    config = tmp_path / "kaas.toml"
-    config.write_text(f"""
-listeners = "{listeners}"
-ssl_keystore_location = "{certs}/broker.pem"
-ssl_truststore_location = "{certs}/ca.pem"
-ssl_client_auth = "required"
-sasl_enabled_mechanisms = ["SCRAM-SHA-512", "PLAIN"]
-
-[sasl_plain_users]
-{PLAIN_USER} = "{PLAIN_PASSWORD}"
-
-[scram_users_at_first_start]
-{SCRAM_USER} = "{SCRAM_PASSWORD}"
-""")
-    broker = Broker(tmp_path / "data", plaintext, config_file=config)
-    broker.allow_log_errors("TLS handshake")
-    broker.start()
-    broker.ports = ports
+    broker = start_secured(tmp_path, certs, client_auth="required", allowed_errors=("TLS handshake",))
     yield broker
     broker.stop()
 
