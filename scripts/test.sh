@@ -103,5 +103,5 @@ tail -n 1 target/fuzz-build.log
 ./scripts/fuzz.sh 15
 
 # ---- differential conformance against Apache Kafka 4.4 (tests/conformance/README.md) ----
-step "conformance: ${CONFORMANCE_SEEDS:=120} random sequences per transaction version against Apache Kafka 4.4 (scripts/conformance.sh N for a long run)"
+step "conformance: ${CONFORMANCE_SEEDS:=100} random sequences per transaction version against Apache Kafka 4.4 (scripts/conformance.sh N for a long run)"
 CONFORMANCE_SEEDS="$CONFORMANCE_SEEDS" cargo test --release --locked --test conformance -- --nocapture
