@@ -581,6 +581,11 @@ impl Handler<GroupAdmin> for GroupCoordinator {
     type Result = ();
 
     fn handle(&mut self, msg: GroupAdmin, ctx: &mut Self::Context) {
+        // Deadlines already passed apply first: a DeleteGroups or DescribeGroups that comes in
+        // the millisecond a static member's session ends must not find it still there because
+        // its timer has not run yet (librdkafka's 0081 deletes its group exactly one session
+        // timeout after the members' last commit). The writes keep this order (write_group).
+        self.fire_timers(ctx);
         let (answer, changed) = self.groups.admin(msg.op);
         let flushes: Vec<_> = changed.iter().map(|id| self.persist(id)).collect();
         // Deletions are answered only once they are on disk; a failed write is not a success.
