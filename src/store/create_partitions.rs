@@ -26,6 +26,10 @@ pub enum CreatePartitionsError {
     NotAnIncrease { topic: String, current: i32, requested: i32 },
     #[error("Attempted to add {additional} additional partition(s), but only {given} assignment(s) were specified.")]
     AssignmentCount { additional: i32, given: usize },
+    /// CreateTopics: an assignment of more than one replica, answered as a replication factor
+    /// other than 1 is (the topic's first partitions have no "previous" ones to compare with).
+    #[error("Replication factor must be 1 on kaas, got {0}.")]
+    CreationReplicationFactor(usize),
     /// CreateTopics: the assignments' partition indexes must be 0..n, each once.
     #[error("partitions should be a consecutive 0-based integer sequence")]
     NotConsecutive,
@@ -69,6 +73,7 @@ impl CreatePartitionsError {
         use CreatePartitionsError::*;
         match self {
             DuplicateTopic | InternalTopic(_) => ResponseError::InvalidRequest.code(),
+            CreationReplicationFactor(_) => ResponseError::InvalidReplicationFactor.code(),
             UnknownTopic => ResponseError::UnknownTopicOrPartition.code(),
             AlreadyHas { .. } | NotAnIncrease { .. } => ResponseError::InvalidPartitions.code(),
             AssignmentCount { .. }
@@ -176,7 +181,10 @@ pub fn check_creation_assignments(
     }
     let count = i32::try_from(sorted.len()).map_err(|_| CreatePartitionsError::NotConsecutive)?;
     let lists: Vec<Vec<i32>> = sorted.iter().map(|(_, b)| b.clone()).collect();
-    check_assignments(topic, scheme, 0, count, &lists, live)?;
+    check_assignments(topic, scheme, 0, count, &lists, live).map_err(|e| match e {
+        CreatePartitionsError::ReplicationFactor(n) => CreatePartitionsError::CreationReplicationFactor(n),
+        e => e,
+    })?;
     Ok(count)
 }
 
@@ -322,6 +330,8 @@ mod tests {
         assert_eq!(e, CreatePartitionsError::UnregisteredBroker(7));
         let e = check_creation_assignments("t", Scheme::RoundRobin, &[(0, vec![])], &[0]).unwrap_err();
         assert_eq!(e, CreatePartitionsError::EmptyAssignment);
+        let e = check_creation_assignments("t", Scheme::RoundRobin, &[(0, vec![0, 1, 2])], &[0, 1, 2]).unwrap_err();
+        assert_eq!((e.code(), e.to_string().as_str()), (38, "Replication factor must be 1 on kaas, got 3."));
     }
 
     #[test]
