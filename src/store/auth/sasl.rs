@@ -188,7 +188,11 @@ impl SaslSession {
     /// (size-prefixed, no request header) and reads the server's the same way (Kafka's
     /// SaslServerAuthenticator without SaslAuthenticate headers).
     pub fn use_raw_tokens(&mut self) {
-        self.raw_tokens = true;
+        // KIP-368: a re-authentication is always SaslAuthenticate framed (a v0 handshake of an
+        // authenticated connection does not switch it to raw frames).
+        if self.previous.is_none() {
+            self.raw_tokens = true;
+        }
     }
 
     /// The next frame is a raw token of the exchange, not a Kafka request.
@@ -320,6 +324,17 @@ mod tests {
         let bad_final = b"c=biws,r=clientnonceservernonce,p=AAAA";
         assert!(s.authenticate(bad_final, 0, &secrets(), Instant::now()).is_err());
         assert!(!s.expects_raw_token(), "a failed exchange expects nothing more");
+    }
+
+    #[test]
+    fn a_reauthentication_never_takes_raw_tokens() {
+        let now = Instant::now();
+        let mut s = SaslSession::new(Duration::from_secs(60));
+        plain_login(&mut s, "alice", "alice-secret", now).unwrap();
+        assert_eq!(s.gate(SASL_HANDSHAKE, now), Gate::Serve);
+        s.handshake("PLAIN", &enabled()).unwrap();
+        s.use_raw_tokens();
+        assert!(!s.expects_raw_token());
     }
 
     #[test]
