@@ -1,5 +1,6 @@
 //! Thin actors: each owns one piece of state and turns messages into calls on the core.
 
+pub mod broker_configs;
 pub mod cleaner;
 pub mod coordinators;
 pub mod directory;

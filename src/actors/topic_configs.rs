@@ -88,7 +88,8 @@ impl TopicRegistry {
             return;
         }
         h.meta.configs = configs;
-        h.set_produce_limits(topic_config::produce_limits(&defaults, &h.meta.configs));
+        let effective = super::topics::effective(&self.topic_layer, &h.meta.configs);
+        h.set_produce_limits(topic_config::produce_limits(&defaults, &effective));
         let (meta, leaders) = (h.meta.clone(), h.leaders());
         let config = self.log_config(&meta);
         for leader in leaders {

@@ -5,7 +5,7 @@
 //! `Rebalance` (each membership tick) takes what this broker should lead and gives up what a
 //! live peer should. Runs on its own arbiter, so its file I/O never blocks a connection thread.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
@@ -23,6 +23,7 @@ use crate::error_code::ResponseError;
 use crate::metrics::Metrics;
 use crate::store::clock::now_ms;
 use crate::store::cluster::known_fences::KnownFences;
+use crate::store::configs::dynamic::{ConfigMap, DynamicConfigs};
 use crate::store::configs::topic::{self as topic_config, BrokerDefaults, ProduceLimits};
 use crate::store::leases::HeldLease;
 use crate::store::log::file_cache::FileCache;
@@ -55,9 +56,10 @@ pub struct TopicHandle {
 }
 
 impl TopicHandle {
-    fn new(meta: TopicMeta, defaults: &BrokerDefaults) -> TopicHandle {
+    /// `layer`: the topic-config defaults of the dynamic broker configs (store::configs::dynamic).
+    fn new(meta: TopicMeta, defaults: &BrokerDefaults, layer: &ConfigMap) -> TopicHandle {
         let cells = (0..meta.partitions).map(|_| LocalActor::default()).collect();
-        let limits = Arc::new(RwLock::new(topic_config::produce_limits(defaults, &meta.configs)));
+        let limits = Arc::new(RwLock::new(topic_config::produce_limits(defaults, &effective(layer, &meta.configs))));
         TopicHandle { meta, partitions: Arc::new(cells), limits, superseded: Arc::default() }
     }
 
@@ -83,6 +85,14 @@ impl TopicHandle {
     pub(super) fn leaders(&self) -> Vec<Addr<PartitionLeader>> {
         self.partitions.iter().filter_map(LocalActor::get).collect()
     }
+}
+
+/// A topic's configs over the dynamic broker configs' topic defaults: what its log and its
+/// Produce checks follow (its own values win, as in Kafka).
+pub(super) fn effective(layer: &ConfigMap, configs: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut out = layer.clone();
+    out.extend(configs.iter().map(|(k, v)| (k.clone(), v.clone())));
+    out
 }
 
 /// Partition leaders (with their partition numbers) that were running when a topic was dropped.
@@ -138,6 +148,10 @@ pub struct TopicRegistry {
     /// This node's previous process stopped cleanly: its partitions keep their epochs
     /// (store::leases::try_acquire).
     keep_own: bool,
+    /// The dynamic broker configs as last read or written (actors::broker_configs).
+    pub(super) dynamic: DynamicConfigs,
+    /// Their topic-config defaults for this broker (`DynamicConfigs::topic_layer`).
+    pub(super) topic_layer: ConfigMap,
 }
 
 /// A partition whose lease this broker just took, to be opened.
@@ -192,7 +206,11 @@ impl TopicRegistry {
             deleting: HashSet::new(),
             metrics,
             keep_own,
+            dynamic: DynamicConfigs::default(),
+            topic_layer: ConfigMap::new(),
         };
+        // Before any topic opens: its logs start with the dynamic defaults.
+        view.reload_dynamic();
         view.refresh_topics().map_err(|e| e.to_string())?;
         // Nothing is handed over at start: this broker held nothing.
         let _ = view.claim_and_release();
@@ -204,6 +222,8 @@ impl TopicRegistry {
     /// Reads the topics directory; returns the topics a peer deleted with the leaders this
     /// broker ran for them (stopped, then their directories removed, by the caller).
     fn refresh_topics(&mut self) -> Result<Vec<(String, Uuid, RunningLeaders)>, topics::TopicError> {
+        // A peer may have changed the dynamic broker configs.
+        self.reload_dynamic();
         let on_disk = topics::load_all(&self.settings.broker.data_dir)?;
         let names: HashSet<String> = on_disk.iter().map(|m| m.name.clone()).collect();
         let gone: Vec<String> = self.topics.keys().filter(|n| !names.contains(*n)).cloned().collect();
@@ -265,7 +285,7 @@ impl TopicRegistry {
         // What is not served is not announced either: Metadata, ListOffsets and the broker's
         // partition count see the served partitions; the topic file on disk stays as it is.
         let meta = TopicMeta { partitions: count, ..meta };
-        let handle = TopicHandle::new(meta, &self.settings.topic_defaults());
+        let handle = TopicHandle::new(meta, &self.settings.topic_defaults(), &self.topic_layer);
         if let Some(old) = self.topics.insert(handle.meta.name.clone(), handle.clone()) {
             // A topic of this name deleted and created again by a peer: the new one owns the
             // directories (its creator cleared them).
@@ -356,7 +376,7 @@ impl TopicRegistry {
     /// The topic's log settings: the broker's, overridden by valid topic configs.
     pub(super) fn log_config(&self, meta: &TopicMeta) -> LogConfig {
         let base = self.settings.log_config(self.files.clone());
-        let (config, ignored) = topic_config::log_config_for(&base, &meta.configs);
+        let (config, ignored) = topic_config::log_config_for(&base, &effective(&self.topic_layer, &meta.configs));
         for e in ignored {
             tracing::warn!(topic = %meta.name, "stored topic config ignored, broker setting used: {e}");
         }

@@ -97,7 +97,7 @@ impl TopicRegistry {
                 format!("Could not open partition {}-{p}: {e}. Topic '{}' was not created.", meta.name, meta.name),
             )
         };
-        let handle = TopicHandle::new(meta.clone(), &self.settings.topic_defaults());
+        let handle = TopicHandle::new(meta.clone(), &self.settings.topic_defaults(), &self.topic_layer);
         let mine: Vec<i32> =
             (0..partitions).filter(|p| placement::leader_of(&meta, *p, &self.live) == Some(me)).collect();
         let mut acquired = Vec::new();

@@ -8,12 +8,12 @@
 //! 50 offsets partitions). As Kafka, a
 //! value set in the broker's own configuration is STATIC_BROKER_CONFIG, else DEFAULT_CONFIG;
 //! kaas cannot tell a setting left alone from one set to Kafka's default, so a value is static
-//! where it differs from Kafka's default. kaas changes none at runtime, so all are read-only.
-//! Pure data, no I/O.
+//! where it differs from Kafka's default. The dynamic values set at runtime go over these
+//! (store::configs::dynamic). Pure data, no I/O.
 
 use std::borrow::Cow;
 
-use super::{ConfigEntry, Synonym, SOURCE_DEFAULT, SOURCE_DYNAMIC_DEFAULT_BROKER, SOURCE_STATIC_BROKER};
+use super::{ConfigEntry, Synonym, SOURCE_DEFAULT, SOURCE_STATIC_BROKER};
 use super::{TYPE_BOOLEAN, TYPE_INT, TYPE_LIST, TYPE_SHORT, TYPE_STRING};
 
 /// A broker config that is what kaas does, whatever its settings.
@@ -89,37 +89,10 @@ pub const BROKER_FACTS: &[BrokerFact] = &[
     ),
 ];
 
-/// The cluster-wide dynamic defaults a new Apache Kafka 4.4 cluster has: its controller records
-/// `min.insync.replicas` at bootstrap (KIP-966, eligible leader replicas), so brokers and topics
-/// describe it as DYNAMIC_DEFAULT_BROKER_CONFIG (checked against Kafka 4.4: `kafka-configs
-/// --entity-type brokers --entity-default --describe`). kaas's value is the same, 1.
-pub const CLUSTER_DEFAULTS: &[(&str, &str)] = &[("min.insync.replicas", "1")];
-
-/// The cluster default of `name`, if the cluster has one.
-pub fn cluster_default(name: &str) -> Option<&'static str> {
-    CLUSTER_DEFAULTS.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
-}
-
-/// DescribeConfigs of the cluster default (a BROKER resource with an empty name).
-pub fn describe_cluster_defaults() -> Vec<ConfigEntry> {
-    CLUSTER_DEFAULTS
-        .iter()
-        .filter_map(|(name, value)| BROKER_FACTS.iter().find(|f| f.name == *name).map(|f| (f, value)))
-        .map(|(f, value)| ConfigEntry {
-            name: f.name,
-            value: Some(value.to_string()),
-            source: SOURCE_DYNAMIC_DEFAULT_BROKER,
-            config_type: f.config_type,
-            read_only: false,
-            synonyms: vec![Synonym::new(f.name, *value, SOURCE_DYNAMIC_DEFAULT_BROKER)],
-            doc: Cow::Borrowed(f.doc),
-        })
-        .collect()
-}
-
-/// One broker config: read-only (kaas changes none at runtime), STATIC_BROKER_CONFIG where it
-/// differs from Kafka's default, before DEFAULT_CONFIG where Kafka has a default; a cluster
-/// default ([`CLUSTER_DEFAULTS`]) comes first and is the source.
+/// One broker config as kaas's settings give it: read-only, STATIC_BROKER_CONFIG where it
+/// differs from Kafka's default, before DEFAULT_CONFIG where Kafka has a default. Dynamic values
+/// go over it (store::configs::dynamic::describe_broker), which also marks the configs that can
+/// change at runtime.
 fn describe_one(
     name: &'static str,
     config_type: i8,
@@ -128,10 +101,6 @@ fn describe_one(
     doc: Cow<'static, str>,
 ) -> ConfigEntry {
     let mut synonyms = Vec::new();
-    let cluster = cluster_default(name);
-    if let Some(v) = cluster {
-        synonyms.push(Synonym::new(name, v, SOURCE_DYNAMIC_DEFAULT_BROKER));
-    }
     let set = kafka_default != Some(value.as_str());
     if set {
         synonyms.push(Synonym::new(name, value.clone(), SOURCE_STATIC_BROKER));
@@ -139,12 +108,8 @@ fn describe_one(
     if let Some(default) = kafka_default {
         synonyms.push(Synonym::new(name, default, SOURCE_DEFAULT));
     }
-    let source = match (cluster, set) {
-        (Some(_), _) => SOURCE_DYNAMIC_DEFAULT_BROKER,
-        (None, true) => SOURCE_STATIC_BROKER,
-        (None, false) => SOURCE_DEFAULT,
-    };
-    ConfigEntry { name, value: Some(value), source, config_type, read_only: true, synonyms, doc }
+    let source = if set { SOURCE_STATIC_BROKER } else { SOURCE_DEFAULT };
+    ConfigEntry { name: Cow::Borrowed(name), value: Some(value), source, config_type, read_only: true, synonyms, doc }
 }
 
 /// Every broker config kaas describes, sorted by name: the [`BROKER_FACTS`] and the `settings`
@@ -156,7 +121,7 @@ pub fn describe_broker(settings: Vec<BrokerSetting>) -> Vec<ConfigEntry> {
     let set =
         settings.into_iter().map(|s| describe_one(s.name, s.config_type, s.kafka_default, s.value, Cow::Owned(s.doc)));
     let mut all: Vec<ConfigEntry> = facts.chain(set).collect();
-    all.sort_by(|a, b| a.name.cmp(b.name));
+    all.sort_by(|a, b| a.name.cmp(&b.name));
     all
 }
 
@@ -171,17 +136,6 @@ mod tests {
 
     fn setting(name: &'static str, config_type: i8, kafka_default: Option<&'static str>, value: &str) -> BrokerSetting {
         BrokerSetting { name, config_type, kafka_default, value: value.into(), doc: "what it does".into() }
-    }
-
-    #[test]
-    fn min_insync_replicas_is_a_cluster_default_as_on_a_new_kafka_cluster() {
-        let e = find(&describe_broker(Vec::new()), "min.insync.replicas");
-        assert_eq!((e.value_str(), e.source), ("1", SOURCE_DYNAMIC_DEFAULT_BROKER));
-        let sources: Vec<i8> = e.synonyms.iter().map(|s| s.source).collect();
-        assert_eq!(sources, [SOURCE_DYNAMIC_DEFAULT_BROKER, SOURCE_DEFAULT]);
-        let defaults = describe_cluster_defaults();
-        assert_eq!(defaults.len(), 1);
-        assert_eq!((defaults[0].name, defaults[0].value_str(), defaults[0].source), ("min.insync.replicas", "1", 3));
     }
 
     #[test]

@@ -169,7 +169,8 @@ fn group_entry(name: &'static str, value: Option<String>, config_type: i8, broke
     if let Some(b) = broker {
         synonyms.push(Synonym::new(name, b, SOURCE_DEFAULT));
     }
-    ConfigEntry { name, value, source, config_type, read_only: false, synonyms, doc: group_doc(name).into() }
+    let doc = group_doc(name).into();
+    ConfigEntry { name: name.into(), value, source, config_type, read_only: false, synonyms, doc }
 }
 
 /// DescribeConfigs of group `name` with its `overrides`: every non-internal group config.

@@ -11,6 +11,8 @@
 //! - `resources`: resource types, names and the BROKER / BROKER_LOGGER changes kaas refuses.
 
 pub mod broker;
+pub mod broker_store;
+pub mod dynamic;
 pub mod group;
 pub mod group_store;
 pub mod resources;
@@ -20,6 +22,8 @@ use std::borrow::Cow;
 
 /// DescribeConfigs ConfigSource ids.
 pub const SOURCE_DYNAMIC_TOPIC: i8 = 1;
+/// Kafka's DYNAMIC_BROKER_CONFIG: a value set on one broker (`--entity-name N`).
+pub const SOURCE_DYNAMIC_BROKER: i8 = 2;
 /// Kafka's DYNAMIC_DEFAULT_BROKER_CONFIG: a cluster-wide default (`--entity-default`).
 pub const SOURCE_DYNAMIC_DEFAULT_BROKER: i8 = 3;
 pub const SOURCE_STATIC_BROKER: i8 = 4;
@@ -52,7 +56,8 @@ impl Synonym {
 /// One config of a resource as DescribeConfigs lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigEntry {
-    pub name: &'static str,
+    /// Owned for a custom broker config (store::configs::dynamic).
+    pub name: Cow<'static, str>,
     /// None: Kafka's null (no value).
     pub value: Option<String>,
     pub source: i8,

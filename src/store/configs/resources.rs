@@ -1,13 +1,13 @@
 //! The resources of AlterConfigs and IncrementalAlterConfigs other than a topic's configs, as
 //! Kafka's broker preprocesses them (ConfigAdminManager): duplicate resources, resource types,
-//! BROKER configs (kaas has none it can change at runtime) and BROKER_LOGGER (kaas has no Log4j
-//! loggers). Which resources ListConfigResources lists (`listed`). Pure functions, no I/O.
+//! whose BROKER configs a change names (store::configs::dynamic checks the configs) and
+//! BROKER_LOGGER (kaas has no Log4j loggers). Which resources ListConfigResources lists (`listed`). Pure functions, no I/O.
 
 use std::collections::HashMap;
 
 use thiserror::Error;
 
-use super::topic::alter::{check_shape, AlterError, AlterOp, OP_APPEND, OP_DELETE, OP_SUBTRACT};
+use super::topic::alter::{check_shape, AlterError, AlterOp, OP_APPEND, OP_SUBTRACT};
 use crate::error_code::ResponseError;
 use crate::store::topics::is_internal;
 
@@ -42,17 +42,12 @@ pub enum ResourceError {
     /// state in the coordinators' databases, where no topic config applies.
     #[error("The configs of internal topic {0} cannot be changed on kaas: it keeps that state in the coordinators' databases, not in a log")]
     InternalTopic(String),
-    /// Kafka's answer for a broker config it cannot change at runtime; kaas can change none.
-    #[error("Cannot update these configs dynamically: [{}]", .0.join(", "))]
-    NotDynamic(Vec<String>),
     #[error("Logger {0} does not exist!")]
     NoLogger(String),
     #[error("{0} operation is not allowed for the BROKER_LOGGER resource")]
     LoggerOp(&'static str),
     #[error("{0}")]
     Shape(#[from] AlterError),
-    #[error("{0}")]
-    Config(super::topic::TopicConfigError),
 }
 
 impl ResourceError {
@@ -60,7 +55,6 @@ impl ResourceError {
         match self {
             ResourceError::NoLogger(_) => ResponseError::InvalidConfig.code(),
             ResourceError::Shape(e) => e.code(),
-            ResourceError::Config(e) => e.code(),
             _ => ResponseError::InvalidRequest.code(),
         }
     }
@@ -111,29 +105,14 @@ pub fn check_topic_name(name: &str) -> Result<(), ResourceError> {
     }
 }
 
-/// BROKER (`name` empty: the cluster default). kaas reads its settings at start only, so any
-/// change is refused as Kafka refuses a config it cannot update dynamically; deleting is a no-op
-/// (no dynamic value is ever set). The one exception is the cluster's `min.insync.replicas`
-/// (store::configs::broker::CLUSTER_DEFAULTS, which Kafka 4.4 describes as a dynamic default):
-/// setting it to what it is (1, one copy) is accepted and changes nothing, any other value is
-/// refused as a topic's would be.
-pub fn broker_change(node_id: i32, name: &str, ops: &[AlterOp]) -> Result<(), ResourceError> {
-    if !name.is_empty() {
-        check_node(name, node_id)?;
+/// Whose configs a BROKER change names: `None` the cluster default (an empty name), else this
+/// broker (Kafka's broker checks that the name is its own id before it forwards the change).
+pub fn broker_target(node_id: i32, name: &str) -> Result<Option<i32>, ResourceError> {
+    if name.is_empty() {
+        return Ok(None);
     }
-    check_shape(ops)?;
-    let cluster_default = |o: &&AlterOp| name.is_empty() && super::broker::cluster_default(&o.name).is_some();
-    for o in ops.iter().filter(|o| o.op != OP_DELETE).filter(cluster_default) {
-        let value = o.value.clone();
-        super::topic::validate(&[(o.name.clone(), value)]).map_err(ResourceError::Config)?;
-    }
-    let changed: Vec<String> =
-        ops.iter().filter(|o| o.op != OP_DELETE && !cluster_default(o)).map(|o| o.name.clone()).collect();
-    if changed.is_empty() {
-        Ok(())
-    } else {
-        Err(ResourceError::NotDynamic(changed))
-    }
+    check_node(name, node_id)?;
+    Ok(Some(node_id))
 }
 
 /// BROKER_LOGGER: kaas logs through `tracing` (RUST_LOG), with no Log4j loggers to name.
@@ -209,29 +188,10 @@ mod tests {
     }
 
     #[test]
-    fn broker_configs_cannot_be_changed_at_runtime() {
-        let e = broker_change(1, "1", &[op("log.retention.ms", OP_SET), op("x", OP_DELETE)]).unwrap_err();
-        assert_eq!(e.to_string(), "Cannot update these configs dynamically: [log.retention.ms]");
-        assert_eq!(e.code(), ResponseError::InvalidRequest.code());
-        assert!(broker_change(1, "", &[op("message.max.bytes", OP_SET)]).is_err());
-        assert_eq!(broker_change(1, "", &[op("message.max.bytes", OP_DELETE)]), Ok(()));
-    }
-
-    #[test]
-    fn the_cluster_default_min_insync_replicas_may_be_set_to_what_it_is() {
-        let set = |v: &str| AlterOp { name: "min.insync.replicas".into(), op: OP_SET, value: Some(v.into()) };
-        assert_eq!(broker_change(1, "", &[set("1")]), Ok(()));
-        let e = broker_change(1, "", &[set("2")]).unwrap_err();
-        assert_eq!(e.code(), ResponseError::InvalidConfig.code(), "{e}");
-        assert!(broker_change(1, "", &[set("0")]).is_err());
-        // A single broker's own value is not dynamic in kaas.
-        assert!(matches!(broker_change(1, "1", &[set("1")]), Err(ResourceError::NotDynamic(_))));
-    }
-
-    #[test]
     fn a_broker_resource_must_name_this_broker() {
-        assert_eq!(broker_change(1, "2", &[]), Err(ResourceError::WrongNode { expected: 1, got: "2".into() }));
-        assert_eq!(broker_change(1, "x", &[]), Err(ResourceError::NodeIdNotInt("x".into())));
+        assert_eq!(broker_target(1, "2"), Err(ResourceError::WrongNode { expected: 1, got: "2".into() }));
+        assert_eq!(broker_target(1, "x"), Err(ResourceError::NodeIdNotInt("x".into())));
+        assert_eq!((broker_target(1, "1"), broker_target(1, "")), (Ok(Some(1)), Ok(None)));
         assert_eq!(logger_change(1, "", &[]), Err(ResourceError::NodeIdNotInt(String::new())));
     }
 

@@ -217,7 +217,7 @@ def test_configs_tool_describes_a_brokers_configs(broker):
     assert lines["message.max.bytes"] == ("message.max.bytes=1048588 sensitive=false synonyms="
                                           "{DEFAULT_CONFIG:message.max.bytes=1048588}"), out
     assert lines["listeners"].startswith(f"listeners=PLAINTEXT://{broker.bootstrap} "), out
-    # Only dynamic configs by default: kaas changes none at runtime.
+    # Only dynamic configs by default: none is set yet.
     dynamic = tool("org.apache.kafka.tools.ConfigCommand", broker.bootstrap, "--describe", "--entity-type", "brokers",
                    "--entity-name", node).stdout
     assert dynamic.strip() == f"Dynamic configs for broker {node} are:", dynamic

@@ -389,8 +389,10 @@ fn a_broker_describes_the_kafka_configs_it_has_a_true_value_for() {
     let (code, _, configs) = describe_broker(&mut c, &broker.node_id.to_string());
     assert_eq!(code, 0);
     let find = |n: &str| configs.iter().find(|e| e.0 == n).cloned().unwrap_or_else(|| panic!("{n} described"));
-    // A kaas setting at Kafka's default: DEFAULT_CONFIG (5); read-only, kaas changes none at runtime.
-    assert_eq!(find("message.max.bytes"), ("message.max.bytes".into(), "1048588".into(), 5, true, vec![5]));
+    // A kaas setting at Kafka's default: DEFAULT_CONFIG (5); a dynamic config, so not read-only.
+    assert_eq!(find("message.max.bytes"), ("message.max.bytes".into(), "1048588".into(), 5, false, vec![5]));
+    // A kaas setting read at start only: read-only.
+    assert!(find("max.connections").3, "max.connections is read-only on kaas");
     // One that differs, and what kaas does whatever its settings: STATIC_BROKER_CONFIG (4) first.
     assert_eq!(find("transaction.state.log.num.partitions").1, "4");
     assert_eq!(find("transaction.state.log.num.partitions").4, vec![4, 5]);

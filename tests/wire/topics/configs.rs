@@ -235,8 +235,8 @@ fn alter_errors_are_kafkas() {
     assert_eq!(set(&mut c, "nope", &[("retention.ms", SET, Some("1"))]).0, UNKNOWN_TOPIC_OR_PARTITION);
     let dup = incremental(&mut c, vec![resource(TOPIC, "t", &[]), resource(TOPIC, "t", &[])], false);
     assert_eq!(dup.iter().map(|r| r.0).collect::<Vec<_>>(), [INVALID_REQUEST, INVALID_REQUEST]);
-    let broker = incremental(&mut c, vec![resource(BROKER, "0", &[("log.retention.ms", SET, Some("1"))])], false);
-    assert_eq!(broker[0], (INVALID_REQUEST, "Cannot update these configs dynamically: [log.retention.ms]".into()));
+    let broker = incremental(&mut c, vec![resource(BROKER, "0", &[("log.dirs", SET, Some("/x"))])], false);
+    assert_eq!(broker[0], (INVALID_REQUEST, "Cannot update these configs dynamically: [log.dirs]".into()));
     let logger = incremental(&mut c, vec![resource(BROKER_LOGGER, "0", &[("kaas", SET, Some("DEBUG"))])], false);
     assert_eq!(logger[0].0, INVALID_CONFIG);
 

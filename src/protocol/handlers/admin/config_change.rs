@@ -1,13 +1,15 @@
 //! What AlterConfigs (33) and IncrementalAlterConfigs (44) share: the checks of every resource
 //! and the change of each, by resource type. Topic configs are changed by the TopicRegistry
 //! (actors::topic_configs: store::configs::topic::alter), group configs in
-//! store::configs::group_store and then this broker's group coordinator, BROKER and BROKER_LOGGER
-//! changes are refused as Kafka refuses changes it cannot make (store::configs::resources). The
+//! store::configs::group_store and then this broker's group coordinator, BROKER configs by the
+//! TopicRegistry (actors::broker_configs: store::configs::dynamic), BROKER_LOGGER changes
+//! refused as Kafka refuses changes it cannot make (store::configs::resources). The
 //! two APIs differ only in what a change is: AlterConfigs replaces a resource's whole set (and
 //! has no BROKER_LOGGER resources), IncrementalAlterConfigs applies its operations.
 
 use tokio::sync::oneshot;
 
+use crate::actors::broker_configs::AlterBrokerConfigs;
 use crate::actors::group_coordinator::SetGroupConfigs;
 use crate::actors::topic_configs::{AlterFailure, AlterTopicConfigs, ConfigChange};
 use crate::error_code::ResponseError;
@@ -80,7 +82,10 @@ async fn alter_one(s: &Session, r: ResourceChange, validate_only: bool) -> Resul
             check_shape(&ops).map_err(|e| (e.code(), e.to_string()))?;
             alter_topic(s, &r.name, r.change, validate_only).await
         }
-        res::RESOURCE_BROKER => res::broker_change(node, &r.name, &ops).map_err(refused),
+        res::RESOURCE_BROKER => {
+            let target = res::broker_target(node, &r.name).map_err(refused)?;
+            alter_broker(s, target, ops, replace, validate_only).await
+        }
         // Kafka's AlterConfigs has no BROKER_LOGGER resource: an unknown type there.
         res::RESOURCE_BROKER_LOGGER if !replace => res::logger_change(node, &r.name, &ops).map_err(refused),
         res::RESOURCE_GROUP => alter_group_configs(s, &r.name, ops, replace, validate_only).await,
@@ -93,6 +98,22 @@ async fn alter_topic(s: &Session, name: &str, change: ConfigChange, validate_onl
     res::check_topic_name(name).map_err(refused)?;
     let (reply, rx) = oneshot::channel();
     let msg = AlterTopicConfigs { name: name.to_string(), change, validate_only, reply };
+    let gone = || (ResponseError::UnknownServerError.code(), "the topic registry stopped".to_string());
+    s.directory.topics().send(msg).await.map_err(|_| gone())?;
+    rx.await.map_err(|_| gone())?
+}
+
+/// Alters the dynamic configs of this broker (`node`) or the cluster default (None) on the
+/// TopicRegistry, which applies their topic defaults.
+async fn alter_broker(
+    s: &Session,
+    node: Option<i32>,
+    ops: Vec<AlterOp>,
+    replace: bool,
+    validate_only: bool,
+) -> Result<(), AlterFailure> {
+    let (reply, rx) = oneshot::channel();
+    let msg = AlterBrokerConfigs { node, ops, replace, validate_only, reply };
     let gone = || (ResponseError::UnknownServerError.code(), "the topic registry stopped".to_string());
     s.directory.topics().send(msg).await.map_err(|_| gone())?;
     rx.await.map_err(|_| gone())?

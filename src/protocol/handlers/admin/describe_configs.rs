@@ -17,7 +17,9 @@ use crate::config::{plain, Settings};
 use crate::error_code::ResponseError;
 use crate::protocol::{str_bytes, Session};
 use crate::store::auth::acl;
-use crate::store::configs::broker::{describe_broker, describe_cluster_defaults, BrokerSetting};
+use crate::store::configs::broker::{describe_broker, BrokerSetting};
+use crate::store::configs::broker_store;
+use crate::store::configs::dynamic::{self, DynamicConfigs};
 use crate::store::configs::group::{describe_group, GroupDefaults, GroupOverrides};
 use crate::store::configs::group_store;
 use crate::store::configs::resources::{
@@ -50,7 +52,7 @@ fn broker_settings(st: &Settings) -> Vec<BrokerSetting> {
 /// v3 (earlier versions cannot carry them).
 fn wire_entry(e: ConfigEntry, synonyms: bool, documentation: bool, version: i16) -> DescribeConfigsResourceResult {
     let mut out = DescribeConfigsResourceResult::default();
-    out.name = str_bytes(e.name);
+    out.name = str_bytes(&e.name);
     out.value = e.value.as_deref().map(str_bytes);
     out.config_source = e.source;
     out.read_only = e.read_only;
@@ -96,6 +98,20 @@ async fn group_overrides(s: &Session, name: &str) -> Option<GroupOverrides> {
     }
 }
 
+/// The dynamic broker configs (store::configs::broker_store, read on the blocking pool); none
+/// when the file cannot be read (logged).
+async fn dynamic_configs(s: &Session) -> DynamicConfigs {
+    let dir = s.settings.broker.data_dir.clone();
+    match tokio::task::spawn_blocking(move || broker_store::load(&dir)).await {
+        Ok(Ok(all)) => all,
+        Ok(Err(e)) => {
+            tracing::warn!("reading the dynamic broker configs: {e}");
+            DynamicConfigs::default()
+        }
+        Err(_) => DynamicConfigs::default(),
+    }
+}
+
 /// Kafka describes every config when the key list is null or empty.
 fn wanted(keys: &Option<Vec<kafka_protocol::protocol::StrBytes>>, name: &str) -> bool {
     keys.as_ref().is_none_or(|k| k.is_empty() || k.iter().any(|x| x.as_str() == name))
@@ -113,6 +129,9 @@ async fn topic_configs(s: &Session, name: &str) -> Option<BTreeMap<String, Strin
 pub async fn handle(s: Rc<Session>, version: i16, req: DescribeConfigsRequest) -> DescribeConfigsResponse {
     let st = &s.settings;
     let defaults = st.topic_defaults();
+    let node = st.broker.node_id;
+    let needs_dynamic = req.resources.iter().any(|r| [RESOURCE_TOPIC, RESOURCE_BROKER].contains(&r.resource_type));
+    let dynamic = if needs_dynamic { dynamic_configs(&s).await } else { DynamicConfigs::default() };
     let mut resp = DescribeConfigsResponse::default();
     for res in req.resources {
         let mut r = DescribeConfigsResult::default();
@@ -140,8 +159,8 @@ pub async fn handle(s: Rc<Session>, version: i16, req: DescribeConfigsRequest) -
         match res.resource_type {
             RESOURCE_TOPIC => match topic_configs(&s, &res.resource_name).await {
                 Some(configs) => {
-                    for d in describe_topic(&defaults, &configs) {
-                        if wanted(&res.configuration_keys, d.name) {
+                    for d in describe_topic(&defaults, (&dynamic, node), &configs) {
+                        if wanted(&res.configuration_keys, &d.name) {
                             r.configs.push(wire_entry(d, req.include_synonyms, req.include_documentation, version));
                         }
                     }
@@ -161,19 +180,20 @@ pub async fn handle(s: Rc<Session>, version: i16, req: DescribeConfigsRequest) -
                 r.error_message = Some(str_bytes("Client metrics subscription name must not be empty"));
             }
             RESOURCE_CLIENT_METRICS => {}
-            // This broker: its settings and what kaas does (store::configs::broker). The cluster
-            // default (an empty name) lists the dynamic defaults a new Kafka cluster has.
-            RESOURCE_BROKER => match describe_target(&res.resource_name, st.broker.node_id, false) {
+            // This broker: its settings and what kaas does (store::configs::broker) under its
+            // dynamic values (store::configs::dynamic). The cluster default (an empty name)
+            // lists the cluster's dynamic values.
+            RESOURCE_BROKER => match describe_target(&res.resource_name, node, false) {
                 Ok(Some(())) => {
-                    for e in describe_broker(broker_settings(st)) {
-                        if wanted(&res.configuration_keys, e.name) {
+                    for e in dynamic::describe_broker(describe_broker(broker_settings(st)), &dynamic, node) {
+                        if wanted(&res.configuration_keys, &e.name) {
                             r.configs.push(wire_entry(e, req.include_synonyms, req.include_documentation, version));
                         }
                     }
                 }
                 Ok(None) => {
-                    for e in describe_cluster_defaults() {
-                        if wanted(&res.configuration_keys, e.name) {
+                    for e in dynamic::describe_cluster(&dynamic) {
+                        if wanted(&res.configuration_keys, &e.name) {
                             r.configs.push(wire_entry(e, req.include_synonyms, req.include_documentation, version));
                         }
                     }
@@ -190,7 +210,7 @@ pub async fn handle(s: Rc<Session>, version: i16, req: DescribeConfigsRequest) -
                 group_overrides(&s, &res.resource_name).await.as_ref(),
             ) {
                 Ok(entries) => {
-                    for e in entries.into_iter().filter(|e| wanted(&res.configuration_keys, e.name)) {
+                    for e in entries.into_iter().filter(|e| wanted(&res.configuration_keys, &e.name)) {
                         r.configs.push(wire_entry(e, req.include_synonyms, req.include_documentation, version));
                     }
                 }

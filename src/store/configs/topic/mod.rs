@@ -161,6 +161,11 @@ pub fn check_value(def: &ConfigDef, raw: &str) -> Result<String, TopicConfigErro
             check_range(def, &v.to_string(), f64::from(v))?;
             Ok(v.to_string())
         }
+        Kind::Short => {
+            let v: i16 = value.parse().map_err(|_| not_a("SHORT"))?;
+            check_range(def, &v.to_string(), f64::from(v))?;
+            Ok(v.to_string())
+        }
         Kind::Long => {
             let v: i64 = value.parse().map_err(|_| not_a("LONG"))?;
             check_range(def, &v.to_string(), v as f64)?;
@@ -175,7 +180,7 @@ pub fn check_value(def: &ConfigDef, raw: &str) -> Result<String, TopicConfigErro
             b @ ("true" | "false") => Ok(b.to_string()),
             _ => Err(invalid(def.name, raw, "Expected value to be either true or false".into())),
         },
-        Kind::Str => match def.valid {
+        Kind::Str | Kind::Class | Kind::Password => match def.valid {
             Valid::OneOf(allowed) if !allowed.contains(&value) => {
                 Err(invalid(def.name, raw, format!("String must be one of: {}", allowed.join(", "))))
             }

@@ -7,9 +7,13 @@ pub enum Kind {
     Bool = 1,
     Str = 2,
     Int = 3,
+    /// Broker configs only (store::configs::dynamic), as are Class and Password.
+    Short = 4,
     Long = 5,
     Double = 6,
     List = 7,
+    Class = 8,
+    Password = 9,
 }
 
 /// ConfigDef validators Kafka attaches to topic configs.

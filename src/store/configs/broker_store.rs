@@ -1,0 +1,115 @@
+//! Dynamic broker configs on the shared disk: `<data>/__cluster/broker_configs.json` (the
+//! cluster default and each broker's, store::configs::dynamic), read whole and rewritten
+//! crash-safely under the lock file `broker_configs.lock`, so brokers sharing the disk never
+//! interleave two changes. Every broker reads the file again at each membership tick (a change
+//! made on another broker reaches its topics within seconds); the broker that made a change
+//! applies it at once. Blocking I/O: callers run it on the blocking pool.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::dynamic::{ConfigMap, DynamicConfigs, DynamicError};
+use crate::error_code::ResponseError;
+use crate::store::cluster::file_lock;
+use crate::store::durable::{create_dir_all_durable, write_atomic};
+
+/// How long a change waits for another broker's change (each takes milliseconds).
+const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+fn path(data_dir: &Path) -> PathBuf {
+    data_dir.join("__cluster").join("broker_configs.json")
+}
+
+/// Every dynamic broker config; none when the file does not exist. A file that does not parse
+/// (a hand edit) is reported and read as none, so the broker keeps serving.
+pub fn load(data_dir: &Path) -> std::io::Result<DynamicConfigs> {
+    let p = path(data_dir);
+    match std::fs::read(&p) {
+        Ok(bytes) => Ok(serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+            tracing::error!(path = %p.display(), "unreadable dynamic broker configs, none applied: {e}");
+            DynamicConfigs::default()
+        })),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(DynamicConfigs::default()),
+        Err(e) => Err(e),
+    }
+}
+
+/// A refusal with the Kafka error code and message it is answered with.
+pub type Failure = (i16, String);
+
+fn storage(e: std::io::Error) -> Failure {
+    (ResponseError::KafkaStorageError.code(), format!("dynamic broker configs: {e}"))
+}
+
+/// Changes the configs of `node` (`None`: the cluster default) with `change` (given the current
+/// ones) under the lock and writes them durably unless `validate_only`; every broker's configs
+/// afterwards.
+pub fn alter(
+    data_dir: &Path,
+    node: Option<i32>,
+    validate_only: bool,
+    change: impl FnOnce(&ConfigMap) -> Result<ConfigMap, DynamicError>,
+) -> Result<DynamicConfigs, Failure> {
+    let dir = data_dir.join("__cluster");
+    create_dir_all_durable(&dir).map_err(storage)?;
+    let Some(lock) = file_lock::lock_file_within(&dir.join("broker_configs.lock"), LOCK_WAIT).map_err(storage)? else {
+        let busy = "Another broker is changing the broker configs; try again.";
+        return Err((ResponseError::RequestTimedOut.code(), busy.into()));
+    };
+    let mut all = load(data_dir).map_err(storage)?;
+    let current = all.resource(node);
+    let next = change(&current).map_err(|e| (e.code(), e.to_string()))?;
+    if validate_only || next == current {
+        return Ok(all);
+    }
+    all.set_resource(node, next);
+    let bytes = serde_json::to_vec(&all).map_err(|e| storage(e.into()))?;
+    write_atomic(&path(data_dir), &bytes).map_err(storage)?;
+    drop(lock);
+    Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(name: &'static str, value: &'static str) -> impl FnOnce(&ConfigMap) -> Result<ConfigMap, DynamicError> {
+        move |current| {
+            let mut out = current.clone();
+            out.insert(name.into(), value.into());
+            Ok(out)
+        }
+    }
+
+    #[test]
+    fn configs_are_stored_durably_per_resource_and_validate_only_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(load(dir.path()).unwrap(), DynamicConfigs::default());
+        alter(dir.path(), None, false, set("log.retention.ms", "1000")).unwrap();
+        alter(dir.path(), Some(2), false, set("background.threads", "9")).unwrap();
+        let all = load(dir.path()).unwrap();
+        assert_eq!(all.cluster["log.retention.ms"], "1000");
+        assert_eq!(all.broker(2)["background.threads"], "9");
+        let seen = alter(dir.path(), Some(2), true, set("background.threads", "5")).unwrap();
+        assert_eq!(seen.broker(2)["background.threads"], "9");
+        assert_eq!(load(dir.path()).unwrap().broker(2)["background.threads"], "9", "validate_only writes nothing");
+        alter(dir.path(), Some(2), false, |_| Ok(ConfigMap::new())).unwrap();
+        assert!(load(dir.path()).unwrap().brokers.is_empty(), "an empty set removes the broker's entry");
+    }
+
+    #[test]
+    fn a_refused_change_writes_nothing_and_keeps_its_code() {
+        let dir = tempfile::tempdir().unwrap();
+        let (code, message) = alter(dir.path(), None, false, |_| Err(DynamicError::TooMany)).unwrap_err();
+        assert_eq!(code, ResponseError::PolicyViolation.code(), "{message}");
+        assert!(!path(dir.path()).exists());
+    }
+
+    #[test]
+    fn an_unreadable_file_reads_as_no_configs() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("__cluster")).unwrap();
+        std::fs::write(path(dir.path()), b"{not json").unwrap();
+        assert_eq!(load(dir.path()).unwrap(), DynamicConfigs::default());
+    }
+}
