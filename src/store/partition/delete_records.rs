@@ -28,8 +28,8 @@ pub enum DeleteRecordsError {
     #[error("cannot move the log start to {offset}: above the high watermark {high_watermark}")]
     AboveHighWatermark { offset: i64, high_watermark: i64 },
     /// cleanup.policy without `delete` (a compacted topic).
-    #[error("records cannot be deleted under cleanup.policy {0}")]
-    Policy(String),
+    #[error("records cannot be deleted under a cleanup.policy without delete")]
+    Policy,
     #[error("partition offline")]
     Offline,
     #[error(transparent)]
@@ -43,7 +43,7 @@ impl DeleteRecordsError {
             DeleteRecordsError::InvalidOffset(_) | DeleteRecordsError::AboveHighWatermark { .. } => {
                 ResponseError::OffsetOutOfRange
             }
-            DeleteRecordsError::Policy(_) => ResponseError::PolicyViolation,
+            DeleteRecordsError::Policy => ResponseError::PolicyViolation,
             DeleteRecordsError::Offline | DeleteRecordsError::Snapshot(_) => ResponseError::KafkaStorageError,
         }
     }
@@ -68,11 +68,13 @@ pub fn new_log_start(requested: i64, log_start: i64, high_watermark: i64) -> Res
 }
 
 /// Records are deleted only under a cleanup.policy holding `delete` (Kafka's
-/// `LogConfig.delete`; no policy set is Kafka's default, `delete`).
-pub fn check_cleanup_policy(policy: Option<&str>) -> Result<(), DeleteRecordsError> {
-    match policy {
-        Some(p) if !p.split(',').any(|x| x.trim() == "delete") => Err(DeleteRecordsError::Policy(p.to_string())),
-        _ => Ok(()),
+/// `LogConfig.delete`): `deletes` is that of the topic's effective policy, its own or the
+/// broker's default (store::configs::topic::deletes_by_retention).
+pub fn check_cleanup_policy(deletes: bool) -> Result<(), DeleteRecordsError> {
+    if deletes {
+        Ok(())
+    } else {
+        Err(DeleteRecordsError::Policy)
     }
 }
 

@@ -76,9 +76,11 @@ fn an_offset_below_the_log_start_leaves_it_where_it_is() {
 
 #[test]
 fn a_topic_without_the_delete_policy_refuses_with_policy_violation() {
-    assert_eq!(check_cleanup_policy(Some("compact")).unwrap_err().error(), ResponseError::PolicyViolation);
-    assert!(check_cleanup_policy(Some("compact,delete")).is_ok());
-    assert!(check_cleanup_policy(None).is_ok());
+    use crate::store::configs::topic::deletes_by_retention;
+    let policy = |p: &str| deletes_by_retention(&[("cleanup.policy".to_string(), p.to_string())].into());
+    assert_eq!(check_cleanup_policy(policy("compact")).unwrap_err().error(), ResponseError::PolicyViolation);
+    assert!(check_cleanup_policy(policy("compact,delete")).is_ok());
+    assert!(check_cleanup_policy(deletes_by_retention(&Default::default())).is_ok());
 }
 
 #[test]

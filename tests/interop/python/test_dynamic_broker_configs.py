@@ -49,6 +49,16 @@ def incremental(admin, name, *ops):
         return e.args[0].code()
 
 
+def delete_records(admin, topic, offset):
+    """DeleteRecords of partition 0 before `offset`; the error code or None."""
+    fut = admin.delete_records([TopicPartition(topic, 0, offset)])
+    try:
+        list(fut.values())[0].result()
+        return None
+    except Exception as e:  # noqa: BLE001 - the KafkaException's error is the answer
+        return e.args[0].code()
+
+
 def broker_config(admin, name, config):
     res = ConfigResource(ResourceType.BROKER, name)
     return list(admin.describe_configs([res]).values())[0].result().get(config)
@@ -130,6 +140,12 @@ def test_what_librdkafkas_suite_sets_is_taken_and_compaction_follows_the_default
                        ("log.cleanup.policy", AlterConfigOpType.SUBTRACT, "compact")) is None
     assert broker_config(admin, node, "background.threads").source == ConfigSource.DEFAULT_CONFIG.value
     assert send(bs, topic, 10, key=None) is None
+
+    # Compact only: DeleteRecords is refused, as on a compacted topic.
+    assert incremental(admin, node, ("log.cleanup.policy", AlterConfigOpType.SET, "compact")) is None
+    assert delete_records(admin, topic, 1) == KafkaError.POLICY_VIOLATION
+    assert incremental(admin, node, ("log.cleanup.policy", AlterConfigOpType.DELETE, "")) is None
+    assert delete_records(admin, topic, 1) is None
 
     res = ConfigResource(ResourceType.BROKER, node, set_config={"sasl.kerberos.min.time.before.relogin": "58000"})
     list(admin.alter_configs([res]).values())[0].result()

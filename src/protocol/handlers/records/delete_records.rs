@@ -66,7 +66,7 @@ async fn delete_one(
         Err(code) => return DeleteRecordsAnswer { error_code: code, low_watermark: -1 },
     };
     let (topic, leader) = leader;
-    if let Err(e) = check_cleanup_policy(topic.meta.configs.get("cleanup.policy").map(String::as_str)) {
+    if let Err(e) = check_cleanup_policy(topic.produce_limits().deletes) {
         return failed(e.error());
     }
     let (tx, rx) = oneshot::channel();

@@ -96,6 +96,9 @@ pub struct ProduceLimits {
     pub timestamp: TimestampPolicy,
     /// compression.type (with its level): None for `producer`, batches stored as sent.
     pub compression: Option<Compression>,
+    /// cleanup.policy holds `delete`: DeleteRecords may delete (not Produce's, but the same
+    /// effective configs decide it).
+    pub deletes: bool,
 }
 
 fn invalid(name: &str, value: &str, reason: String) -> TopicConfigError {
@@ -323,6 +326,7 @@ pub fn produce_limits(defaults: &BrokerDefaults, configs: &BTreeMap<String, Stri
     let timestamp_type: String =
         stored(configs, "message.timestamp.type", &mut ignored).unwrap_or_else(|| defaults.timestamp_type.clone());
     ProduceLimits {
+        deletes: deletes_by_retention(configs),
         max_message_bytes: stored(configs, "max.message.bytes", &mut ignored).unwrap_or(defaults.max_message_bytes),
         compression: Compression::from_config(
             &stored::<String>(configs, "compression.type", &mut ignored).unwrap_or_else(|| "producer".into()),
