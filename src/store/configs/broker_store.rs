@@ -5,40 +5,17 @@
 //! made on another broker reaches its topics within seconds); the broker that made a change
 //! applies it at once. Blocking I/O: callers run it on the blocking pool.
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
 use super::dynamic::{ConfigMap, DynamicConfigs, DynamicError};
-use crate::error_code::ResponseError;
-use crate::store::cluster::file_lock;
-use crate::store::durable::{create_dir_all_durable, write_atomic};
+pub use super::shared_file::Failure;
+use super::shared_file::SharedFile;
 
-/// How long a change waits for another broker's change (each takes milliseconds).
-const LOCK_WAIT: Duration = Duration::from_secs(5);
+const FILE: SharedFile = SharedFile { name: "broker_configs", what: "dynamic broker configs" };
 
-fn path(data_dir: &Path) -> PathBuf {
-    data_dir.join("__cluster").join("broker_configs.json")
-}
-
-/// Every dynamic broker config; none when the file does not exist. A file that does not parse
-/// (a hand edit) is reported and read as none, so the broker keeps serving.
+/// Every dynamic broker config; none when the file does not exist (or does not parse: logged).
 pub fn load(data_dir: &Path) -> std::io::Result<DynamicConfigs> {
-    let p = path(data_dir);
-    match std::fs::read(&p) {
-        Ok(bytes) => Ok(serde_json::from_slice(&bytes).unwrap_or_else(|e| {
-            tracing::error!(path = %p.display(), "unreadable dynamic broker configs, none applied: {e}");
-            DynamicConfigs::default()
-        })),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(DynamicConfigs::default()),
-        Err(e) => Err(e),
-    }
-}
-
-/// A refusal with the Kafka error code and message it is answered with.
-pub type Failure = (i16, String);
-
-fn storage(e: std::io::Error) -> Failure {
-    (ResponseError::KafkaStorageError.code(), format!("dynamic broker configs: {e}"))
+    FILE.load(data_dir)
 }
 
 /// Changes the configs of `node` (`None`: the cluster default) with `change` (given the current
@@ -50,28 +27,21 @@ pub fn alter(
     validate_only: bool,
     change: impl FnOnce(&ConfigMap) -> Result<ConfigMap, DynamicError>,
 ) -> Result<DynamicConfigs, Failure> {
-    let dir = data_dir.join("__cluster");
-    create_dir_all_durable(&dir).map_err(storage)?;
-    let Some(lock) = file_lock::lock_file_within(&dir.join("broker_configs.lock"), LOCK_WAIT).map_err(storage)? else {
-        let busy = "Another broker is changing the broker configs; try again.";
-        return Err((ResponseError::RequestTimedOut.code(), busy.into()));
-    };
-    let mut all = load(data_dir).map_err(storage)?;
-    let current = all.resource(node);
-    let next = change(&current).map_err(|e| (e.code(), e.to_string()))?;
-    if validate_only || next == current {
-        return Ok(all);
-    }
-    all.set_resource(node, next);
-    let bytes = serde_json::to_vec(&all).map_err(|e| storage(e.into()))?;
-    write_atomic(&path(data_dir), &bytes).map_err(storage)?;
-    drop(lock);
-    Ok(all)
+    FILE.update(data_dir, |all: &mut DynamicConfigs| {
+        let current = all.resource(node);
+        let next = change(&current).map_err(|e| (e.code(), e.to_string()))?;
+        if validate_only || next == current {
+            return Ok(false);
+        }
+        all.set_resource(node, next);
+        Ok(true)
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error_code::ResponseError;
 
     fn set(name: &'static str, value: &'static str) -> impl FnOnce(&ConfigMap) -> Result<ConfigMap, DynamicError> {
         move |current| {
@@ -102,14 +72,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (code, message) = alter(dir.path(), None, false, |_| Err(DynamicError::TooMany)).unwrap_err();
         assert_eq!(code, ResponseError::PolicyViolation.code(), "{message}");
-        assert!(!path(dir.path()).exists());
+        assert!(!dir.path().join("__cluster/broker_configs.json").exists());
     }
 
     #[test]
     fn an_unreadable_file_reads_as_no_configs() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("__cluster")).unwrap();
-        std::fs::write(path(dir.path()), b"{not json").unwrap();
+        std::fs::write(dir.path().join("__cluster/broker_configs.json"), b"{not json").unwrap();
         assert_eq!(load(dir.path()).unwrap(), DynamicConfigs::default());
     }
 }

@@ -6,44 +6,20 @@
 //! coordinator at once. Blocking I/O: callers run it on the blocking pool.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
 use super::group::{GroupConfigError, GroupOverrides, MAX_GROUPS_WITH_CONFIGS};
-use crate::error_code::ResponseError;
-use crate::store::cluster::file_lock;
-use crate::store::durable::create_dir_all_durable;
-use crate::store::durable::write_atomic;
+pub use super::shared_file::Failure;
+use super::shared_file::SharedFile;
 
 /// Every group's overrides.
 pub type AllGroupConfigs = BTreeMap<String, GroupOverrides>;
 
-/// How long a change waits for another broker's change (each takes milliseconds).
-const LOCK_WAIT: Duration = Duration::from_secs(5);
+const FILE: SharedFile = SharedFile { name: "group_configs", what: "group configs" };
 
-fn path(data_dir: &Path) -> PathBuf {
-    data_dir.join("__cluster").join("group_configs.json")
-}
-
-/// Every group's overrides; none when the file does not exist. A file that does not parse (a
-/// hand edit) is reported and read as none, so the broker keeps serving.
+/// Every group's overrides; none when the file does not exist (or does not parse: logged).
 pub fn load(data_dir: &Path) -> std::io::Result<AllGroupConfigs> {
-    let p = path(data_dir);
-    match std::fs::read(&p) {
-        Ok(bytes) => Ok(serde_json::from_slice(&bytes).unwrap_or_else(|e| {
-            tracing::error!(path = %p.display(), "unreadable group configs, none applied: {e}");
-            AllGroupConfigs::new()
-        })),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(AllGroupConfigs::new()),
-        Err(e) => Err(e),
-    }
-}
-
-/// A refusal with the Kafka error code and message it is answered with.
-pub type Failure = (i16, String);
-
-fn storage(e: std::io::Error) -> Failure {
-    (ResponseError::KafkaStorageError.code(), format!("group configs: {e}"))
+    FILE.load(data_dir)
 }
 
 /// Changes group `group`'s overrides with `change` (given its current ones) under the lock and
@@ -54,36 +30,29 @@ pub fn alter(
     validate_only: bool,
     change: impl FnOnce(&GroupOverrides) -> Result<GroupOverrides, GroupConfigError>,
 ) -> Result<AllGroupConfigs, Failure> {
-    let dir = data_dir.join("__cluster");
-    create_dir_all_durable(&dir).map_err(storage)?;
-    let Some(lock) = file_lock::lock_file_within(&dir.join("group_configs.lock"), LOCK_WAIT).map_err(storage)? else {
-        let busy = "Another broker is changing the group configs; try again.";
-        return Err((ResponseError::RequestTimedOut.code(), busy.into()));
-    };
-    let mut all = load(data_dir).map_err(storage)?;
-    let current = all.get(group).cloned().unwrap_or_default();
-    let next = change(&current).map_err(|e| (e.code(), e.to_string()))?;
-    if validate_only || next == current {
-        return Ok(all);
-    }
-    if next.is_empty() {
-        all.remove(group);
-    } else {
-        if !all.contains_key(group) && all.len() >= MAX_GROUPS_WITH_CONFIGS {
-            let e = GroupConfigError::TooManyGroups;
-            return Err((e.code(), e.to_string()));
+    FILE.update(data_dir, |all: &mut AllGroupConfigs| {
+        let current = all.get(group).cloned().unwrap_or_default();
+        let next = change(&current).map_err(|e| (e.code(), e.to_string()))?;
+        if validate_only || next == current {
+            return Ok(false);
         }
-        all.insert(group.to_string(), next);
-    }
-    let bytes = serde_json::to_vec(&all).map_err(|e| storage(e.into()))?;
-    write_atomic(&path(data_dir), &bytes).map_err(storage)?;
-    drop(lock);
-    Ok(all)
+        if next.is_empty() {
+            all.remove(group);
+        } else {
+            if !all.contains_key(group) && all.len() >= MAX_GROUPS_WITH_CONFIGS {
+                let e = GroupConfigError::TooManyGroups;
+                return Err((e.code(), e.to_string()));
+            }
+            all.insert(group.to_string(), next);
+        }
+        Ok(true)
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error_code::ResponseError;
 
     fn set(value: &str) -> impl FnOnce(&GroupOverrides) -> Result<GroupOverrides, GroupConfigError> + '_ {
         move |_| Ok(GroupOverrides::from([("consumer.session.timeout.ms".to_string(), value.to_string())]))
@@ -108,7 +77,7 @@ mod tests {
             .map(|i| (format!("g{i}"), GroupOverrides::from([("consumer.session.timeout.ms".into(), "50000".into())])))
             .collect();
         std::fs::create_dir_all(dir.path().join("__cluster")).unwrap();
-        std::fs::write(path(dir.path()), serde_json::to_vec(&full).unwrap()).unwrap();
+        std::fs::write(dir.path().join("__cluster/group_configs.json"), serde_json::to_vec(&full).unwrap()).unwrap();
         let (code, _) = alter(dir.path(), "one-more", false, set("50000")).unwrap_err();
         assert_eq!(code, ResponseError::PolicyViolation.code());
         alter(dir.path(), "g0", false, set("55000")).expect("a group that has configs may change them");
@@ -118,7 +87,7 @@ mod tests {
     fn an_unreadable_file_reads_as_no_overrides() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("__cluster")).unwrap();
-        std::fs::write(path(dir.path()), b"{not json").unwrap();
+        std::fs::write(dir.path().join("__cluster/group_configs.json"), b"{not json").unwrap();
         assert!(load(dir.path()).unwrap().is_empty());
     }
 }

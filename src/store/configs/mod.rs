@@ -16,6 +16,7 @@ pub mod dynamic;
 pub mod group;
 pub mod group_store;
 pub mod resources;
+pub mod shared_file;
 pub mod topic;
 
 use std::borrow::Cow;

@@ -38,25 +38,25 @@ def send(bootstrap, topic, size, partition=0, key=b"k", timestamp=0):
     return None if result[0] is None else result[0].code()
 
 
-def incremental(admin, name, *ops):
-    """IncrementalAlterConfigs of BROKER `name` through librdkafka; the error code or None."""
-    entries = [ConfigEntry(n, v, incremental_operation=op) for n, op, v in ops]
-    fut = admin.incremental_alter_configs([ConfigResource(ResourceType.BROKER, name, incremental_configs=entries)])
+def error_code(futures):
+    """The error code of an admin call's one result, or None."""
     try:
-        list(fut.values())[0].result()
+        list(futures.values())[0].result()
         return None
     except Exception as e:  # noqa: BLE001 - the KafkaException's error is the answer
         return e.args[0].code()
+
+
+def incremental(admin, name, *ops):
+    """IncrementalAlterConfigs of BROKER `name` through librdkafka; the error code or None."""
+    entries = [ConfigEntry(n, v, incremental_operation=op) for n, op, v in ops]
+    return error_code(admin.incremental_alter_configs(
+        [ConfigResource(ResourceType.BROKER, name, incremental_configs=entries)]))
 
 
 def delete_records(admin, topic, offset):
     """DeleteRecords of partition 0 before `offset`; the error code or None."""
-    fut = admin.delete_records([TopicPartition(topic, 0, offset)])
-    try:
-        list(fut.values())[0].result()
-        return None
-    except Exception as e:  # noqa: BLE001 - the KafkaException's error is the answer
-        return e.args[0].code()
+    return error_code(admin.delete_records([TopicPartition(topic, 0, offset)]))
 
 
 def broker_config(admin, name, config):
@@ -174,9 +174,14 @@ def test_a_cluster_default_set_on_one_broker_reaches_the_others(tmp_path):
     topic = kaashelpers.unique_topic("dyncluster")
     kaashelpers.create_topic(brokers[0].bootstrap, topic, 4)
     kaashelpers.wait_topic_ready(bootstrap, topic, 4)
-    leaders = {p.id: p.leader for p in AdminClient({"bootstrap.servers": bootstrap}).list_topics(
-        topic, timeout=10).topics[topic].partitions.values()}
-    assert set(leaders.values()) == {1, 2}, leaders
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    leaders = {}
+
+    def both_lead():
+        parts = admin.list_topics(topic, timeout=10).topics[topic].partitions.values()
+        leaders.update({p.id: p.leader for p in parts})
+        return set(leaders.values()) == {1, 2}
+    poll_until(both_lead, 30, "the partitions led by both brokers")
     assert all(send(bootstrap, topic, 5000, partition=p) is None for p in leaders)
 
     kafka_configs(brokers[0].bootstrap, "--entity-default", "--alter", "--add-config", "message.max.bytes=2000")

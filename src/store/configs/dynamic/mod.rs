@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use super::topic::alter::{check_shape, AlterError, AlterOp, OP_APPEND, OP_DELETE, OP_SET};
+use super::topic::alter::{apply_ops, check_shape, AlterError, AlterOp, OP_APPEND, OP_DELETE};
 use super::topic::table::{ConfigDef, Honour, Kind};
 use super::topic::{self as topic_config, check_value, TopicConfigError};
 use super::{ConfigEntry, Synonym, SOURCE_DEFAULT, SOURCE_DYNAMIC_BROKER, SOURCE_DYNAMIC_DEFAULT_BROKER};
@@ -231,33 +231,11 @@ pub fn alter(current: &ConfigMap, ops: &[AlterOp], replace: bool, per_broker: bo
         return Err(DynamicError::NotDynamic(fixed));
     }
     let mut out = if replace { ConfigMap::new() } else { current.clone() };
-    for o in ops {
-        let value = o.value.clone().unwrap_or_default();
-        match o.op {
-            OP_SET => {
-                out.insert(o.name.clone(), value);
-            }
-            OP_DELETE => {
-                out.remove(&o.name);
-            }
-            op => {
-                let op_name = if op == OP_APPEND { "append" } else { "subtract" };
-                let def = table::find(&o.name).filter(|d| d.kind == Kind::List);
-                let def = def.ok_or_else(|| DynamicError::NotList { op: op_name, name: o.name.clone() })?;
-                let start = out.get(&o.name).map(String::as_str).or(def.default).unwrap_or("");
-                let mut list: Vec<String> =
-                    start.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect();
-                for item in value.split(',').map(str::trim) {
-                    if op == OP_APPEND && !list.iter().any(|x| x == item) {
-                        list.push(item.to_string());
-                    } else if op != OP_APPEND {
-                        list.retain(|x| x != item);
-                    }
-                }
-                out.insert(o.name.clone(), list.join(","));
-            }
-        }
-    }
+    apply_ops(&mut out, ops, |name, op| {
+        let def = table::find(name).filter(|d| d.kind == Kind::List);
+        let op = if op == OP_APPEND { "append" } else { "subtract" };
+        def.map(|d| d.default.unwrap_or("")).ok_or_else(|| DynamicError::NotList { op, name: name.to_string() })
+    })?;
     for o in &set {
         if let Some(raw) = out.get(&o.name).cloned() {
             let checked = check_one(&o.name, &raw, per_broker)?;

@@ -1,4 +1,5 @@
 use super::*;
+use crate::store::configs::topic::alter::OP_SET;
 use crate::store::configs::topic::alter::OP_SUBTRACT;
 use crate::store::configs::TYPE_INT;
 

@@ -70,6 +70,46 @@ fn parts(value: &str) -> Vec<String> {
     value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
 }
 
+/// APPEND (`op`) or SUBTRACT the comma-separated `items` to or from the list `start`, as
+/// Kafka's IncrementalAlterConfigs does: an item appended once, every copy subtracted.
+pub fn list_op(start: &str, op: i8, items: &str) -> String {
+    let mut list = parts(start);
+    for item in items.split(',') {
+        if op == OP_APPEND && !list.iter().any(|x| x == item) {
+            list.push(item.to_string());
+        } else if op == OP_SUBTRACT {
+            list.retain(|x| x != item);
+        }
+    }
+    list.join(",")
+}
+
+/// Applies `ops` to `configs` in order; APPEND and SUBTRACT start from the config's value, or
+/// from `list_default(name, op)` without one, whose error refuses a config that is not a list.
+pub fn apply_ops<E>(
+    configs: &mut BTreeMap<String, String>,
+    ops: &[AlterOp],
+    list_default: impl Fn(&str, i8) -> Result<&'static str, E>,
+) -> Result<(), E> {
+    for o in ops {
+        let value = o.value.clone().unwrap_or_default();
+        match o.op {
+            OP_SET => {
+                configs.insert(o.name.clone(), value);
+            }
+            OP_DELETE => {
+                configs.remove(&o.name);
+            }
+            op => {
+                let default = list_default(&o.name, op)?;
+                let list = list_op(configs.get(&o.name).map_or(default, String::as_str), op, &value);
+                configs.insert(o.name.clone(), list);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// IncrementalAlterConfigs: `current` with `ops` applied, validated. APPEND and SUBTRACT start
 /// from Kafka's default when the topic has no value of its own.
 pub fn apply_incremental(
@@ -78,31 +118,11 @@ pub fn apply_incremental(
 ) -> Result<BTreeMap<String, String>, AlterError> {
     check_shape(ops)?;
     let mut out = current.clone();
-    for o in ops {
-        let value = o.value.clone().unwrap_or_default();
-        match o.op {
-            OP_SET => {
-                out.insert(o.name.clone(), value);
-            }
-            OP_DELETE => {
-                out.remove(&o.name);
-            }
-            op => {
-                let name = if op == OP_APPEND { "APPEND" } else { "SUBTRACT" };
-                let def = table::find(&o.name).filter(|d| d.kind == table::Kind::List);
-                let def = def.ok_or_else(|| AlterError::NotList { op: name, name: o.name.clone() })?;
-                let mut list = parts(out.get(&o.name).map_or(def.default, String::as_str));
-                for item in value.split(',') {
-                    if op == OP_APPEND && !list.iter().any(|x| x == item) {
-                        list.push(item.to_string());
-                    } else if op == OP_SUBTRACT {
-                        list.retain(|x| x != item);
-                    }
-                }
-                out.insert(o.name.clone(), list.join(","));
-            }
-        }
-    }
+    apply_ops(&mut out, ops, |name, op| {
+        let def = table::find(name).filter(|d| d.kind == table::Kind::List);
+        let op = if op == OP_APPEND { "APPEND" } else { "SUBTRACT" };
+        def.map(|d| d.default).ok_or_else(|| AlterError::NotList { op, name: name.to_string() })
+    })?;
     Ok(validate_set(&out)?)
 }
 
