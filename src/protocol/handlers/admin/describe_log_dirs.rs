@@ -8,6 +8,7 @@
 use std::path::PathBuf;
 use std::rc::Rc;
 
+use futures::StreamExt;
 use kafka_protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
 };
@@ -26,6 +27,9 @@ fn dir_size(dir: &PathBuf) -> i64 {
     let bytes: u64 = entries.filter_map(|e| e.ok()?.metadata().ok()).filter(|m| m.is_file()).map(|m| m.len()).sum();
     i64::try_from(bytes).unwrap_or(i64::MAX)
 }
+
+/// How many leaders one DescribeLogDirs asks for their size at once.
+const SIZES_IN_FLIGHT: usize = 256;
 
 /// A partition and its size as its leader counted it (None: no answer).
 type Counted = (i32, Option<i64>);
@@ -89,17 +93,18 @@ pub async fn handle(s: Rc<Session>, version: i16, req: DescribeLogDirsRequest) -
     let mut counted: Vec<(String, Vec<Counted>)> = Vec::with_capacity(hosted.len());
     for (t, ps) in hosted {
         let handle = s.topic(&t, false).await.ok();
-        let mut sizes = Vec::with_capacity(ps.len());
-        for p in ps {
+        // The leaders are asked together, at most SIZES_IN_FLIGHT at a time: a broker leading
+        // 100,000 partitions answers in a few round trips' time, not 100,000.
+        let asks = ps.into_iter().map(|p| {
             let leader = handle.as_ref().and_then(|h| s.leader(h, p).ok());
-            sizes.push((
-                p,
+            async move {
                 match leader {
-                    Some(l) => log_size(&l).await,
-                    None => None,
-                },
-            ));
-        }
+                    Some(l) => (p, log_size(&l).await),
+                    None => (p, None),
+                }
+            }
+        });
+        let sizes: Vec<Counted> = futures::stream::iter(asks).buffered(SIZES_IN_FLIGHT).collect().await;
         counted.push((t, sizes));
     }
     let log_dir = data_dir.join("topics");
