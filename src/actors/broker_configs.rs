@@ -39,7 +39,6 @@ impl TopicRegistry {
     /// changed, every topic's Produce limits and its leaders' log settings follow.
     pub(super) fn apply_dynamic(&mut self, all: DynamicConfigs) {
         let layer = all.topic_layer(self.settings.broker.node_id);
-        self.dynamic = all;
         if layer == self.topic_layer {
             return;
         }

@@ -23,7 +23,7 @@ use crate::error_code::ResponseError;
 use crate::metrics::Metrics;
 use crate::store::clock::now_ms;
 use crate::store::cluster::known_fences::KnownFences;
-use crate::store::configs::dynamic::{ConfigMap, DynamicConfigs};
+use crate::store::configs::dynamic::ConfigMap;
 use crate::store::configs::topic::{self as topic_config, BrokerDefaults, ProduceLimits};
 use crate::store::leases::HeldLease;
 use crate::store::log::file_cache::FileCache;
@@ -148,9 +148,8 @@ pub struct TopicRegistry {
     /// This node's previous process stopped cleanly: its partitions keep their epochs
     /// (store::leases::try_acquire).
     keep_own: bool,
-    /// The dynamic broker configs as last read or written (actors::broker_configs).
-    pub(super) dynamic: DynamicConfigs,
-    /// Their topic-config defaults for this broker (`DynamicConfigs::topic_layer`).
+    /// The topic-config defaults the dynamic broker configs give this broker, as last read or
+    /// written (actors::broker_configs, `DynamicConfigs::topic_layer`).
     pub(super) topic_layer: ConfigMap,
 }
 
@@ -206,7 +205,6 @@ impl TopicRegistry {
             deleting: HashSet::new(),
             metrics,
             keep_own,
-            dynamic: DynamicConfigs::default(),
             topic_layer: ConfigMap::new(),
         };
         // Before any topic opens: its logs start with the dynamic defaults.
