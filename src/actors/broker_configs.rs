@@ -62,10 +62,10 @@ impl Handler<AlterBrokerConfigs> for TopicRegistry {
 
     /// One change at a time (`ctx.wait`): each starts from the file the previous one wrote.
     fn handle(&mut self, msg: AlterBrokerConfigs, ctx: &mut Self::Context) {
-        let data_dir = self.settings.broker.data_dir.clone();
+        let (data_dir, fence) = (self.settings.broker.data_dir.clone(), self.self_fence());
         let AlterBrokerConfigs { node, ops, replace, validate_only, reply } = msg;
         let work = tokio::task::spawn_blocking(move || {
-            broker_store::alter(&data_dir, node, validate_only, |current| {
+            broker_store::alter(&data_dir, node, validate_only, &fence, |current| {
                 dynamic::alter(current, &ops, replace, node.is_some())
             })
         });

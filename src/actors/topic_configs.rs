@@ -11,6 +11,7 @@ use actix::{ActorFutureExt, AsyncContext, Handler, Message, WrapFuture};
 use super::messages::{Reply, SetLogConfig};
 use super::topics::TopicRegistry;
 use crate::error_code::ResponseError;
+use crate::store::cluster::fence::SelfFence;
 use crate::store::configs::topic::{self as topic_config, alter};
 use crate::store::topics::{self, TopicMeta};
 
@@ -47,6 +48,7 @@ fn alter_on_disk(
     id: uuid::Uuid,
     change: &ConfigChange,
     validate_only: bool,
+    fence: &SelfFence,
 ) -> Result<Option<BTreeMap<String, String>>, AlterFailure> {
     let storage =
         |e: topics::TopicError| (ResponseError::KafkaStorageError.code(), format!("topic file of {name}: {e}"));
@@ -74,6 +76,9 @@ fn alter_on_disk(
     }
     if configs != meta.configs {
         topics::replace(data_dir, &TopicMeta { configs: configs.clone(), ..meta }, &lock).map_err(storage)?;
+        // Self-fence: answered only while no broker took over from this one (what was written
+        // stays; a fenced broker stops).
+        fence.check().map_err(|e| (ResponseError::KafkaStorageError.code(), e.to_string()))?;
     }
     Ok(Some(configs))
 }
@@ -112,9 +117,10 @@ impl Handler<AlterTopicConfigs> for TopicRegistry {
             let _ = msg.reply.send(Err(unknown(&msg.name)));
             return;
         };
-        let data_dir = self.settings.broker.data_dir.clone();
+        let (data_dir, fence) = (self.settings.broker.data_dir.clone(), self.self_fence());
         let (name, change, validate_only) = (msg.name.clone(), msg.change, msg.validate_only);
-        let work = tokio::task::spawn_blocking(move || alter_on_disk(&data_dir, &name, id, &change, validate_only));
+        let work =
+            tokio::task::spawn_blocking(move || alter_on_disk(&data_dir, &name, id, &change, validate_only, &fence));
         let (name, reply) = (msg.name, msg.reply);
         ctx.wait(work.into_actor(self).map(move |joined, act, _| {
             let result = joined.unwrap_or_else(|e| Err((ResponseError::UnknownServerError.code(), e.to_string())));

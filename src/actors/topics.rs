@@ -22,6 +22,7 @@ use crate::config::Settings;
 use crate::error_code::ResponseError;
 use crate::metrics::Metrics;
 use crate::store::clock::now_ms;
+use crate::store::cluster::fence::SelfFence;
 use crate::store::cluster::known_fences::KnownFences;
 use crate::store::configs::dynamic::ConfigMap;
 use crate::store::configs::topic::{self as topic_config, BrokerDefaults, ProduceLimits};
@@ -369,6 +370,12 @@ impl TopicRegistry {
         self.table_mut()
             .grant(Owned::Partition { topic: name, partition: p }, Lease { node_id: self.local_node(), epoch });
         offline
+    }
+
+    /// This broker's self-fence (store::cluster::fence), checked after a config file is written
+    /// and before the change is answered.
+    pub(super) fn self_fence(&self) -> SelfFence {
+        self.syncer.fence()
     }
 
     /// The topic's log settings: the broker's, overridden by valid topic configs.

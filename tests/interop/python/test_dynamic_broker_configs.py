@@ -12,19 +12,16 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource,
                                    ResourceType)
 
-import javaharness
 import kaashelpers
 from conftest import Broker, free_port, poll_until
+from test_kafka_configs_tool import configs
 
 TICK = {"KAAS_CLUSTER_TICK_MS": "200", "KAAS_FENCE_POLL_INTERVAL_MS": "200"}
 
 
 def kafka_configs(bootstrap, *args, ok=True, entity_type="brokers"):
-    run = javaharness.run_java("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", bootstrap,
-                               "--entity-type", entity_type, *args, timeout=120)
-    if ok:
-        assert run.returncode == 0, run.describe()
-    return run
+    """kafka-configs (ConfigCommand) on brokers unless `entity_type` says otherwise."""
+    return configs(bootstrap, *args, ok=ok, entity_type=entity_type)
 
 
 def send(bootstrap, topic, size, partition=0, key=b"k", timestamp=0):
